@@ -1,0 +1,75 @@
+//! Cell flags: one byte per cell says what the cell is.
+
+/// Most moving-wall velocities one domain can carry (they live in the kernel
+/// parameters, so the per-cell state stays one byte).
+pub const MAX_MOVING_WALLS: usize = 4;
+
+/// Flag byte of a fluid cell (collides and streams).
+pub const FLUID: u8 = 0;
+/// Flag byte of a resting wall (halfway bounce-back on its links).
+pub const WALL: u8 = 1;
+/// Flag byte of the first moving wall; moving wall `k` is `MOVING_WALL + k`.
+pub const MOVING_WALL: u8 = 2;
+
+/// What a cell is, decoded from its flag byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellKind {
+    /// Fluid.
+    Fluid,
+    /// Resting wall.
+    Wall,
+    /// Moving wall whose velocity is entry `k` of the wall-velocity table.
+    MovingWall(u8),
+}
+
+impl CellKind {
+    /// The flag byte for this kind.
+    pub const fn to_flag(self) -> u8 {
+        match self {
+            CellKind::Fluid => FLUID,
+            CellKind::Wall => WALL,
+            CellKind::MovingWall(k) => MOVING_WALL + k,
+        }
+    }
+
+    /// Decodes a flag byte; `None` for bytes no kind uses.
+    pub const fn from_flag(flag: u8) -> Option<Self> {
+        match flag {
+            FLUID => Some(CellKind::Fluid),
+            WALL => Some(CellKind::Wall),
+            f if f >= MOVING_WALL && ((f - MOVING_WALL) as usize) < MAX_MOVING_WALLS => {
+                Some(CellKind::MovingWall(f - MOVING_WALL))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether a flag byte is a solid boundary (any wall).
+#[inline(always)]
+pub const fn is_solid(flag: u8) -> bool {
+    flag != FLUID
+}
+
+/// Index into the wall-velocity table of a moving wall's flag byte.
+#[inline(always)]
+pub const fn moving_wall_id(flag: u8) -> Option<usize> {
+    if flag >= MOVING_WALL {
+        Some((flag - MOVING_WALL) as usize)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_round_trip() {
+        for kind in [CellKind::Fluid, CellKind::Wall, CellKind::MovingWall(0), CellKind::MovingWall(3)] {
+            assert_eq!(CellKind::from_flag(kind.to_flag()), Some(kind));
+        }
+        assert_eq!(CellKind::from_flag(MOVING_WALL + MAX_MOVING_WALLS as u8), None);
+    }
+}

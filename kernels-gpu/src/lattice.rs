@@ -1,0 +1,246 @@
+//! Velocity sets D2Q9, D3Q19 and D3Q27.
+//!
+//! Ordering convention (the pairing Esoteric Pull needs): index 0 is the rest
+//! population; every other direction comes in an opposite pair `(i, i + 1)`
+//! with `i` odd, so `opposite(i)` is `i + 1` for odd `i` and `i - 1` for even.
+
+/// A velocity set with `Q` discrete velocities.
+pub trait Lattice<const Q: usize>: Copy + Send + Sync + 'static {
+    /// Spatial dimension.
+    const D: usize;
+    /// Name used in kernel names and reports (`d3q19`).
+    const NAME: &'static str;
+    /// Discrete velocities `c_i` (z component 0 for 2D sets).
+    const C: [[i32; 3]; Q];
+    /// Quadrature weights `w_i`.
+    const W: [f64; Q];
+}
+
+/// Index of the direction opposite to `i` under the pair ordering above.
+#[inline(always)]
+pub const fn opposite(i: usize) -> usize {
+    if i == 0 {
+        0
+    } else if i % 2 == 1 {
+        i + 1
+    } else {
+        i - 1
+    }
+}
+
+/// Squared lattice speed of sound, `c_s^2 = 1/3`, for all sets here.
+pub const CS2: f64 = 1.0 / 3.0;
+
+/// D2Q9 (Qian, d'Humieres & Lallemand 1992).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct D2Q9;
+impl Lattice<9> for D2Q9 {
+    const D: usize = 2;
+    const NAME: &'static str = "d2q9";
+    const C: [[i32; 3]; 9] = [
+        [0, 0, 0],
+        [1, 0, 0],
+        [-1, 0, 0],
+        [0, 1, 0],
+        [0, -1, 0],
+        [1, 1, 0],
+        [-1, -1, 0],
+        [1, -1, 0],
+        [-1, 1, 0],
+    ];
+    const W: [f64; 9] = [
+        4.0 / 9.0,
+        1.0 / 9.0,
+        1.0 / 9.0,
+        1.0 / 9.0,
+        1.0 / 9.0,
+        1.0 / 36.0,
+        1.0 / 36.0,
+        1.0 / 36.0,
+        1.0 / 36.0,
+    ];
+}
+
+const W19_E: f64 = 1.0 / 18.0;
+const W19_D: f64 = 1.0 / 36.0;
+
+/// D3Q19.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct D3Q19;
+impl Lattice<19> for D3Q19 {
+    const D: usize = 3;
+    const NAME: &'static str = "d3q19";
+    const C: [[i32; 3]; 19] = [
+        [0, 0, 0],
+        [1, 0, 0],
+        [-1, 0, 0],
+        [0, 1, 0],
+        [0, -1, 0],
+        [0, 0, 1],
+        [0, 0, -1],
+        [1, 1, 0],
+        [-1, -1, 0],
+        [1, 0, 1],
+        [-1, 0, -1],
+        [0, 1, 1],
+        [0, -1, -1],
+        [1, -1, 0],
+        [-1, 1, 0],
+        [1, 0, -1],
+        [-1, 0, 1],
+        [0, 1, -1],
+        [0, -1, 1],
+    ];
+    const W: [f64; 19] = [
+        1.0 / 3.0,
+        W19_E,
+        W19_E,
+        W19_E,
+        W19_E,
+        W19_E,
+        W19_E,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+    ];
+}
+
+const W27_E: f64 = 2.0 / 27.0;
+const W27_D: f64 = 1.0 / 54.0;
+const W27_C: f64 = 1.0 / 216.0;
+
+/// D3Q27.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct D3Q27;
+impl Lattice<27> for D3Q27 {
+    const D: usize = 3;
+    const NAME: &'static str = "d3q27";
+    const C: [[i32; 3]; 27] = [
+        [0, 0, 0],
+        [1, 0, 0],
+        [-1, 0, 0],
+        [0, 1, 0],
+        [0, -1, 0],
+        [0, 0, 1],
+        [0, 0, -1],
+        [1, 1, 0],
+        [-1, -1, 0],
+        [1, 0, 1],
+        [-1, 0, -1],
+        [0, 1, 1],
+        [0, -1, -1],
+        [1, -1, 0],
+        [-1, 1, 0],
+        [1, 0, -1],
+        [-1, 0, 1],
+        [0, 1, -1],
+        [0, -1, 1],
+        [1, 1, 1],
+        [-1, -1, -1],
+        [1, 1, -1],
+        [-1, -1, 1],
+        [1, -1, 1],
+        [-1, 1, -1],
+        [-1, 1, 1],
+        [1, -1, -1],
+    ];
+    const W: [f64; 27] = [
+        8.0 / 27.0,
+        W27_E,
+        W27_E,
+        W27_E,
+        W27_E,
+        W27_E,
+        W27_E,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check<L: Lattice<Q>, const Q: usize>() {
+        let w: f64 = L::W.iter().sum();
+        assert!((w - 1.0).abs() < 1e-15, "{}: weights sum to {w}", L::NAME);
+        for i in 0..Q {
+            let o = opposite(i);
+            for a in 0..3 {
+                assert_eq!(L::C[o][a], -L::C[i][a], "{} opposite of {i}", L::NAME);
+            }
+            assert_eq!(L::W[o], L::W[i]);
+            if L::D == 2 {
+                assert_eq!(L::C[i][2], 0);
+            }
+            for j in 0..i {
+                assert_ne!(L::C[i], L::C[j], "{}: duplicate velocity", L::NAME);
+            }
+        }
+        // Isotropy up to the order the second-order equilibrium needs:
+        // sum w c_a = 0, sum w c_a c_b = cs2 delta_ab, sum w c_a c_b c_c = 0,
+        // sum w c_a c_b c_c c_d = cs2^2 (d_ab d_cd + d_ac d_bd + d_ad d_bc).
+        let d = |a: usize, b: usize| if a == b { 1.0 } else { 0.0 };
+        let dims = L::D;
+        for a in 0..dims {
+            let m1: f64 = (0..Q).map(|i| L::W[i] * L::C[i][a] as f64).sum();
+            assert!(m1.abs() < 1e-15);
+            for b in 0..dims {
+                let m2: f64 = (0..Q)
+                    .map(|i| L::W[i] * (L::C[i][a] * L::C[i][b]) as f64)
+                    .sum();
+                assert!((m2 - CS2 * d(a, b)).abs() < 1e-15, "{} second moment", L::NAME);
+                for c in 0..dims {
+                    let m3: f64 = (0..Q)
+                        .map(|i| L::W[i] * (L::C[i][a] * L::C[i][b] * L::C[i][c]) as f64)
+                        .sum();
+                    assert!(m3.abs() < 1e-15);
+                    for e in 0..dims {
+                        let m4: f64 = (0..Q)
+                            .map(|i| {
+                                L::W[i]
+                                    * (L::C[i][a] * L::C[i][b] * L::C[i][c] * L::C[i][e]) as f64
+                            })
+                            .sum();
+                        let want = CS2 * CS2 * (d(a, b) * d(c, e) + d(a, c) * d(b, e) + d(a, e) * d(b, c));
+                        assert!((m4 - want).abs() < 1e-15, "{} fourth moment", L::NAME);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn velocity_sets_are_consistent_and_isotropic() {
+        check::<D2Q9, 9>();
+        check::<D3Q19, 19>();
+        check::<D3Q27, 27>();
+    }
+}

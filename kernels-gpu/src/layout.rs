@@ -1,0 +1,104 @@
+//! The dense-grid memory layout: cell numbering and structure-of-arrays
+//! population storage. Host and device index memory only through these
+//! functions.
+
+/// Size of a dense box of cells; cell `n = x + nx * (y + ny * z)`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Dims {
+    /// Cells along x (fastest in memory).
+    pub nx: u32,
+    /// Cells along y.
+    pub ny: u32,
+    /// Cells along z (slowest in memory).
+    pub nz: u32,
+}
+
+impl Dims {
+    /// A box of `nx * ny * nz` cells.
+    pub const fn new(nx: u32, ny: u32, nz: u32) -> Self {
+        Self { nx, ny, nz }
+    }
+
+    /// Number of cells.
+    #[inline(always)]
+    pub const fn cells(&self) -> usize {
+        self.nx as usize * self.ny as usize * self.nz as usize
+    }
+
+    /// Linear index of cell `(x, y, z)`.
+    #[inline(always)]
+    pub const fn index(&self, x: u32, y: u32, z: u32) -> usize {
+        x as usize + self.nx as usize * (y as usize + self.ny as usize * z as usize)
+    }
+
+    /// Coordinates `(x, y, z)` of cell `n`.
+    #[inline(always)]
+    pub const fn coords(&self, n: usize) -> (u32, u32, u32) {
+        let plane = self.nx as usize * self.ny as usize;
+        let z = n / plane;
+        let r = n - z * plane;
+        let y = r / self.nx as usize;
+        let x = r - y * self.nx as usize;
+        (x as u32, y as u32, z as u32)
+    }
+
+    /// Index of the neighbour of cell `(x, y, z)` at offset `c`, wrapping
+    /// periodically on every axis. Non-periodic faces are closed by boundary
+    /// cells in the grid, so a fluid cell never reaches across a wrap there.
+    #[inline(always)]
+    pub fn neighbour(&self, x: u32, y: u32, z: u32, c: [i32; 3]) -> usize {
+        self.index(
+            wrap(x, c[0], self.nx),
+            wrap(y, c[1], self.ny),
+            wrap(z, c[2], self.nz),
+        )
+    }
+}
+
+#[inline(always)]
+fn wrap(x: u32, dx: i32, n: u32) -> u32 {
+    match dx {
+        0 => x,
+        1 => {
+            if x + 1 == n {
+                0
+            } else {
+                x + 1
+            }
+        }
+        _ => {
+            if x == 0 {
+                n - 1
+            } else {
+                x - 1
+            }
+        }
+    }
+}
+
+/// Index of population `i` of cell `n` in a structure-of-arrays buffer of
+/// `cells` cells: all cells' population 0, then all population 1, ... This is
+/// what makes a warp's loads of one population coalesced.
+#[inline(always)]
+pub const fn population_index(n: usize, i: usize, cells: usize) -> usize {
+    i * cells + n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coords_invert_index_and_neighbours_wrap() {
+        let d = Dims::new(5, 4, 3);
+        for n in 0..d.cells() {
+            let (x, y, z) = d.coords(n);
+            assert_eq!(d.index(x, y, z), n);
+        }
+        assert_eq!(d.neighbour(4, 0, 0, [1, 0, 0]), d.index(0, 0, 0));
+        assert_eq!(d.neighbour(0, 0, 0, [-1, -1, -1]), d.index(4, 3, 2));
+        assert_eq!(d.neighbour(1, 2, 1, [1, -1, 1]), d.index(2, 1, 2));
+        assert_eq!(population_index(7, 2, d.cells()), 2 * 60 + 7);
+    }
+}

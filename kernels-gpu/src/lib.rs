@@ -1,0 +1,39 @@
+//! Everything host and GPU must agree on, written once: velocity sets, the dense
+//! memory layout, cell flags, kernel parameter structs, and the per-cell lattice
+//! Boltzmann physics (equilibrium, BGK collision with Guo forcing, moments,
+//! boundary handling, Esoteric Pull and two-lattice streaming).
+//!
+//! The crate is compiled twice: for the host (an ordinary `rlib`, so the CPU
+//! backend and the tests call these very functions) and for
+//! `nvptx64-nvidia-cuda` by the root `build.rs`, where [`entry`] adds thin
+//! `extern "ptx-kernel"` entry points around the same functions.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
+#![warn(missing_docs)]
+
+pub mod cell;
+pub mod flags;
+pub mod kernels;
+pub mod lattice;
+pub mod layout;
+pub mod params;
+pub mod real;
+pub mod stream;
+
+#[cfg(target_arch = "nvptx64")]
+mod entry;
+
+pub use flags::CellKind;
+pub use kernels::KernelKind;
+pub use lattice::{Lattice, D2Q9, D3Q19, D3Q27};
+pub use layout::Dims;
+pub use params::StepParams;
+pub use real::Real;
+pub use stream::Streaming;
+
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: trap aborts the kernel; nothing runs after it.
+    unsafe { core::arch::nvptx::trap() }
+}

@@ -1,0 +1,315 @@
+//! Streaming schemes and boundaries, and the per-cell bodies of every kernel.
+//!
+//! Both schemes are written as "where is population `i` arriving at cell `n`
+//! stored" ([`incoming_slot`]) and "where does the post-collision population go"
+//! (the `store` half of each update). Reading fields, initialising and the
+//! update itself all use these, so the schemes cannot drift apart.
+//!
+//! **Two-lattice pull (A-B).** Buffer `src` holds post-collision populations;
+//! `f_i(x)` is pulled from `src[x - c_i, i]`, and the collided value is written
+//! to `dst[x, i]`. The buffers swap every step.
+//!
+//! **Esoteric Pull** (Lehmann 2022, seed 001), in place in one buffer. For
+//! each opposite pair `(a, b = a + 1)` with neighbour `j = x + c_a`:
+//!
+//! | parity | load `f_a` | load `f_b` | store `f*_a` | store `f*_b` |
+//! |--------|------------|------------|--------------|--------------|
+//! | even   | `(x, a)`   | `(j, b)`   | `(j, b)`     | `(x, a)`     |
+//! | odd    | `(x, b)`   | `(j, a)`   | `(j, a)`     | `(x, b)`     |
+//!
+//! Every slot is read and written by exactly one cell per step, so cells
+//! update concurrently without races.
+//!
+//! **Halfway bounce-back.** When the cell a population would be pulled from
+//! is solid, the population is the cell's own post-collision population of
+//! the opposite direction from the previous step, plus Ladd's moving-wall
+//! term `6 w_i rho_w (c_i . u_w)` with `rho_w = 1` (exactly mass-conserving
+//! for walls moving tangentially). In A-B that is `src[x, opposite(i)]`; in
+//! Esoteric Pull it is the slot of the *other* parity (the one written last
+//! step), which no other cell touches this step.
+
+use crate::cell::{collide_bgk, density_velocity, dot_c, equilibrium};
+use crate::flags::{is_solid, moving_wall_id, FLUID, MAX_MOVING_WALLS};
+use crate::lattice::{opposite, Lattice};
+use crate::layout::{population_index, Dims};
+use crate::params::StepParams;
+use crate::real::Real;
+
+/// The streaming scheme.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Streaming {
+    /// Two buffers, pull: reads `src`, writes `dst`.
+    TwoLattice = 0,
+    /// Esoteric Pull: one buffer, in place.
+    EsotericPull = 1,
+}
+
+impl Streaming {
+    /// Decodes the value passed to kernels.
+    #[inline(always)]
+    pub const fn from_u32(v: u32) -> Self {
+        if v == Streaming::EsotericPull as u32 {
+            Streaming::EsotericPull
+        } else {
+            Streaming::TwoLattice
+        }
+    }
+}
+
+/// Indices of the neighbours `x + c_i` of cell `n` (periodic wrap).
+#[inline(always)]
+pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, n: usize) -> [usize; Q] {
+    let (x, y, z) = dims.coords(n);
+    let mut nb = [0usize; Q];
+    for i in 0..Q {
+        nb[i] = dims.neighbour(x, y, z, L::C[i]);
+    }
+    nb
+}
+
+/// Ladd's moving-wall term for population `i` bounced off a wall with flag `flag`.
+#[inline(always)]
+fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(
+    p: &StepParams<T>,
+    flag: u8,
+    i: usize,
+) -> T {
+    match moving_wall_id(flag) {
+        Some(k) => T::from_f64(6.0 * L::W[i]) * dot_c(L::C[i], wall_velocity(p, k)),
+        None => T::ZERO,
+    }
+}
+
+/// Entry `k` of the wall-velocity table, chosen with constant indices so the
+/// kernel reads its parameters in place instead of copying them to local memory.
+#[inline(always)]
+fn wall_velocity<T: Real>(p: &StepParams<T>, k: usize) -> [T; 3] {
+    let mut u = p.wall_velocity[0];
+    for m in 1..MAX_MOVING_WALLS {
+        if k == m {
+            u = p.wall_velocity[m];
+        }
+    }
+    u
+}
+
+/// Where population `i` arriving at cell `n` at a step of parity `p.parity` is
+/// stored, and the wall term to add to the stored value (zero unless bounced
+/// off a moving wall).
+///
+/// # Safety
+/// `flags` must hold `p.dims.cells()` bytes and `nb` the neighbours of `n`.
+#[inline(always)]
+pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real>(
+    scheme: Streaming,
+    p: &StepParams<T>,
+    flags: *const u8,
+    n: usize,
+    nb: &[usize; Q],
+    i: usize,
+) -> (usize, T) {
+    let cells = p.dims.cells();
+    if i == 0 {
+        return (population_index(n, 0, cells), T::ZERO);
+    }
+    let source = nb[opposite(i)];
+    let source_flag = *flags.add(source);
+    let solid = is_solid(source_flag);
+    let term = if solid {
+        wall_momentum::<L, Q, T>(p, source_flag, i)
+    } else {
+        T::ZERO
+    };
+    let slot = match scheme {
+        Streaming::TwoLattice => {
+            if solid {
+                population_index(n, opposite(i), cells)
+            } else {
+                population_index(source, i, cells)
+            }
+        }
+        Streaming::EsotericPull => {
+            // Pair (a, b): a odd is read from the cell itself, b = a + 1 from j = x + c_a.
+            let odd = p.parity & 1 == 1;
+            let (a, b) = if i % 2 == 1 { (i, i + 1) } else { (i - 1, i) };
+            // A solid source flips the parity: read what this cell wrote last step.
+            let flipped = odd != solid;
+            if i == a {
+                population_index(n, if flipped { b } else { a }, cells)
+            } else {
+                population_index(nb[a], if flipped { a } else { b }, cells)
+            }
+        }
+    };
+    (slot, term)
+}
+
+/// Loads the populations arriving at cell `n` (streaming and boundaries done).
+///
+/// # Safety
+/// `f` must hold `Q * cells` values and `flags` `cells` bytes.
+#[inline(always)]
+pub unsafe fn load<L: Lattice<Q>, const Q: usize, T: Real>(
+    scheme: Streaming,
+    p: &StepParams<T>,
+    f: *const T,
+    flags: *const u8,
+    n: usize,
+    nb: &[usize; Q],
+) -> [T; Q] {
+    let mut fi = [T::ZERO; Q];
+    for i in 0..Q {
+        let (slot, term) = incoming_slot::<L, Q, T>(scheme, p, flags, n, nb, i);
+        fi[i] = *f.add(slot) + term;
+    }
+    fi
+}
+
+/// Esoteric Pull step of fluid cell `n`, in place.
+///
+/// # Safety
+/// `f` must hold `Q * cells` values and `flags` `cells` bytes; no other thread
+/// may run this for the same `n` in the same step (distinct cells never touch
+/// the same slot).
+#[inline(always)]
+pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, T: Real>(
+    p: &StepParams<T>,
+    f: *mut T,
+    flags: *const u8,
+    n: usize,
+) {
+    if *flags.add(n) != FLUID {
+        return;
+    }
+    let nb = neighbours::<L, Q>(p.dims, n);
+    let mut fi = load::<L, Q, T>(Streaming::EsotericPull, p, f, flags, n, &nb);
+    collide_bgk::<L, Q, T>(&mut fi, p.omega, p.force);
+    let cells = p.dims.cells();
+    let odd = p.parity & 1 == 1;
+    *f.add(population_index(n, 0, cells)) = fi[0];
+    let mut a = 1;
+    while a < Q {
+        let b = a + 1;
+        let (to_neighbour, to_self) = if odd { (a, b) } else { (b, a) };
+        *f.add(population_index(nb[a], to_neighbour, cells)) = fi[a];
+        *f.add(population_index(n, to_self, cells)) = fi[b];
+        a += 2;
+    }
+}
+
+/// Two-lattice pull step of fluid cell `n`: reads `src`, writes `dst`.
+///
+/// # Safety
+/// `src` and `dst` must each hold `Q * cells` values and must not overlap.
+#[inline(always)]
+pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, T: Real>(
+    p: &StepParams<T>,
+    src: *const T,
+    dst: *mut T,
+    flags: *const u8,
+    n: usize,
+) {
+    if *flags.add(n) != FLUID {
+        return;
+    }
+    let nb = neighbours::<L, Q>(p.dims, n);
+    let mut fi = load::<L, Q, T>(Streaming::TwoLattice, p, src, flags, n, &nb);
+    collide_bgk::<L, Q, T>(&mut fi, p.omega, p.force);
+    let cells = p.dims.cells();
+    for i in 0..Q {
+        *dst.add(population_index(n, i, cells)) = fi[i];
+    }
+}
+
+/// Number of values per cell in a fields buffer: `rho, ux, uy, uz`, each a
+/// structure-of-arrays plane of `cells` values.
+pub const FIELD_COMPONENTS: usize = 4;
+
+/// Writes the equilibrium populations for density `rho` and velocity `u` of
+/// fluid cell `n` into the slots the next step reads them from, so that a
+/// step of parity `p.parity` sees exactly `feq(rho, u)` arriving at `n`.
+/// `fields` holds `rho, ux, uy, uz` planes (see [`FIELD_COMPONENTS`]).
+///
+/// # Safety
+/// As [`load`]; `fields` must hold `4 * cells` values; the buffer should be
+/// zeroed first so that slots no cell writes are deterministic.
+#[inline(always)]
+pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(
+    scheme: Streaming,
+    p: &StepParams<T>,
+    f: *mut T,
+    flags: *const u8,
+    fields: *const T,
+    n: usize,
+) {
+    if *flags.add(n) != FLUID {
+        return;
+    }
+    let cells = p.dims.cells();
+    let rho = *fields.add(n);
+    let u = [
+        *fields.add(cells + n),
+        *fields.add(2 * cells + n),
+        *fields.add(3 * cells + n),
+    ];
+    let feq = equilibrium::<L, Q, T>(rho, u);
+    let nb = neighbours::<L, Q>(p.dims, n);
+    for i in 0..Q {
+        let (slot, term) = incoming_slot::<L, Q, T>(scheme, p, flags, n, &nb, i);
+        *f.add(slot) = feq[i] - term;
+    }
+}
+
+/// Density and velocity of cell `n` at the current time step, written to the
+/// `rho, ux, uy, uz` planes of `out`. Solid cells report density 1 and their
+/// wall velocity.
+///
+/// # Safety
+/// As [`load`]; `out` must hold `4 * cells` values.
+#[inline(always)]
+pub unsafe fn fields<L: Lattice<Q>, const Q: usize, T: Real>(
+    scheme: Streaming,
+    p: &StepParams<T>,
+    f: *const T,
+    flags: *const u8,
+    out: *mut T,
+    n: usize,
+) {
+    let cells = p.dims.cells();
+    let flag = *flags.add(n);
+    let (rho, u) = if flag == FLUID {
+        let nb = neighbours::<L, Q>(p.dims, n);
+        let fi = load::<L, Q, T>(scheme, p, f, flags, n, &nb);
+        density_velocity::<L, Q, T>(&fi, p.force)
+    } else {
+        let u = match moving_wall_id(flag) {
+            Some(k) => wall_velocity(p, k),
+            None => [T::ZERO; 3],
+        };
+        (T::ONE, u)
+    };
+    *out.add(n) = rho;
+    for a in 0..3 {
+        *out.add((a + 1) * cells + n) = u[a];
+    }
+}
+
+/// The value the layout-check kernel writes for population `i` of cell `(x, y, z)`.
+#[inline(always)]
+pub const fn layout_probe_value(x: u32, y: u32, z: u32, i: usize) -> u64 {
+    x as u64 | (y as u64) << 20 | (z as u64) << 40 | (i as u64) << 60
+}
+
+/// Layout check: writes [`layout_probe_value`] for every population of cell `n`
+/// at the index the shared layout gives.
+///
+/// # Safety
+/// `out` must hold `q * cells` values.
+#[inline(always)]
+pub unsafe fn write_layout_probe(dims: Dims, q: usize, out: *mut u64, n: usize) {
+    let (x, y, z) = dims.coords(n);
+    for i in 0..q {
+        *out.add(population_index(n, i, dims.cells())) = layout_probe_value(x, y, z, i);
+    }
+}
