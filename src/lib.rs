@@ -1,3 +1,23 @@
-//! `lbm`: a lattice Boltzmann solver with GPU kernels written in Rust.
+//! `lbm`: a lattice Boltzmann solver whose GPU kernels are written in Rust
+//! (`kernels-gpu`, compiled to PTX by `build.rs` and embedded here) and whose
+//! host side (`lbm-host`) runs them on a GPU or, with the same per-cell code,
+//! on the CPU.
+
 pub mod ptx;
+
+pub use kernels_gpu as kernels;
 pub use lbm_host as host;
+pub use lbm_host::{BackendKind, Error, Result, Solver, SolverConfig};
+
+/// Builds a solver with the embedded kernels.
+pub fn build_solver(config: SolverConfig, backend: BackendKind) -> Result<Box<dyn Solver>> {
+    lbm_host::build_solver(config, backend, ptx::PTX)
+}
+
+/// The GPU if one can be used, else the CPU.
+pub fn default_backend() -> BackendKind {
+    match lbm_host::gpu::device_count() {
+        Ok(_) => BackendKind::Gpu(0),
+        Err(_) => BackendKind::Cpu,
+    }
+}

@@ -1,1 +1,43 @@
+//! Host side of the `lbm` solver: domains, the CPU and GPU backends, case
+//! files and output. The GPU kernels themselves live in `kernels-gpu`.
+#![warn(missing_docs)]
 
+pub mod cpu;
+pub mod domain;
+pub mod error;
+pub mod fields;
+pub mod gpu;
+pub mod ptxas;
+pub mod reference;
+pub mod solver;
+pub mod validation;
+
+pub use error::{Error, Result};
+pub use reference::Profile;
+pub use solver::{BackendKind, Initial, LatticeKind, Precision, Solver, SolverConfig};
+
+use cpu::CpuSolver;
+use gpu::{GpuDevice, GpuSolver};
+use kernels_gpu::{Lattice, Real};
+
+/// Builds a solver for `config` on `backend`; `ptx` is the kernels' PTX
+/// (embedded by the `lbm` crate).
+pub fn build_solver(config: SolverConfig, backend: BackendKind, ptx: &str) -> Result<Box<dyn Solver>> {
+    fn cpu<L: Lattice<Q>, const Q: usize, T: Real>(c: SolverConfig) -> Result<Box<dyn Solver>> {
+        Ok(Box::new(CpuSolver::<L, Q, T>::new(c)?))
+    }
+    fn gpu<L: Lattice<Q>, const Q: usize, T>(c: SolverConfig, d: GpuDevice) -> Result<Box<dyn Solver>>
+    where
+        T: Real + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
+    {
+        Ok(Box::new(GpuSolver::<L, Q, T>::new(c, d)?))
+    }
+    let (lattice, precision) = (config.lattice, config.precision);
+    match backend {
+        BackendKind::Cpu => dispatch!(lattice, precision, cpu(config)),
+        BackendKind::Gpu(ordinal) => {
+            let device = GpuDevice::open(ordinal, ptx)?;
+            dispatch!(lattice, precision, gpu(config, device))
+        }
+    }
+}

@@ -262,6 +262,67 @@ pub const GHIA_RE1000_V: Profile = &[
 // Lin & Povinelli (NASA TM-105904) show figures only (per the survey above). At
 // best, curves digitised from their figures appear in public code; none is used.
 
+/// 3D cubic cavity, Re = 100 (Wong & Baker 2002, Int. J. Numer. Meth. Fluids
+/// 38:99-123, finite elements on a stretched 48^3 mesh, nodal values): u / U
+/// along the vertical centre line (x = 0.5, z = 0.5) of a cube with all six
+/// walls no-slip, lid at y = 1 moving in +x; position = y.
+///
+/// Transcribed from the public repository ShotaDeguchi/02b_lid_driven_cavity_flow_3D
+/// (`reference.py`, `Wong(100)`, commit 11cc0076). One point (y = 0.0868,
+/// u = -0.0620) is left out: it breaks the smoothness of its neighbours and
+/// disagrees with Jiang, Lin & Povinelli (1994) in the same file. The
+/// transcription agrees with Jiang et al. within 0.003-0.006.
+pub const CAVITY3D_RE100_U: Profile = &[
+    (0.0000, 0.0000),
+    (0.0009, -0.0007),
+    (0.0035, -0.0029),
+    (0.0078, -0.0064),
+    (0.0139, -0.0111),
+    (0.0217, -0.0171),
+    (0.0312, -0.0241),
+    (0.0425, -0.0320),
+    (0.0556, -0.0407),
+    (0.0703, -0.0501),
+    (0.1050, -0.0708),
+    (0.1250, -0.0820),
+    (0.1467, -0.0938),
+    (0.1701, -0.1061),
+    (0.1953, -0.1191),
+    (0.2222, -0.1327),
+    (0.2509, -0.1469),
+    (0.2812, -0.1614),
+    (0.3134, -0.1759),
+    (0.3472, -0.1897),
+    (0.3828, -0.2018),
+    (0.4201, -0.2109),
+    (0.4592, -0.2154),
+    (0.5000, -0.2135),
+    (0.5408, -0.2040),
+    (0.5799, -0.1874),
+    (0.6172, -0.1648),
+    (0.6528, -0.1370),
+    (0.6866, -0.1051),
+    (0.7188, -0.0695),
+    (0.7491, -0.0301),
+    (0.7778, 0.0137),
+    (0.8047, 0.0633),
+    (0.8299, 0.1200),
+    (0.8533, 0.1848),
+    (0.8750, 0.2583),
+    (0.9132, 0.4276),
+    (0.9297, 0.5184),
+    (0.9444, 0.6087),
+    (0.9575, 0.6947),
+    (0.9688, 0.7732),
+    (0.9783, 0.8417),
+    (0.9861, 0.8986),
+    (0.9922, 0.9430),
+    (0.9965, 0.9747),
+    (0.9991, 0.9937),
+    (1.0000, 1.0000),
+];
+
+
 /// 3D cubic cavity, lid at y = 1 moving in +x, Re = 1000: u/U along (x=0.5, z=0.5), position = y.
 ///
 /// Albensoeder & Kuhlmann (2005), Table 5 (their v along their x axis), via

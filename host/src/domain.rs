@@ -1,0 +1,186 @@
+//! The simulated box: its size, what each cell is, and the moving-wall velocities.
+
+use crate::error::{Error, Result};
+use kernels_gpu::flags::{CellKind, MAX_MOVING_WALLS};
+use kernels_gpu::Dims;
+
+/// One face of the box.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Face {
+    /// x = 0
+    XMin,
+    /// x = nx - 1
+    XMax,
+    /// y = 0
+    YMin,
+    /// y = ny - 1
+    YMax,
+    /// z = 0
+    ZMin,
+    /// z = nz - 1
+    ZMax,
+}
+
+impl Face {
+    /// All faces in the order x-, x+, y-, y+, z-, z+.
+    pub const ALL: [Face; 6] = [Face::XMin, Face::XMax, Face::YMin, Face::YMax, Face::ZMin, Face::ZMax];
+
+    /// Axis (0, 1, 2) normal to the face.
+    pub const fn axis(self) -> usize {
+        match self {
+            Face::XMin | Face::XMax => 0,
+            Face::YMin | Face::YMax => 1,
+            Face::ZMin | Face::ZMax => 2,
+        }
+    }
+
+    /// Whether the face is at the high end of its axis.
+    pub const fn is_max(self) -> bool {
+        matches!(self, Face::XMax | Face::YMax | Face::ZMax)
+    }
+}
+
+/// What closes a face of the box.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FaceBoundary {
+    /// No boundary: the axis wraps around (both faces of an axis must agree).
+    Periodic,
+    /// A resting wall (halfway bounce-back), one cell thick.
+    Wall,
+    /// A wall moving with the given velocity (lattice units), one cell thick.
+    MovingWall([f64; 3]),
+}
+
+/// Size, cell flags and moving-wall velocities of a simulation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Domain {
+    /// Grid size (boundary cells included).
+    pub dims: Dims,
+    /// One flag byte per cell, see [`kernels_gpu::flags`].
+    pub flags: Vec<u8>,
+    /// Velocities of the moving walls, indexed by moving-wall id.
+    pub wall_velocities: Vec<[f64; 3]>,
+}
+
+impl Domain {
+    /// An all-fluid, fully periodic box.
+    pub fn new(dims: Dims) -> Result<Self> {
+        if dims.nx == 0 || dims.ny == 0 || dims.nz == 0 {
+            return Err(Error::Setup(format!(
+                "domain size {}x{}x{} has an empty axis: every size must be at least 1",
+                dims.nx, dims.ny, dims.nz
+            )));
+        }
+        if dims.nx > 1 << 20 || dims.ny > 1 << 20 || dims.nz > 1 << 20 {
+            return Err(Error::Setup("no axis may exceed 2^20 cells".into()));
+        }
+        Ok(Self {
+            dims,
+            flags: vec![CellKind::Fluid.to_flag(); dims.cells()],
+            wall_velocities: Vec::new(),
+        })
+    }
+
+    /// A box closed by the given boundaries on its faces (order of [`Face::ALL`]).
+    /// Walls occupy the outermost layer of cells on their face.
+    pub fn with_faces(dims: Dims, faces: [FaceBoundary; 6]) -> Result<Self> {
+        let mut d = Self::new(dims)?;
+        for axis in 0..3 {
+            let (lo, hi) = (faces[2 * axis], faces[2 * axis + 1]);
+            let periodic = (lo == FaceBoundary::Periodic, hi == FaceBoundary::Periodic);
+            if periodic.0 != periodic.1 {
+                return Err(Error::Setup(format!(
+                    "axis {} is periodic on one face only: make both faces periodic or close both",
+                    ["x", "y", "z"][axis]
+                )));
+            }
+            let n = [dims.nx, dims.ny, dims.nz][axis];
+            if !periodic.0 && n < 3 {
+                return Err(Error::Setup(format!(
+                    "axis {} has {n} cells but walls on both faces need at least 3 (two walls and one fluid layer)",
+                    ["x", "y", "z"][axis]
+                )));
+            }
+        }
+        // Resting walls first, moving walls last, so a moving lid covers the edges it shares.
+        let mut order: Vec<usize> = (0..6).collect();
+        order.sort_by_key(|&f| matches!(faces[f], FaceBoundary::MovingWall(_)));
+        for f in order {
+            let kind = match faces[f] {
+                FaceBoundary::Periodic => continue,
+                FaceBoundary::Wall => CellKind::Wall,
+                FaceBoundary::MovingWall(u) => d.add_moving_wall(u)?,
+            };
+            d.fill_face(Face::ALL[f], kind);
+        }
+        Ok(d)
+    }
+
+    /// Registers a moving-wall velocity and returns the cell kind that uses it.
+    pub fn add_moving_wall(&mut self, velocity: [f64; 3]) -> Result<CellKind> {
+        if let Some(k) = self.wall_velocities.iter().position(|v| *v == velocity) {
+            return Ok(CellKind::MovingWall(k as u8));
+        }
+        if self.wall_velocities.len() == MAX_MOVING_WALLS {
+            return Err(Error::Setup(format!(
+                "at most {MAX_MOVING_WALLS} different moving-wall velocities are supported"
+            )));
+        }
+        self.wall_velocities.push(velocity);
+        Ok(CellKind::MovingWall(self.wall_velocities.len() as u8 - 1))
+    }
+
+    /// Sets every cell of a face to `kind`.
+    pub fn fill_face(&mut self, face: Face, kind: CellKind) {
+        let d = self.dims;
+        let n = [d.nx, d.ny, d.nz];
+        let fixed = if face.is_max() { n[face.axis()] - 1 } else { 0 };
+        for z in 0..d.nz {
+            for y in 0..d.ny {
+                for x in 0..d.nx {
+                    if [x, y, z][face.axis()] == fixed {
+                        self.flags[d.index(x, y, z)] = kind.to_flag();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sets one cell.
+    pub fn set(&mut self, x: u32, y: u32, z: u32, kind: CellKind) {
+        let n = self.dims.index(x, y, z);
+        self.flags[n] = kind.to_flag();
+    }
+
+    /// Number of fluid cells.
+    pub fn fluid_cells(&self) -> usize {
+        self.flags.iter().filter(|&&f| f == CellKind::Fluid.to_flag()).count()
+    }
+
+    /// Largest moving-wall speed, if any wall moves.
+    pub fn max_wall_speed(&self) -> Option<f64> {
+        self.wall_velocities
+            .iter()
+            .map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
+            .fold(None, |m, s| Some(m.map_or(s, |m: f64| m.max(s))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lid_covers_its_edges_and_periodic_needs_both_faces() {
+        let mut faces = [FaceBoundary::Wall; 6];
+        faces[3] = FaceBoundary::MovingWall([0.1, 0.0, 0.0]);
+        let d = Domain::with_faces(Dims::new(5, 5, 5), faces).unwrap();
+        assert_eq!(d.flags[d.dims.index(0, 4, 0)], CellKind::MovingWall(0).to_flag());
+        assert_eq!(d.flags[d.dims.index(0, 0, 0)], CellKind::Wall.to_flag());
+        assert_eq!(d.fluid_cells(), 27);
+        faces[0] = FaceBoundary::Periodic;
+        assert!(Domain::with_faces(Dims::new(5, 5, 5), faces).is_err());
+        assert!(Domain::with_faces(Dims::new(2, 5, 5), [FaceBoundary::Wall; 6]).is_err());
+        assert!(Domain::new(Dims::new(0, 5, 5)).is_err());
+    }
+}

@@ -1,0 +1,309 @@
+//! The GPU backend on `cudarc`: loads the embedded PTX, allocates, initialises,
+//! launches stream-ordered steps and reads fields back.
+
+use crate::cpu::planes_to_fields;
+use crate::error::{CudaContextExt, Error, Result};
+use crate::fields::Fields;
+use crate::solver::{mass_of, BackendKind, SolverConfig, Solver};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig,
+    PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use kernels_gpu::stream::FIELD_COMPONENTS;
+use kernels_gpu::{KernelKind, Lattice, Real, StepParams, Streaming};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Threads per block of the per-cell kernels.
+pub const BLOCK_SIZE: u32 = 256;
+
+/// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct ByValue<P: Copy>(P);
+// SAFETY: only instantiated with `#[repr(C)]` plain-data structs from
+// `kernels_gpu::params` / `layout`, whose layout the PTX entry points share.
+unsafe impl<P: Copy> DeviceRepr for ByValue<P> {}
+
+/// Number of CUDA devices, or why none can be used.
+pub fn device_count() -> Result<usize> {
+    // SAFETY: only probes whether libcuda can be loaded.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(Error::NoGpu("the CUDA driver library (libcuda.so) was not found".into()));
+    }
+    let n = CudaContext::device_count().ctx("counting CUDA devices").map_err(|e| Error::NoGpu(e.to_string()))?;
+    if n <= 0 {
+        return Err(Error::NoGpu("the CUDA driver reports no devices".into()));
+    }
+    Ok(n as usize)
+}
+
+/// What `lbm info` reports about a device.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceInfo {
+    /// Ordinal.
+    pub ordinal: usize,
+    /// Marketing name.
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Multiprocessors.
+    pub multiprocessors: i32,
+    /// Total memory, bytes.
+    pub total_memory: usize,
+    /// Free memory, bytes.
+    pub free_memory: usize,
+}
+
+/// An open device with the kernels loaded.
+pub struct GpuDevice {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    ordinal: usize,
+}
+
+impl GpuDevice {
+    /// Opens device `ordinal` and loads `ptx` into it.
+    pub fn open(ordinal: usize, ptx: &str) -> Result<Self> {
+        let count = device_count()?;
+        if ordinal >= count {
+            return Err(Error::NoGpu(format!("device {ordinal} asked for, but only {count} device(s) exist")));
+        }
+        let ctx = CudaContext::new(ordinal).ctx(format!("opening device {ordinal}"))?;
+        // One stream per device and explicit synchronisation: cudarc's
+        // per-buffer event tracking only adds launch overhead here.
+        // SAFETY: no buffer of this context is used from a second stream.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let module = ctx
+            .load_module(Ptx::from_src(ptx))
+            .ctx(format!("loading the kernels on device {ordinal} (built for {})", "the PTX target"))?;
+        Ok(Self { ctx, stream, module, ordinal })
+    }
+
+    /// The device's properties.
+    pub fn info(&self) -> Result<DeviceInfo> {
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let (free, total) = self.ctx.mem_get_info().ctx("reading device memory")?;
+        Ok(DeviceInfo {
+            ordinal: self.ordinal,
+            name: self.ctx.name().ctx("reading the device name")?,
+            compute_capability: self.ctx.compute_capability().ctx("reading compute capability")?,
+            multiprocessors: self
+                .ctx
+                .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .ctx("reading multiprocessor count")?,
+            total_memory: total,
+            free_memory: free,
+        })
+    }
+
+    /// Looks a kernel up by its full name.
+    pub fn function(&self, name: &str) -> Result<CudaFunction> {
+        self.module
+            .load_function(name)
+            .ctx(format!("looking up kernel `{name}` (is the embedded PTX out of date?)"))
+    }
+
+    /// The kernel `kind` for lattice `L` and precision `T`.
+    pub fn kernel<L: Lattice<Q>, const Q: usize, T: Real>(&self, kind: KernelKind) -> Result<CudaFunction> {
+        self.function(&kernel_name(kind, L::NAME, T::NAME))
+    }
+
+    /// The stream all work of this device is queued on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Device-to-device copy bandwidth in bytes per second (read + write
+    /// counted), from `reps` copies of a `bytes` buffer timed with events.
+    pub fn copy_bandwidth(&self, bytes: usize, reps: usize) -> Result<f64> {
+        let s = &self.stream;
+        let src = s.alloc_zeros::<u8>(bytes).ctx("allocating the bandwidth test buffer")?;
+        let mut dst = s.alloc_zeros::<u8>(bytes).ctx("allocating the bandwidth test buffer")?;
+        s.memcpy_dtod(&src, &mut dst).ctx("warm-up copy")?;
+        let start = self.ctx.new_event(None).ctx("creating an event")?;
+        let stop = self.ctx.new_event(None).ctx("creating an event")?;
+        start.record(s).ctx("recording an event")?;
+        for _ in 0..reps {
+            s.memcpy_dtod(&src, &mut dst).ctx("timed copy")?;
+        }
+        stop.record(s).ctx("recording an event")?;
+        stop.synchronize().ctx("waiting for the copies")?;
+        let ms = start.elapsed_ms(&stop).ctx("reading the event timer")? as f64;
+        Ok(2.0 * bytes as f64 * reps as f64 / (ms * 1e-3))
+    }
+
+    /// Free and total device memory in bytes.
+    pub fn memory(&self) -> Result<(usize, usize)> {
+        self.ctx.mem_get_info().ctx("reading device memory")
+    }
+
+    /// A new timing event on this device.
+    pub fn event(&self) -> Result<cudarc::driver::CudaEvent> {
+        self.ctx.new_event(None).ctx("creating an event")
+    }
+}
+
+/// Full entry-point name of a kernel (see [`KernelKind::prefix`]).
+pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
+    format!("{}_{lattice}_{precision}", kind.prefix())
+}
+
+fn launch_config(cells: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((cells as u32).div_ceil(BLOCK_SIZE), 1, 1),
+        block_dim: (BLOCK_SIZE, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// A simulation on one GPU.
+pub struct GpuSolver<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr> {
+    config: SolverConfig,
+    device: GpuDevice,
+    f: CudaSlice<T>,
+    /// Second buffer of the two-lattice scheme (empty for Esoteric Pull).
+    f_next: Option<CudaSlice<T>>,
+    flags: CudaSlice<u8>,
+    step_kernel: CudaFunction,
+    fields_kernel: CudaFunction,
+    t: u64,
+    _lattice: PhantomData<L>,
+}
+
+impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::ValidAsZeroBits>
+    GpuSolver<L, Q, T>
+{
+    /// Builds the solver on `device` and initialises the populations to equilibrium.
+    pub fn new(config: SolverConfig, device: GpuDevice) -> Result<Self> {
+        config.validate()?;
+        let cells = config.domain.dims.cells();
+        let info = device.info()?;
+        let need = config.state_bytes() + FIELD_COMPONENTS * cells * T::BYTES;
+        if need > info.free_memory {
+            return Err(Error::OutOfMemory {
+                device: format!("GPU {} ({})", info.ordinal, info.name),
+                need_gib: need as f64 / (1u64 << 30) as f64,
+                free_gib: info.free_memory as f64 / (1u64 << 30) as f64,
+            });
+        }
+        let s = device.stream().clone();
+        let alloc = |what: &str| s.alloc_zeros::<T>(Q * cells).ctx(format!("allocating {what}"));
+        let mut f = alloc("populations")?;
+        let f_next = match config.streaming {
+            Streaming::TwoLattice => Some(alloc("the second population buffer")?),
+            Streaming::EsotericPull => None,
+        };
+        let flags = s.clone_htod(&config.domain.flags).ctx("uploading cell flags")?;
+        let planes = s.clone_htod(&config.initial_planes::<T>()).ctx("uploading initial fields")?;
+        let init = device.kernel::<L, Q, T>(KernelKind::InitEquilibrium)?;
+        let p = ByValue(config.step_params::<T>(0));
+        let scheme = config.streaming as u32;
+        let mut launch = s.launch_builder(&init);
+        launch.arg(&mut f).arg(&flags).arg(&planes).arg(&p).arg(&scheme);
+        // SAFETY: argument list matches the `init_equilibrium_*` entry points.
+        unsafe { launch.launch(launch_config(cells)) }.ctx("launching initialisation")?;
+        s.synchronize().ctx("initialising populations")?;
+        let step_kernel = device.kernel::<L, Q, T>(match config.streaming {
+            Streaming::EsotericPull => KernelKind::StreamCollideEsoteric,
+            Streaming::TwoLattice => KernelKind::StreamCollideTwoLattice,
+        })?;
+        let fields_kernel = device.kernel::<L, Q, T>(KernelKind::Fields)?;
+        Ok(Self { config, device, f, f_next, flags, step_kernel, fields_kernel, t: 0, _lattice: PhantomData })
+    }
+
+    /// The device this solver runs on.
+    pub fn device(&self) -> &GpuDevice {
+        &self.device
+    }
+
+    fn params(&self) -> ByValue<StepParams<T>> {
+        ByValue(self.config.step_params::<T>(self.t))
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::ValidAsZeroBits> Solver
+    for GpuSolver<L, Q, T>
+{
+    fn step(&mut self, steps: u64) -> Result<()> {
+        let cfg = launch_config(self.config.domain.dims.cells());
+        for _ in 0..steps {
+            let p = self.params();
+            let s = self.device.stream().clone();
+            let mut launch = s.launch_builder(&self.step_kernel);
+            match self.f_next.as_mut() {
+                None => {
+                    launch.arg(&mut self.f).arg(&self.flags).arg(&p);
+                }
+                Some(next) => {
+                    launch.arg(&self.f).arg(next).arg(&self.flags).arg(&p);
+                }
+            }
+            // SAFETY: argument lists match the `stream_collide_*` entry points.
+            unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
+            if let Some(next) = self.f_next.as_mut() {
+                std::mem::swap(&mut self.f, next);
+            }
+            self.t += 1;
+        }
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.device.stream().synchronize().ctx("running time steps")
+    }
+
+    fn time(&self) -> u64 {
+        self.t
+    }
+
+    fn fields(&mut self) -> Result<Fields> {
+        let cells = self.config.domain.dims.cells();
+        let s = self.device.stream().clone();
+        let mut out = s.alloc_zeros::<T>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
+        let p = self.params();
+        let scheme = self.config.streaming as u32;
+        let mut launch = s.launch_builder(&self.fields_kernel);
+        launch.arg(&self.f).arg(&self.flags).arg(&mut out).arg(&p).arg(&scheme);
+        // SAFETY: argument list matches the `fields_*` entry points.
+        unsafe { launch.launch(launch_config(cells)) }.ctx("launching the fields kernel")?;
+        let host = s.clone_dtoh(&out).ctx("reading fields back")?;
+        Ok(planes_to_fields(self.config.domain.dims, &host))
+    }
+
+    fn populations(&mut self) -> Result<Vec<f64>> {
+        let host = self.device.stream().clone_dtoh(&self.f).ctx("reading populations back")?;
+        Ok(host.iter().map(|v| v.to_f64()).collect())
+    }
+
+    fn mass(&mut self) -> Result<f64> {
+        let host = self.device.stream().clone_dtoh(&self.f).ctx("reading populations back")?;
+        Ok(mass_of::<L, Q, T>(&self.config, &host, self.t))
+    }
+
+    fn backend(&self) -> BackendKind {
+        BackendKind::Gpu(self.device.ordinal)
+    }
+
+    fn config(&self) -> &SolverConfig {
+        &self.config
+    }
+}
+
+/// Runs the layout-check kernel on a box of `dims` with `q` populations per
+/// cell and returns what it wrote.
+pub fn layout_probe(device: &GpuDevice, dims: kernels_gpu::Dims, q: usize) -> Result<Vec<u64>> {
+    let s = device.stream();
+    let f = device.function(kernels_gpu::kernels::LAYOUT_PROBE_KERNEL)?;
+    let mut out = s.alloc_zeros::<u64>(q * dims.cells()).ctx("allocating the probe buffer")?;
+    let d = ByValue(dims);
+    let qq = q as u32;
+    let mut launch = s.launch_builder(&f);
+    launch.arg(&mut out).arg(&d).arg(&qq);
+    // SAFETY: argument list matches the `layout_probe` entry point.
+    unsafe { launch.launch(launch_config(dims.cells())) }.ctx("launching the layout probe")?;
+    s.clone_dtoh(&out).ctx("reading the probe back")
+}

@@ -1,0 +1,119 @@
+//! Validation against analytic solutions and published references, on the
+//! CPU backend always and on the GPU when one is present.
+
+mod common;
+
+use common::factory;
+use lbm::host::reference::{CAVITY3D_RE100_U, GHIA_RE1000_U, GHIA_RE1000_V, GHIA_RE100_U, GHIA_RE100_V};
+use lbm::host::validation::*;
+use lbm::host::{LatticeKind, Precision, Profile};
+use lbm::kernels::Streaming;
+use lbm::BackendKind;
+
+/// Poiseuille flow between halfway bounce-back walls: BGK with Guo forcing is
+/// second-order accurate in space, so the error must fall as width^-2.
+fn poiseuille_second_order(backend: BackendKind) {
+    for lattice in [LatticeKind::D2Q9, LatticeKind::D3Q19] {
+        let results: Vec<_> = [8, 16, 32, 64]
+            .iter()
+            .map(|&w| poiseuille(factory(), backend, lattice, Precision::F64, w, 0.8).unwrap())
+            .collect();
+        let order = convergence_order(&results);
+        println!("{lattice:?} Poiseuille errors {:?} order {order:.3}", results.iter().map(|r| r.l2_error).collect::<Vec<_>>());
+        assert!((order - 2.0).abs() < 0.1, "{lattice:?}: order {order}, expected 2");
+        // Fine enough to be more than a trend: under 0.1% at 64 cells.
+        assert!(results[3].l2_error < 1e-3, "{lattice:?}: error {} at width 64", results[3].l2_error);
+    }
+}
+on_backends!(poiseuille_second_order);
+
+/// Taylor-Green decay gives back nu = (tau - 1/2)/3 within 1% (the
+/// discretisation error at 64 cells per wavelength is O((k dx)^2) ~ 1e-2 at most).
+fn taylor_green_viscosity(backend: BackendKind) {
+    for (lattice, precision) in [
+        (LatticeKind::D2Q9, Precision::F64),
+        (LatticeKind::D3Q19, Precision::F64),
+        (LatticeKind::D3Q27, Precision::F64),
+        (LatticeKind::D3Q19, Precision::F32),
+    ] {
+        for tau in [0.6, 0.8, 1.2] {
+            let r = taylor_green(factory(), backend, lattice, precision, 64, tau).unwrap();
+            let rel = r.nu_measured / r.nu_expected - 1.0;
+            println!("{lattice:?} {precision:?} tau {tau}: nu {} measured {} ({rel:.2e})", r.nu_expected, r.nu_measured);
+            assert!(rel.abs() < 0.01, "{lattice:?} {precision:?} tau {tau}: viscosity off by {rel}");
+        }
+    }
+}
+on_backends!(taylor_green_viscosity);
+
+/// Runs a cavity to steady state and returns the largest deviations of the
+/// centre-line profiles from the reference, in units of the lid speed.
+fn cavity_errors(
+    backend: BackendKind,
+    lattice: LatticeKind,
+    side: u32,
+    reynolds: f64,
+    max_steps: u64,
+    u_ref: Profile,
+    v_ref: Option<Profile>,
+) -> (f64, Option<f64>) {
+    let lid = 0.1;
+    let c = cavity_config(lattice, Precision::F32, Streaming::EsotericPull, side, reynolds, lid).unwrap();
+    let mut s = lbm::build_solver(c, backend).unwrap();
+    let (f, converged) = run_to_steady(s.as_mut(), 1000, max_steps, lid, 1e-5).unwrap();
+    assert!(converged, "cavity Re {reynolds} not steady after {max_steps} steps");
+    let mid = cavity_coordinate(0.5, side);
+    let z = if lattice.dimension() == 2 { 0.0 } else { mid };
+    let eu = profile_error(&f, u_ref, lid, 0, |s| [mid, cavity_coordinate(s, side), z]);
+    let ev = v_ref.map(|r| profile_error(&f, r, lid, 1, |s| [cavity_coordinate(s, side), mid, z]));
+    println!("{lattice:?} cavity Re {reynolds}, {side} cells, {} steps: max error u {eu:.4}, v {ev:?}", s.time());
+    (eu, ev)
+}
+
+// Tolerances for the cavities: the lid runs at Mach 0.1 sqrt(3), so the
+// compressibility error is O(Ma^2) = 3 U^2 = 3% of the lid speed at most;
+// Ghia et al.'s own second-order solution is good to about 1%.
+
+/// 2D cavity at Re 100 against Ghia, Ghia & Shin (1982), Tables I and II.
+fn cavity_2d_ghia_re100(backend: BackendKind) {
+    let (eu, ev) = cavity_errors(backend, LatticeKind::D2Q9, 64, 100.0, 60_000, GHIA_RE100_U, Some(GHIA_RE100_V));
+    assert!(eu < 0.02 && ev.unwrap() < 0.02, "Re 100: u error {eu}, v error {ev:?}");
+}
+on_backends!(cavity_2d_ghia_re100);
+
+/// 2D cavity at Re 1000 against Ghia, Ghia & Shin (1982), Tables I and II.
+fn cavity_2d_ghia_re1000(backend: BackendKind) {
+    let (eu, ev) = cavity_errors(backend, LatticeKind::D2Q9, 128, 1000.0, 200_000, GHIA_RE1000_U, Some(GHIA_RE1000_V));
+    assert!(eu < 0.03 && ev.unwrap() < 0.03, "Re 1000: u error {eu}, v error {ev:?}");
+}
+on_backends!(cavity_2d_ghia_re1000);
+
+/// 3D cubic cavity at Re 100 against Wong & Baker (2002), u on the vertical centre line.
+fn cavity_3d_wong_baker_re100(backend: BackendKind) {
+    let (eu, _) = cavity_errors(backend, LatticeKind::D3Q19, 40, 100.0, 40_000, CAVITY3D_RE100_U, None);
+    assert!(eu < 0.03, "3D Re 100: u error {eu}");
+}
+on_backends!(cavity_3d_wong_baker_re100);
+
+/// A closed box (walls, a tangential lid, a body force) conserves mass to
+/// round-off over 10,000 steps: the bound is a random walk of one rounding
+/// per step, eps * sqrt(steps), with a safety factor of 10.
+fn closed_box_conserves_mass(backend: BackendKind) {
+    for precision in [Precision::F64, Precision::F32] {
+        let mut c = cavity_config(LatticeKind::D3Q19, precision, Streaming::EsotericPull, 24, 100.0, 0.05).unwrap();
+        c.force = [1e-5, -2e-5, 0.5e-5];
+        let mut s = lbm::build_solver(c, backend).unwrap();
+        let m0 = s.mass().unwrap();
+        let steps = 10_000u64;
+        s.step(steps).unwrap();
+        let drift = (s.mass().unwrap() - m0).abs() / m0;
+        let eps = match precision {
+            Precision::F64 => f64::EPSILON,
+            Precision::F32 => f32::EPSILON as f64,
+        };
+        let bound = 10.0 * eps * (steps as f64).sqrt();
+        println!("{precision:?}: relative mass drift {drift:.3e} after {steps} steps (bound {bound:.1e})");
+        assert!(drift < bound, "{precision:?}: mass drift {drift} above {bound}");
+    }
+}
+on_backends!(closed_box_conserves_mass);
