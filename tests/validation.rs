@@ -64,8 +64,8 @@ fn cavity_errors(
     assert!(converged, "cavity Re {reynolds} not steady after {max_steps} steps");
     let mid = cavity_coordinate(0.5, side);
     let z = if lattice.dimension() == 2 { 0.0 } else { mid };
-    let eu = profile_error(&f, u_ref, lid, 0, |s| [mid, cavity_coordinate(s, side), z]);
-    let ev = v_ref.map(|r| profile_error(&f, r, lid, 1, |s| [cavity_coordinate(s, side), mid, z]));
+    let eu = profile_error(&f, u_ref, lid, 0, side, |s| [mid, cavity_coordinate(s, side), z]);
+    let ev = v_ref.map(|r| profile_error(&f, r, lid, 1, side, |s| [cavity_coordinate(s, side), mid, z]));
     println!("{lattice:?} cavity Re {reynolds}, {side} cells, {} steps: max error u {eu:.4}, v {ev:?}", s.time());
     (eu, ev)
 }

@@ -124,8 +124,8 @@ impl GpuDevice {
         let src = s.alloc_zeros::<u8>(bytes).ctx("allocating the bandwidth test buffer")?;
         let mut dst = s.alloc_zeros::<u8>(bytes).ctx("allocating the bandwidth test buffer")?;
         s.memcpy_dtod(&src, &mut dst).ctx("warm-up copy")?;
-        let start = self.ctx.new_event(None).ctx("creating an event")?;
-        let stop = self.ctx.new_event(None).ctx("creating an event")?;
+        let start = self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")?;
+        let stop = self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")?;
         start.record(s).ctx("recording an event")?;
         for _ in 0..reps {
             s.memcpy_dtod(&src, &mut dst).ctx("timed copy")?;
@@ -143,7 +143,7 @@ impl GpuDevice {
 
     /// A new timing event on this device.
     pub fn event(&self) -> Result<cudarc::driver::CudaEvent> {
-        self.ctx.new_event(None).ctx("creating an event")
+        self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")
     }
 }
 

@@ -2,6 +2,7 @@
 //! files and output. The GPU kernels themselves live in `kernels-gpu`.
 #![warn(missing_docs)]
 
+pub mod case;
 pub mod cpu;
 pub mod domain;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod ptxas;
 pub mod reference;
 pub mod solver;
 pub mod validation;
+pub mod vtk;
 
 pub use error::{Error, Result};
 pub use reference::Profile;

@@ -206,18 +206,22 @@ pub fn run_to_steady(
 }
 
 /// Largest deviation from a reference profile, in units of the lid speed.
-/// `line` maps the profile position (0..1 along the cavity side) to the cell
-/// coordinates of the sample point; `component` picks u (0) or v (1).
+/// `line` maps the profile position (0..1 along a cavity side of `side` fluid
+/// cells) to the cell coordinates of the sample point; `component` picks u (0)
+/// or v (1). Reference points closer to a wall than the first fluid-cell
+/// centre (half a cell) are skipped: reaching them would be extrapolation.
 pub fn profile_error(
     fields: &Fields,
     reference: Profile,
     lid_speed: f64,
     component: usize,
+    side: u32,
     line: impl Fn(f64) -> [f64; 3],
 ) -> f64 {
+    let half_cell = 0.5 / side as f64;
     reference
         .iter()
-        .filter(|(s, _)| *s > 0.0 && *s < 1.0)
+        .filter(|(s, _)| *s >= half_cell && *s <= 1.0 - half_cell)
         .map(|&(s, want)| (fields.velocity_at(line(s))[component] / lid_speed - want).abs())
         .fold(0.0, f64::max)
 }

@@ -1,0 +1,294 @@
+//! Case files (TOML): what a user writes to run a simulation without code.
+//! The schema is documented in `cases/README.md`.
+
+use crate::domain::{Domain, FaceBoundary};
+use crate::error::{Error, Result};
+use crate::solver::{Initial, LatticeKind, Precision, SolverConfig};
+use kernels_gpu::{Dims, Streaming};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Largest lattice Mach number (|u| / c_s) accepted for walls: above it the
+/// compressibility error (O(Ma^2)) dominates and BGK turns unstable.
+pub const MAX_MACH: f64 = 0.4;
+
+/// A parsed case file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Lattice, size, steps.
+    pub simulation: SimulationSection,
+    /// Viscosity or Reynolds number, body force.
+    pub physics: PhysicsSection,
+    /// What closes each face of the box.
+    pub boundaries: BoundariesSection,
+    /// Where and how often to write fields.
+    #[serde(default)]
+    pub output: OutputSection,
+}
+
+/// `[simulation]`
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulationSection {
+    /// `"D2Q9"`, `"D3Q19"` or `"D3Q27"`.
+    pub lattice: LatticeKind,
+    /// `"f32"` (default) or `"f64"`.
+    #[serde(default = "default_precision")]
+    pub precision: Precision,
+    /// `"esoteric-pull"` (default, one copy of the populations) or `"two-lattice"`.
+    #[serde(default = "default_streaming")]
+    pub streaming: String,
+    /// Cells along x, y, z, boundary layers included (z = 1 for 2D lattices).
+    pub size: [u32; 3],
+    /// Time steps to run.
+    pub steps: u64,
+}
+
+/// `[physics]`
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhysicsSection {
+    /// Kinematic viscosity, lattice units (give this or `reynolds`).
+    pub viscosity: Option<f64>,
+    /// Reynolds number from the fastest moving wall and the fluid extent
+    /// normal to it (give this or `viscosity`).
+    pub reynolds: Option<f64>,
+    /// Body force density, lattice units.
+    #[serde(default)]
+    pub force: [f64; 3],
+}
+
+/// One face: `"wall"`, `"periodic"` or `{ moving_wall = [ux, uy, uz] }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum FaceSpec {
+    /// `"wall"` or `"periodic"`.
+    Named(String),
+    /// A moving wall.
+    Moving {
+        /// Wall velocity, lattice units.
+        moving_wall: [f64; 3],
+    },
+}
+
+/// `[boundaries]`
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoundariesSection {
+    /// x = 0
+    pub x_min: FaceSpec,
+    /// x = nx - 1
+    pub x_max: FaceSpec,
+    /// y = 0
+    pub y_min: FaceSpec,
+    /// y = ny - 1
+    pub y_max: FaceSpec,
+    /// z = 0 (default periodic, as 2D cases need)
+    #[serde(default = "periodic")]
+    pub z_min: FaceSpec,
+    /// z = nz - 1
+    #[serde(default = "periodic")]
+    pub z_max: FaceSpec,
+}
+
+/// `[output]`
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    /// Directory for VTK files (created if missing).
+    #[serde(default = "default_directory")]
+    pub directory: PathBuf,
+    /// Write fields every this many steps; 0 writes only the final state.
+    #[serde(default)]
+    pub every: u64,
+}
+
+impl Default for OutputSection {
+    fn default() -> Self {
+        Self { directory: default_directory(), every: 0 }
+    }
+}
+
+fn default_precision() -> Precision {
+    Precision::F32
+}
+fn default_streaming() -> String {
+    "esoteric-pull".into()
+}
+fn default_directory() -> PathBuf {
+    PathBuf::from("output")
+}
+fn periodic() -> FaceSpec {
+    FaceSpec::Named("periodic".into())
+}
+
+/// Parses a streaming-scheme name.
+pub fn parse_streaming(name: &str) -> std::result::Result<Streaming, String> {
+    match name {
+        "esoteric-pull" | "esoteric" => Ok(Streaming::EsotericPull),
+        "two-lattice" | "ab" => Ok(Streaming::TwoLattice),
+        other => Err(format!("unknown streaming scheme `{other}`: use \"esoteric-pull\" or \"two-lattice\"")),
+    }
+}
+
+/// A case turned into a solver configuration, with the derived numbers a user should see.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The configuration.
+    pub config: SolverConfig,
+    /// Kinematic viscosity, lattice units.
+    pub viscosity: f64,
+    /// Reynolds number, when a wall moves.
+    pub reynolds: Option<f64>,
+    /// Lattice Mach number of the fastest wall.
+    pub mach: f64,
+    /// Steps to run.
+    pub steps: u64,
+    /// Output settings.
+    pub output: OutputSection,
+}
+
+impl Case {
+    /// Reads and parses a case file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
+        toml::from_str(&text).map_err(|e| Error::Case { path: path.into(), message: e.to_string() })
+    }
+
+    /// Checks the case and builds the solver configuration.
+    /// `size_override` replaces the size of every axis longer than one cell.
+    pub fn setup(&self, path: &Path, size_override: Option<u32>) -> Result<Setup> {
+        let bad = |message: String| Error::Case { path: path.into(), message };
+        let sim = &self.simulation;
+        let mut size = sim.size;
+        if let Some(n) = size_override {
+            for s in size.iter_mut().filter(|s| **s > 1) {
+                *s = n;
+            }
+        }
+        let streaming = parse_streaming(&sim.streaming).map_err(|m| bad(format!("[simulation] streaming: {m}")))?;
+        let b = &self.boundaries;
+        let mut faces = [FaceBoundary::Wall; 6];
+        for (k, (name, spec)) in [
+            ("x_min", &b.x_min),
+            ("x_max", &b.x_max),
+            ("y_min", &b.y_min),
+            ("y_max", &b.y_max),
+            ("z_min", &b.z_min),
+            ("z_max", &b.z_max),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            faces[k] = match spec {
+                FaceSpec::Named(s) if s == "wall" => FaceBoundary::Wall,
+                FaceSpec::Named(s) if s == "periodic" => FaceBoundary::Periodic,
+                FaceSpec::Named(s) => {
+                    return Err(bad(format!(
+                        "[boundaries] {name} = \"{s}\": use \"wall\", \"periodic\" or {{ moving_wall = [ux, uy, uz] }}"
+                    )))
+                }
+                FaceSpec::Moving { moving_wall } => FaceBoundary::MovingWall(*moving_wall),
+            };
+        }
+        let domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)
+            .map_err(|e| bad(format!("[simulation] size / [boundaries]: {e}")))?;
+        let speed = domain.max_wall_speed().unwrap_or(0.0);
+        let mach = speed * 3f64.sqrt();
+        if mach > MAX_MACH {
+            return Err(bad(format!(
+                "moving wall speed {speed} is Mach {mach:.2} (above {MAX_MACH}): lower the wall velocity (0.1 or less is usual) and raise the resolution"
+            )));
+        }
+        let p = &self.physics;
+        let (viscosity, reynolds) = match (p.viscosity, p.reynolds) {
+            (Some(nu), None) => {
+                let re = lid_length(&faces, size).map(|l| speed * l / nu).filter(|_| speed > 0.0);
+                (nu, re)
+            }
+            (None, Some(re)) => {
+                let l = lid_length(&faces, size)
+                    .filter(|_| speed > 0.0)
+                    .ok_or_else(|| bad("[physics] reynolds needs a moving wall to define the velocity and length: give `viscosity` instead".into()))?;
+                if re <= 0.0 {
+                    return Err(bad(format!("[physics] reynolds = {re} must be positive")));
+                }
+                (speed * l / re, Some(re))
+            }
+            _ => return Err(bad("[physics]: give exactly one of `viscosity` and `reynolds`".into())),
+        };
+        let tau = 3.0 * viscosity + 0.5;
+        if !(viscosity > 0.0) || tau <= 0.5 {
+            return Err(bad(format!(
+                "viscosity {viscosity} gives tau = {tau}, which must be above 1/2: raise the viscosity, lower the Reynolds number or raise the resolution"
+            )));
+        }
+        let config = SolverConfig {
+            lattice: sim.lattice,
+            precision: sim.precision,
+            streaming,
+            tau,
+            force: p.force,
+            domain,
+            initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
+        };
+        config.validate().map_err(|e| bad(e.to_string()))?;
+        Ok(Setup { config, viscosity, reynolds, mach, steps: sim.steps, output: self.output.clone() })
+    }
+}
+
+/// Fluid cells between the moving wall and the face opposite to it.
+fn lid_length(faces: &[FaceBoundary; 6], size: [u32; 3]) -> Option<f64> {
+    let k = faces.iter().position(|f| matches!(f, FaceBoundary::MovingWall(_)))?;
+    let axis = k / 2;
+    let walls = faces[2 * axis..2 * axis + 2].iter().filter(|f| **f != FaceBoundary::Periodic).count();
+    Some((size[axis] as usize - walls) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAVITY: &str = r#"
+[simulation]
+lattice = "D2Q9"
+size = [34, 34, 1]
+steps = 10
+[physics]
+reynolds = 100.0
+[boundaries]
+x_min = "wall"
+x_max = "wall"
+y_min = "wall"
+y_max = { moving_wall = [0.1, 0.0, 0.0] }
+"#;
+
+    fn setup(text: &str) -> Result<Setup> {
+        let case: Case = toml::from_str(text).map_err(|e| Error::Case { path: "t.toml".into(), message: e.to_string() })?;
+        case.setup(Path::new("t.toml"), None)
+    }
+
+    #[test]
+    fn reynolds_sets_the_viscosity() {
+        let s = setup(CAVITY).unwrap();
+        assert!((s.viscosity - 0.1 * 32.0 / 100.0).abs() < 1e-15);
+        assert_eq!(s.config.domain.fluid_cells(), 32 * 32);
+    }
+
+    #[test]
+    fn bad_cases_are_refused_with_a_reason() {
+        let unknown = CAVITY.replace("steps = 10", "steps = 10\nstpes = 3");
+        assert!(setup(&unknown).unwrap_err().to_string().contains("stpes"));
+        let fast = CAVITY.replace("0.1, 0.0", "0.5, 0.0");
+        assert!(setup(&fast).unwrap_err().to_string().contains("Mach"));
+        let both = CAVITY.replace("reynolds = 100.0", "reynolds = 100.0\nviscosity = 0.1");
+        assert!(setup(&both).unwrap_err().to_string().contains("exactly one"));
+        let face = CAVITY.replace("x_min = \"wall\"", "x_min = \"wal\"");
+        assert!(setup(&face).unwrap_err().to_string().contains("x_min"));
+        let size3d = CAVITY.replace("[34, 34, 1]", "[34, 34, 4]");
+        assert!(setup(&size3d).unwrap_err().to_string().contains("nz"));
+        let negative = CAVITY.replace("[34, 34, 1]", "[-3, 34, 1]");
+        assert!(setup(&negative).is_err());
+    }
+}
