@@ -33,11 +33,23 @@ fn main() {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(manifest.join("kernels-gpu"))
-        .args(["rustc", "--release", "--lib", "--target", "nvptx64-nvidia-cuda"])
+        .args([
+            "rustc",
+            "--release",
+            "--lib",
+            "--target",
+            "nvptx64-nvidia-cuda",
+        ])
         .args(["-Zbuild-std=core", "--crate-type", "cdylib"])
         .arg("--target-dir")
         .arg(&target_dir)
-        .args(["--", "-C", &format!("target-cpu={arch}"), "-C", "llvm-args=-unroll-threshold=4000"])
+        .args([
+            "--",
+            "-C",
+            &format!("target-cpu={arch}"),
+            "-C",
+            "llvm-args=-unroll-threshold=4000",
+        ])
         .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
         .env("CARGO_PROFILE_RELEASE_LTO", "fat")
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")
@@ -61,7 +73,9 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().unwrap_or_else(|e| fail(&format!("cannot run cargo: {e}")));
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| fail(&format!("cannot run cargo: {e}")));
     if !status.success() {
         fail("building kernels-gpu for nvptx64-nvidia-cuda failed (see the output above)");
     }
@@ -73,7 +87,9 @@ fn main() {
 }
 
 fn capture(cmd: &mut Command) -> String {
-    let o = cmd.output().unwrap_or_else(|e| fail(&format!("{cmd:?}: {e}")));
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| fail(&format!("{cmd:?}: {e}")));
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 

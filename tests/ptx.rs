@@ -13,7 +13,10 @@ fn ptx_holds_every_kernel() {
         for l in LATTICES {
             for p in PRECISIONS {
                 let name = lbm::host::gpu::kernel_name(kind, l, p);
-                assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+                assert!(
+                    lbm::ptx::PTX.contains(&format!(".entry {name}(")),
+                    "kernel {name} missing from the PTX"
+                );
             }
         }
     }
@@ -27,7 +30,10 @@ fn ptxas() -> Option<String> {
     match Command::new(&candidate).arg("--version").output() {
         Ok(o) if o.status.success() => Some(candidate),
         _ => {
-            assert!(std::env::var("LBM_REQUIRE_PTXAS").as_deref() != Ok("1"), "LBM_REQUIRE_PTXAS=1 but no ptxas at `{candidate}`");
+            assert!(
+                std::env::var("LBM_REQUIRE_PTXAS").as_deref() != Ok("1"),
+                "LBM_REQUIRE_PTXAS=1 but no ptxas at `{candidate}`"
+            );
             eprintln!("SKIPPED ptxas check: no ptxas (set LBM_PTXAS)");
             None
         }
@@ -50,11 +56,20 @@ fn ptx_assembles_without_spills() {
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "ptxas failed:\n{log}");
     let report = lbm::host::ptxas::parse_report(&log);
-    assert_eq!(report.len(), KernelKind::ALL.len() * 6 + 1, "ptxas reported an unexpected number of kernels:\n{log}");
+    assert_eq!(
+        report.len(),
+        KernelKind::ALL.len() * 6 + 1,
+        "ptxas reported an unexpected number of kernels:\n{log}"
+    );
     for k in &report {
         println!("{k}");
         if k.name.starts_with("stream_collide") {
-            assert_eq!((k.spill_stores, k.spill_loads, k.stack_frame), (0, 0, 0), "{} uses local memory", k.name);
+            assert_eq!(
+                (k.spill_stores, k.spill_loads, k.stack_frame),
+                (0, 0, 0),
+                "{} uses local memory",
+                k.name
+            );
         }
     }
     std::fs::remove_dir_all(&dir).ok();

@@ -4,7 +4,9 @@
 mod common;
 
 use common::factory;
-use lbm::host::reference::{CAVITY3D_RE100_U, GHIA_RE1000_U, GHIA_RE1000_V, GHIA_RE100_U, GHIA_RE100_V};
+use lbm::host::reference::{
+    CAVITY3D_RE100_U, GHIA_RE1000_U, GHIA_RE1000_V, GHIA_RE100_U, GHIA_RE100_V,
+};
 use lbm::host::validation::*;
 use lbm::host::{LatticeKind, Precision, Profile};
 use lbm::kernels::Streaming;
@@ -19,10 +21,20 @@ fn poiseuille_second_order(backend: BackendKind) {
             .map(|&w| poiseuille(factory(), backend, lattice, Precision::F64, w, 0.8).unwrap())
             .collect();
         let order = convergence_order(&results);
-        println!("{lattice:?} Poiseuille errors {:?} order {order:.3}", results.iter().map(|r| r.l2_error).collect::<Vec<_>>());
-        assert!((order - 2.0).abs() < 0.1, "{lattice:?}: order {order}, expected 2");
+        println!(
+            "{lattice:?} Poiseuille errors {:?} order {order:.3}",
+            results.iter().map(|r| r.l2_error).collect::<Vec<_>>()
+        );
+        assert!(
+            (order - 2.0).abs() < 0.1,
+            "{lattice:?}: order {order}, expected 2"
+        );
         // Fine enough to be more than a trend: under 0.1% at 64 cells.
-        assert!(results[3].l2_error < 1e-3, "{lattice:?}: error {} at width 64", results[3].l2_error);
+        assert!(
+            results[3].l2_error < 1e-3,
+            "{lattice:?}: error {} at width 64",
+            results[3].l2_error
+        );
     }
 }
 on_backends!(poiseuille_second_order);
@@ -39,8 +51,14 @@ fn taylor_green_viscosity(backend: BackendKind) {
         for tau in [0.6, 0.8, 1.2] {
             let r = taylor_green(factory(), backend, lattice, precision, 64, tau).unwrap();
             let rel = r.nu_measured / r.nu_expected - 1.0;
-            println!("{lattice:?} {precision:?} tau {tau}: nu {} measured {} ({rel:.2e})", r.nu_expected, r.nu_measured);
-            assert!(rel.abs() < 0.01, "{lattice:?} {precision:?} tau {tau}: viscosity off by {rel}");
+            println!(
+                "{lattice:?} {precision:?} tau {tau}: nu {} measured {} ({rel:.2e})",
+                r.nu_expected, r.nu_measured
+            );
+            assert!(
+                rel.abs() < 0.01,
+                "{lattice:?} {precision:?} tau {tau}: viscosity off by {rel}"
+            );
         }
     }
 }
@@ -58,15 +76,35 @@ fn cavity_errors(
     v_ref: Option<Profile>,
 ) -> (f64, Option<f64>) {
     let lid = 0.1;
-    let c = cavity_config(lattice, Precision::F32, Streaming::EsotericPull, side, reynolds, lid).unwrap();
+    let c = cavity_config(
+        lattice,
+        Precision::F32,
+        Streaming::EsotericPull,
+        side,
+        reynolds,
+        lid,
+    )
+    .unwrap();
     let mut s = lbm::build_solver(c, backend).unwrap();
     let (f, converged) = run_to_steady(s.as_mut(), 1000, max_steps, lid, 1e-5).unwrap();
-    assert!(converged, "cavity Re {reynolds} not steady after {max_steps} steps");
+    assert!(
+        converged,
+        "cavity Re {reynolds} not steady after {max_steps} steps"
+    );
     let mid = cavity_coordinate(0.5, side);
     let z = if lattice.dimension() == 2 { 0.0 } else { mid };
-    let eu = profile_error(&f, u_ref, lid, 0, side, |s| [mid, cavity_coordinate(s, side), z]);
-    let ev = v_ref.map(|r| profile_error(&f, r, lid, 1, side, |s| [cavity_coordinate(s, side), mid, z]));
-    println!("{lattice:?} cavity Re {reynolds}, {side} cells, {} steps: max error u {eu:.4}, v {ev:?}", s.time());
+    let eu = profile_error(&f, u_ref, lid, 0, side, |s| {
+        [mid, cavity_coordinate(s, side), z]
+    });
+    let ev = v_ref.map(|r| {
+        profile_error(&f, r, lid, 1, side, |s| {
+            [cavity_coordinate(s, side), mid, z]
+        })
+    });
+    println!(
+        "{lattice:?} cavity Re {reynolds}, {side} cells, {} steps: max error u {eu:.4}, v {ev:?}",
+        s.time()
+    );
     (eu, ev)
 }
 
@@ -76,21 +114,51 @@ fn cavity_errors(
 
 /// 2D cavity at Re 100 against Ghia, Ghia & Shin (1982), Tables I and II.
 fn cavity_2d_ghia_re100(backend: BackendKind) {
-    let (eu, ev) = cavity_errors(backend, LatticeKind::D2Q9, 64, 100.0, 60_000, GHIA_RE100_U, Some(GHIA_RE100_V));
-    assert!(eu < 0.02 && ev.unwrap() < 0.02, "Re 100: u error {eu}, v error {ev:?}");
+    let (eu, ev) = cavity_errors(
+        backend,
+        LatticeKind::D2Q9,
+        64,
+        100.0,
+        60_000,
+        GHIA_RE100_U,
+        Some(GHIA_RE100_V),
+    );
+    assert!(
+        eu < 0.02 && ev.unwrap() < 0.02,
+        "Re 100: u error {eu}, v error {ev:?}"
+    );
 }
 on_backends!(cavity_2d_ghia_re100);
 
 /// 2D cavity at Re 1000 against Ghia, Ghia & Shin (1982), Tables I and II.
 fn cavity_2d_ghia_re1000(backend: BackendKind) {
-    let (eu, ev) = cavity_errors(backend, LatticeKind::D2Q9, 128, 1000.0, 200_000, GHIA_RE1000_U, Some(GHIA_RE1000_V));
-    assert!(eu < 0.03 && ev.unwrap() < 0.03, "Re 1000: u error {eu}, v error {ev:?}");
+    let (eu, ev) = cavity_errors(
+        backend,
+        LatticeKind::D2Q9,
+        128,
+        1000.0,
+        200_000,
+        GHIA_RE1000_U,
+        Some(GHIA_RE1000_V),
+    );
+    assert!(
+        eu < 0.03 && ev.unwrap() < 0.03,
+        "Re 1000: u error {eu}, v error {ev:?}"
+    );
 }
 on_backends!(cavity_2d_ghia_re1000);
 
 /// 3D cubic cavity at Re 100 against Wong & Baker (2002), u on the vertical centre line.
 fn cavity_3d_wong_baker_re100(backend: BackendKind) {
-    let (eu, _) = cavity_errors(backend, LatticeKind::D3Q19, 40, 100.0, 40_000, CAVITY3D_RE100_U, None);
+    let (eu, _) = cavity_errors(
+        backend,
+        LatticeKind::D3Q19,
+        40,
+        100.0,
+        40_000,
+        CAVITY3D_RE100_U,
+        None,
+    );
     assert!(eu < 0.03, "3D Re 100: u error {eu}");
 }
 on_backends!(cavity_3d_wong_baker_re100);
@@ -100,7 +168,15 @@ on_backends!(cavity_3d_wong_baker_re100);
 /// per step, eps * sqrt(steps), with a safety factor of 10.
 fn closed_box_conserves_mass(backend: BackendKind) {
     for precision in [Precision::F64, Precision::F32] {
-        let mut c = cavity_config(LatticeKind::D3Q19, precision, Streaming::EsotericPull, 24, 100.0, 0.05).unwrap();
+        let mut c = cavity_config(
+            LatticeKind::D3Q19,
+            precision,
+            Streaming::EsotericPull,
+            24,
+            100.0,
+            0.05,
+        )
+        .unwrap();
         c.force = [1e-5, -2e-5, 0.5e-5];
         let mut s = lbm::build_solver(c, backend).unwrap();
         let m0 = s.mass().unwrap();
@@ -113,7 +189,10 @@ fn closed_box_conserves_mass(backend: BackendKind) {
         };
         let bound = 10.0 * eps * (steps as f64).sqrt();
         println!("{precision:?}: relative mass drift {drift:.3e} after {steps} steps (bound {bound:.1e})");
-        assert!(drift < bound, "{precision:?}: mass drift {drift} above {bound}");
+        assert!(
+            drift < bound,
+            "{precision:?}: mass drift {drift} above {bound}"
+        );
     }
 }
 on_backends!(closed_box_conserves_mass);

@@ -106,7 +106,10 @@ pub struct OutputSection {
 
 impl Default for OutputSection {
     fn default() -> Self {
-        Self { directory: default_directory(), every: 0 }
+        Self {
+            directory: default_directory(),
+            every: 0,
+        }
     }
 }
 
@@ -128,7 +131,9 @@ pub fn parse_streaming(name: &str) -> std::result::Result<Streaming, String> {
     match name {
         "esoteric-pull" | "esoteric" => Ok(Streaming::EsotericPull),
         "two-lattice" | "ab" => Ok(Streaming::TwoLattice),
-        other => Err(format!("unknown streaming scheme `{other}`: use \"esoteric-pull\" or \"two-lattice\"")),
+        other => Err(format!(
+            "unknown streaming scheme `{other}`: use \"esoteric-pull\" or \"two-lattice\""
+        )),
     }
 }
 
@@ -152,14 +157,23 @@ pub struct Setup {
 impl Case {
     /// Reads and parses a case file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
-        toml::from_str(&text).map_err(|e| Error::Case { path: path.into(), message: e.to_string() })
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.into(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e| Error::Case {
+            path: path.into(),
+            message: e.to_string(),
+        })
     }
 
     /// Checks the case and builds the solver configuration.
     /// `size_override` replaces the size of every axis longer than one cell.
     pub fn setup(&self, path: &Path, size_override: Option<u32>) -> Result<Setup> {
-        let bad = |message: String| Error::Case { path: path.into(), message };
+        let bad = |message: String| Error::Case {
+            path: path.into(),
+            message,
+        };
         let sim = &self.simulation;
         let mut size = sim.size;
         if let Some(n) = size_override {
@@ -167,7 +181,8 @@ impl Case {
                 *s = n;
             }
         }
-        let streaming = parse_streaming(&sim.streaming).map_err(|m| bad(format!("[simulation] streaming: {m}")))?;
+        let streaming = parse_streaming(&sim.streaming)
+            .map_err(|m| bad(format!("[simulation] streaming: {m}")))?;
         let b = &self.boundaries;
         let mut faces = [FaceBoundary::Wall; 6];
         for (k, (name, spec)) in [
@@ -204,7 +219,9 @@ impl Case {
         let p = &self.physics;
         let (viscosity, reynolds) = match (p.viscosity, p.reynolds) {
             (Some(nu), None) => {
-                let re = lid_length(&faces, size).map(|l| speed * l / nu).filter(|_| speed > 0.0);
+                let re = lid_length(&faces, size)
+                    .map(|l| speed * l / nu)
+                    .filter(|_| speed > 0.0);
                 (nu, re)
             }
             (None, Some(re)) => {
@@ -216,10 +233,14 @@ impl Case {
                 }
                 (speed * l / re, Some(re))
             }
-            _ => return Err(bad("[physics]: give exactly one of `viscosity` and `reynolds`".into())),
+            _ => {
+                return Err(bad(
+                    "[physics]: give exactly one of `viscosity` and `reynolds`".into(),
+                ))
+            }
         };
         let tau = 3.0 * viscosity + 0.5;
-        if !(viscosity > 0.0) || tau <= 0.5 {
+        if viscosity.is_nan() || viscosity <= 0.0 || tau <= 0.5 {
             return Err(bad(format!(
                 "viscosity {viscosity} gives tau = {tau}, which must be above 1/2: raise the viscosity, lower the Reynolds number or raise the resolution"
             )));
@@ -231,18 +252,33 @@ impl Case {
             tau,
             force: p.force,
             domain,
-            initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
+            initial: Initial::Uniform {
+                rho: 1.0,
+                u: [0.0; 3],
+            },
         };
         config.validate().map_err(|e| bad(e.to_string()))?;
-        Ok(Setup { config, viscosity, reynolds, mach, steps: sim.steps, output: self.output.clone() })
+        Ok(Setup {
+            config,
+            viscosity,
+            reynolds,
+            mach,
+            steps: sim.steps,
+            output: self.output.clone(),
+        })
     }
 }
 
 /// Fluid cells between the moving wall and the face opposite to it.
 fn lid_length(faces: &[FaceBoundary; 6], size: [u32; 3]) -> Option<f64> {
-    let k = faces.iter().position(|f| matches!(f, FaceBoundary::MovingWall(_)))?;
+    let k = faces
+        .iter()
+        .position(|f| matches!(f, FaceBoundary::MovingWall(_)))?;
     let axis = k / 2;
-    let walls = faces[2 * axis..2 * axis + 2].iter().filter(|f| **f != FaceBoundary::Periodic).count();
+    let walls = faces[2 * axis..2 * axis + 2]
+        .iter()
+        .filter(|f| **f != FaceBoundary::Periodic)
+        .count();
     Some((size[axis] as usize - walls) as f64)
 }
 
@@ -265,7 +301,10 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
 "#;
 
     fn setup(text: &str) -> Result<Setup> {
-        let case: Case = toml::from_str(text).map_err(|e| Error::Case { path: "t.toml".into(), message: e.to_string() })?;
+        let case: Case = toml::from_str(text).map_err(|e| Error::Case {
+            path: "t.toml".into(),
+            message: e.to_string(),
+        })?;
         case.setup(Path::new("t.toml"), None)
     }
 
@@ -283,7 +322,10 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let fast = CAVITY.replace("0.1, 0.0", "0.5, 0.0");
         assert!(setup(&fast).unwrap_err().to_string().contains("Mach"));
         let both = CAVITY.replace("reynolds = 100.0", "reynolds = 100.0\nviscosity = 0.1");
-        assert!(setup(&both).unwrap_err().to_string().contains("exactly one"));
+        assert!(setup(&both)
+            .unwrap_err()
+            .to_string()
+            .contains("exactly one"));
         let face = CAVITY.replace("x_min = \"wall\"", "x_min = \"wal\"");
         assert!(setup(&face).unwrap_err().to_string().contains("x_min"));
         let size3d = CAVITY.replace("[34, 34, 1]", "[34, 34, 4]");

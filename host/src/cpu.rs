@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::fields::Fields;
-use crate::solver::{mass_of, BackendKind, SolverConfig, Solver};
+use crate::solver::{mass_of, BackendKind, Solver, SolverConfig};
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
 use kernels_gpu::{Lattice, Real};
 use rayon::prelude::*;
@@ -61,10 +61,23 @@ impl<L: Lattice<Q>, const Q: usize, T: Real> CpuSolver<L, Q, T> {
         for_each_cell(cells, |n| {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
             unsafe {
-                stream::init_equilibrium::<L, Q, T>(scheme, &p, fp.get(), flags as *const u8, planes.as_ptr(), n)
+                stream::init_equilibrium::<L, Q, T>(
+                    scheme,
+                    &p,
+                    fp.get(),
+                    flags as *const u8,
+                    planes.as_ptr(),
+                    n,
+                )
             }
         });
-        Ok(Self { config, f, f_next, t: 0, _lattice: PhantomData })
+        Ok(Self {
+            config,
+            f,
+            f_next,
+            t: 0,
+            _lattice: PhantomData,
+        })
     }
 }
 
@@ -79,7 +92,14 @@ impl<L: Lattice<Q>, const Q: usize, T: Real> Solver for CpuSolver<L, Q, T> {
                     let f = Shared(self.f.as_mut_ptr());
                     for_each_cell(cells, |n| {
                         // SAFETY: each slot is read and written by exactly one cell per step.
-                        unsafe { stream::stream_collide_esoteric::<L, Q, T>(&p, f.get(), flags as *const u8, n) }
+                        unsafe {
+                            stream::stream_collide_esoteric::<L, Q, T>(
+                                &p,
+                                f.get(),
+                                flags as *const u8,
+                                n,
+                            )
+                        }
                     });
                 }
                 Streaming::TwoLattice => {
@@ -124,7 +144,9 @@ impl<L: Lattice<Q>, const Q: usize, T: Real> Solver for CpuSolver<L, Q, T> {
         let scheme = self.config.streaming;
         for_each_cell(cells, |n| {
             // SAFETY: reads only; each cell writes its own output entries.
-            unsafe { stream::fields::<L, Q, T>(scheme, &p, f as *const T, flags as *const u8, o.get(), n) }
+            unsafe {
+                stream::fields::<L, Q, T>(scheme, &p, f as *const T, flags as *const u8, o.get(), n)
+            }
         });
         Ok(planes_to_fields(dims, &out))
     }

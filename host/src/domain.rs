@@ -23,7 +23,14 @@ pub enum Face {
 
 impl Face {
     /// All faces in the order x-, x+, y-, y+, z-, z+.
-    pub const ALL: [Face; 6] = [Face::XMin, Face::XMax, Face::YMin, Face::YMax, Face::ZMin, Face::ZMax];
+    pub const ALL: [Face; 6] = [
+        Face::XMin,
+        Face::XMax,
+        Face::YMin,
+        Face::YMax,
+        Face::ZMin,
+        Face::ZMax,
+    ];
 
     /// Axis (0, 1, 2) normal to the face.
     pub const fn axis(self) -> usize {
@@ -154,7 +161,10 @@ impl Domain {
 
     /// Number of fluid cells.
     pub fn fluid_cells(&self) -> usize {
-        self.flags.iter().filter(|&&f| f == CellKind::Fluid.to_flag()).count()
+        self.flags
+            .iter()
+            .filter(|&&f| f == CellKind::Fluid.to_flag())
+            .count()
     }
 
     /// Largest moving-wall speed, if any wall moves.
@@ -175,7 +185,10 @@ mod tests {
         let mut faces = [FaceBoundary::Wall; 6];
         faces[3] = FaceBoundary::MovingWall([0.1, 0.0, 0.0]);
         let d = Domain::with_faces(Dims::new(5, 5, 5), faces).unwrap();
-        assert_eq!(d.flags[d.dims.index(0, 4, 0)], CellKind::MovingWall(0).to_flag());
+        assert_eq!(
+            d.flags[d.dims.index(0, 4, 0)],
+            CellKind::MovingWall(0).to_flag()
+        );
         assert_eq!(d.flags[d.dims.index(0, 0, 0)], CellKind::Wall.to_flag());
         assert_eq!(d.fluid_cells(), 27);
         faces[0] = FaceBoundary::Periodic;

@@ -4,7 +4,7 @@
 use crate::cpu::planes_to_fields;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::Fields;
-use crate::solver::{mass_of, BackendKind, SolverConfig, Solver};
+use crate::solver::{mass_of, BackendKind, Solver, SolverConfig};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig,
     PushKernelArg,
@@ -30,9 +30,13 @@ unsafe impl<P: Copy> DeviceRepr for ByValue<P> {}
 pub fn device_count() -> Result<usize> {
     // SAFETY: only probes whether libcuda can be loaded.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(Error::NoGpu("the CUDA driver library (libcuda.so) was not found".into()));
+        return Err(Error::NoGpu(
+            "the CUDA driver library (libcuda.so) was not found".into(),
+        ));
     }
-    let n = CudaContext::device_count().ctx("counting CUDA devices").map_err(|e| Error::NoGpu(e.to_string()))?;
+    let n = CudaContext::device_count()
+        .ctx("counting CUDA devices")
+        .map_err(|e| Error::NoGpu(e.to_string()))?;
     if n <= 0 {
         return Err(Error::NoGpu("the CUDA driver reports no devices".into()));
     }
@@ -69,7 +73,9 @@ impl GpuDevice {
     pub fn open(ordinal: usize, ptx: &str) -> Result<Self> {
         let count = device_count()?;
         if ordinal >= count {
-            return Err(Error::NoGpu(format!("device {ordinal} asked for, but only {count} device(s) exist")));
+            return Err(Error::NoGpu(format!(
+                "device {ordinal} asked for, but only {count} device(s) exist"
+            )));
         }
         let ctx = CudaContext::new(ordinal).ctx(format!("opening device {ordinal}"))?;
         // One stream per device and explicit synchronisation: cudarc's
@@ -77,10 +83,16 @@ impl GpuDevice {
         // SAFETY: no buffer of this context is used from a second stream.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
-        let module = ctx
-            .load_module(Ptx::from_src(ptx))
-            .ctx(format!("loading the kernels on device {ordinal} (built for {})", "the PTX target"))?;
-        Ok(Self { ctx, stream, module, ordinal })
+        let module = ctx.load_module(Ptx::from_src(ptx)).ctx(format!(
+            "loading the kernels on device {ordinal} (built for {})",
+            "the PTX target"
+        ))?;
+        Ok(Self {
+            ctx,
+            stream,
+            module,
+            ordinal,
+        })
     }
 
     /// The device's properties.
@@ -90,7 +102,10 @@ impl GpuDevice {
         Ok(DeviceInfo {
             ordinal: self.ordinal,
             name: self.ctx.name().ctx("reading the device name")?,
-            compute_capability: self.ctx.compute_capability().ctx("reading compute capability")?,
+            compute_capability: self
+                .ctx
+                .compute_capability()
+                .ctx("reading compute capability")?,
             multiprocessors: self
                 .ctx
                 .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -102,13 +117,16 @@ impl GpuDevice {
 
     /// Looks a kernel up by its full name.
     pub fn function(&self, name: &str) -> Result<CudaFunction> {
-        self.module
-            .load_function(name)
-            .ctx(format!("looking up kernel `{name}` (is the embedded PTX out of date?)"))
+        self.module.load_function(name).ctx(format!(
+            "looking up kernel `{name}` (is the embedded PTX out of date?)"
+        ))
     }
 
     /// The kernel `kind` for lattice `L` and precision `T`.
-    pub fn kernel<L: Lattice<Q>, const Q: usize, T: Real>(&self, kind: KernelKind) -> Result<CudaFunction> {
+    pub fn kernel<L: Lattice<Q>, const Q: usize, T: Real>(
+        &self,
+        kind: KernelKind,
+    ) -> Result<CudaFunction> {
         self.function(&kernel_name(kind, L::NAME, T::NAME))
     }
 
@@ -121,11 +139,21 @@ impl GpuDevice {
     /// counted), from `reps` copies of a `bytes` buffer timed with events.
     pub fn copy_bandwidth(&self, bytes: usize, reps: usize) -> Result<f64> {
         let s = &self.stream;
-        let src = s.alloc_zeros::<u8>(bytes).ctx("allocating the bandwidth test buffer")?;
-        let mut dst = s.alloc_zeros::<u8>(bytes).ctx("allocating the bandwidth test buffer")?;
+        let src = s
+            .alloc_zeros::<u8>(bytes)
+            .ctx("allocating the bandwidth test buffer")?;
+        let mut dst = s
+            .alloc_zeros::<u8>(bytes)
+            .ctx("allocating the bandwidth test buffer")?;
         s.memcpy_dtod(&src, &mut dst).ctx("warm-up copy")?;
-        let start = self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")?;
-        let stop = self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")?;
+        let start = self
+            .ctx
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .ctx("creating an event")?;
+        let stop = self
+            .ctx
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .ctx("creating an event")?;
         start.record(s).ctx("recording an event")?;
         for _ in 0..reps {
             s.memcpy_dtod(&src, &mut dst).ctx("timed copy")?;
@@ -143,7 +171,9 @@ impl GpuDevice {
 
     /// A new timing event on this device.
     pub fn event(&self) -> Result<cudarc::driver::CudaEvent> {
-        self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")
+        self.ctx
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .ctx("creating an event")
     }
 }
 
@@ -191,19 +221,31 @@ impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::Valid
             });
         }
         let s = device.stream().clone();
-        let alloc = |what: &str| s.alloc_zeros::<T>(Q * cells).ctx(format!("allocating {what}"));
+        let alloc = |what: &str| {
+            s.alloc_zeros::<T>(Q * cells)
+                .ctx(format!("allocating {what}"))
+        };
         let mut f = alloc("populations")?;
         let f_next = match config.streaming {
             Streaming::TwoLattice => Some(alloc("the second population buffer")?),
             Streaming::EsotericPull => None,
         };
-        let flags = s.clone_htod(&config.domain.flags).ctx("uploading cell flags")?;
-        let planes = s.clone_htod(&config.initial_planes::<T>()).ctx("uploading initial fields")?;
+        let flags = s
+            .clone_htod(&config.domain.flags)
+            .ctx("uploading cell flags")?;
+        let planes = s
+            .clone_htod(&config.initial_planes::<T>())
+            .ctx("uploading initial fields")?;
         let init = device.kernel::<L, Q, T>(KernelKind::InitEquilibrium)?;
         let p = ByValue(config.step_params::<T>(0));
         let scheme = config.streaming as u32;
         let mut launch = s.launch_builder(&init);
-        launch.arg(&mut f).arg(&flags).arg(&planes).arg(&p).arg(&scheme);
+        launch
+            .arg(&mut f)
+            .arg(&flags)
+            .arg(&planes)
+            .arg(&p)
+            .arg(&scheme);
         // SAFETY: argument list matches the `init_equilibrium_*` entry points.
         unsafe { launch.launch(launch_config(cells)) }.ctx("launching initialisation")?;
         s.synchronize().ctx("initialising populations")?;
@@ -212,7 +254,17 @@ impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::Valid
             Streaming::TwoLattice => KernelKind::StreamCollideTwoLattice,
         })?;
         let fields_kernel = device.kernel::<L, Q, T>(KernelKind::Fields)?;
-        Ok(Self { config, device, f, f_next, flags, step_kernel, fields_kernel, t: 0, _lattice: PhantomData })
+        Ok(Self {
+            config,
+            device,
+            f,
+            f_next,
+            flags,
+            step_kernel,
+            fields_kernel,
+            t: 0,
+            _lattice: PhantomData,
+        })
     }
 
     /// The device this solver runs on.
@@ -263,11 +315,18 @@ impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::Valid
     fn fields(&mut self) -> Result<Fields> {
         let cells = self.config.domain.dims.cells();
         let s = self.device.stream().clone();
-        let mut out = s.alloc_zeros::<T>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
+        let mut out = s
+            .alloc_zeros::<T>(FIELD_COMPONENTS * cells)
+            .ctx("allocating the fields buffer")?;
         let p = self.params();
         let scheme = self.config.streaming as u32;
         let mut launch = s.launch_builder(&self.fields_kernel);
-        launch.arg(&self.f).arg(&self.flags).arg(&mut out).arg(&p).arg(&scheme);
+        launch
+            .arg(&self.f)
+            .arg(&self.flags)
+            .arg(&mut out)
+            .arg(&p)
+            .arg(&scheme);
         // SAFETY: argument list matches the `fields_*` entry points.
         unsafe { launch.launch(launch_config(cells)) }.ctx("launching the fields kernel")?;
         let host = s.clone_dtoh(&out).ctx("reading fields back")?;
@@ -275,12 +334,20 @@ impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::Valid
     }
 
     fn populations(&mut self) -> Result<Vec<f64>> {
-        let host = self.device.stream().clone_dtoh(&self.f).ctx("reading populations back")?;
+        let host = self
+            .device
+            .stream()
+            .clone_dtoh(&self.f)
+            .ctx("reading populations back")?;
         Ok(host.iter().map(|v| v.to_f64()).collect())
     }
 
     fn mass(&mut self) -> Result<f64> {
-        let host = self.device.stream().clone_dtoh(&self.f).ctx("reading populations back")?;
+        let host = self
+            .device
+            .stream()
+            .clone_dtoh(&self.f)
+            .ctx("reading populations back")?;
         Ok(mass_of::<L, Q, T>(&self.config, &host, self.t))
     }
 
@@ -298,7 +365,9 @@ impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::Valid
 pub fn layout_probe(device: &GpuDevice, dims: kernels_gpu::Dims, q: usize) -> Result<Vec<u64>> {
     let s = device.stream();
     let f = device.function(kernels_gpu::kernels::LAYOUT_PROBE_KERNEL)?;
-    let mut out = s.alloc_zeros::<u64>(q * dims.cells()).ctx("allocating the probe buffer")?;
+    let mut out = s
+        .alloc_zeros::<u64>(q * dims.cells())
+        .ctx("allocating the probe buffer")?;
     let d = ByValue(dims);
     let qq = q as u32;
     let mut launch = s.launch_builder(&f);

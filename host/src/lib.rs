@@ -24,11 +24,18 @@ use kernels_gpu::{Lattice, Real};
 
 /// Builds a solver for `config` on `backend`; `ptx` is the kernels' PTX
 /// (embedded by the `lbm` crate).
-pub fn build_solver(config: SolverConfig, backend: BackendKind, ptx: &str) -> Result<Box<dyn Solver>> {
+pub fn build_solver(
+    config: SolverConfig,
+    backend: BackendKind,
+    ptx: &str,
+) -> Result<Box<dyn Solver>> {
     fn cpu<L: Lattice<Q>, const Q: usize, T: Real>(c: SolverConfig) -> Result<Box<dyn Solver>> {
         Ok(Box::new(CpuSolver::<L, Q, T>::new(c)?))
     }
-    fn gpu<L: Lattice<Q>, const Q: usize, T>(c: SolverConfig, d: GpuDevice) -> Result<Box<dyn Solver>>
+    fn gpu<L: Lattice<Q>, const Q: usize, T>(
+        c: SolverConfig,
+        d: GpuDevice,
+    ) -> Result<Box<dyn Solver>>
     where
         T: Real + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
     {

@@ -322,7 +322,6 @@ pub const CAVITY3D_RE100_U: Profile = &[
     (1.0000, 1.0000),
 ];
 
-
 /// 3D cubic cavity, lid at y = 1 moving in +x, Re = 1000: u/U along (x=0.5, z=0.5), position = y.
 ///
 /// Albensoeder & Kuhlmann (2005), Table 5 (their v along their x axis), via

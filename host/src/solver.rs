@@ -130,7 +130,7 @@ pub struct SolverConfig {
 impl SolverConfig {
     /// Checks what would make the solver misbehave.
     pub fn validate(&self) -> Result<()> {
-        if !(self.tau > 0.5) {
+        if self.tau.is_nan() || self.tau <= 0.5 {
             return Err(Error::Setup(format!(
                 "tau = {} must be above 1/2 (viscosity (tau - 1/2)/3 must be positive): raise the viscosity or lower the Reynolds number",
                 self.tau
@@ -144,11 +144,15 @@ impl SolverConfig {
             )));
         }
         if self.lattice.dimension() == 2 && self.force[2] != 0.0 {
-            return Err(Error::Setup("a 2D lattice cannot take a force along z".into()));
+            return Err(Error::Setup(
+                "a 2D lattice cannot take a force along z".into(),
+            ));
         }
         if let Initial::Fields { rho, u } = &self.initial {
             if rho.len() != self.domain.dims.cells() || u.len() != self.domain.dims.cells() {
-                return Err(Error::Setup("initial fields do not match the domain size".into()));
+                return Err(Error::Setup(
+                    "initial fields do not match the domain size".into(),
+                ));
             }
         }
         Ok(())
@@ -251,7 +255,8 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, T: Real>(
         }
         let nb = neighbours::<L, Q>(p.dims, n);
         // SAFETY: `f` and `flags` are sized for the domain (checked by the solvers).
-        let fi = unsafe { load::<L, Q, T>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb) };
+        let fi =
+            unsafe { load::<L, Q, T>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb) };
         mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
     }
     mass

@@ -37,7 +37,10 @@ pub fn write_fields(path: &Path, fields: &Fields, flags: &[u8], title: &str) -> 
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |source| Error::Io { path: path.into(), source };
+    let io = |source| Error::Io {
+        path: path.into(),
+        source,
+    };
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp).map_err(io)?;
     f.write_all(bytes).map_err(io)?;
@@ -54,7 +57,11 @@ mod tests {
     #[test]
     fn header_and_payload_sizes() {
         let dims = Dims::new(3, 2, 1);
-        let f = Fields { dims, rho: vec![1.0; 6], u: vec![[0.5, 0.0, -0.25]; 6] };
+        let f = Fields {
+            dims,
+            rho: vec![1.0; 6],
+            u: vec![[0.5, 0.0, -0.25]; 6],
+        };
         let dir = std::env::temp_dir().join(format!("lbm-vtk-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f.vtk");

@@ -15,9 +15,9 @@ pub fn dot_c<T: Real>(c: [i32; 3], v: [T; 3]) -> T {
     let mut s = -T::ZERO;
     for a in 0..3 {
         if c[a] == 1 {
-            s = s + v[a];
+            s += v[a];
         } else if c[a] == -1 {
-            s = s - v[a];
+            s -= v[a];
         }
     }
     s
@@ -34,9 +34,9 @@ pub fn moments<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q]) -> (T, [T; 3]
     for i in 1..Q {
         for a in 0..3 {
             if L::C[i][a] == 1 {
-                j[a] = j[a] + f[i];
+                j[a] += f[i];
             } else if L::C[i][a] == -1 {
-                j[a] = j[a] - f[i];
+                j[a] -= f[i];
             }
         }
     }
@@ -113,9 +113,17 @@ mod tests {
         let u = [0.05, -0.02, if L::D == 3 { 0.03 } else { 0.0 }];
         let feq = equilibrium::<L, Q, f64>(rho, u);
         let (r, j) = moments::<L, Q, f64>(&feq);
-        assert!((1.0 + r - rho).abs() < 1e-14, "{}: equilibrium density", L::NAME);
+        assert!(
+            (1.0 + r - rho).abs() < 1e-14,
+            "{}: equilibrium density",
+            L::NAME
+        );
         for a in 0..3 {
-            assert!((j[a] - rho * u[a]).abs() < 1e-14, "{}: equilibrium momentum", L::NAME);
+            assert!(
+                (j[a] - rho * u[a]).abs() < 1e-14,
+                "{}: equilibrium momentum",
+                L::NAME
+            );
         }
         // Collision conserves mass; momentum changes by exactly the force.
         let force = [1e-4, 2e-4, if L::D == 3 { -1e-4 } else { 0.0 }];
@@ -128,7 +136,11 @@ mod tests {
         let (r1, j1) = moments::<L, Q, f64>(&f);
         assert!((r1 - r0).abs() < 1e-15, "{}: collision mass", L::NAME);
         for a in 0..3 {
-            assert!((j1[a] - j0[a] - force[a]).abs() < 1e-15, "{}: collision momentum", L::NAME);
+            assert!(
+                (j1[a] - j0[a] - force[a]).abs() < 1e-15,
+                "{}: collision momentum",
+                L::NAME
+            );
         }
     }
 

@@ -1,10 +1,10 @@
 //! PTX entry points: thin shims that find their cell and call the per-cell
 //! functions of [`crate::stream`]. Names follow [`crate::KernelKind::prefix`].
 
+use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::Dims;
 use crate::params::StepParams;
 use crate::stream::{self, Streaming};
-use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _thread_idx_x};
 
 /// Global 1D thread index.
@@ -72,18 +72,73 @@ macro_rules! entry_points {
         ) {
             let n = thread_index();
             if n < p.dims.cells() {
-                stream::fields::<$lattice, $q, $t>(Streaming::from_u32(scheme), &p, f, flags, out, n);
+                stream::fields::<$lattice, $q, $t>(
+                    Streaming::from_u32(scheme),
+                    &p,
+                    f,
+                    flags,
+                    out,
+                    n,
+                );
             }
         }
     };
 }
 
-entry_points!(D2Q9, 9, f32, stream_collide_ep_d2q9_f32, stream_collide_ab_d2q9_f32, init_equilibrium_d2q9_f32, fields_d2q9_f32);
-entry_points!(D2Q9, 9, f64, stream_collide_ep_d2q9_f64, stream_collide_ab_d2q9_f64, init_equilibrium_d2q9_f64, fields_d2q9_f64);
-entry_points!(D3Q19, 19, f32, stream_collide_ep_d3q19_f32, stream_collide_ab_d3q19_f32, init_equilibrium_d3q19_f32, fields_d3q19_f32);
-entry_points!(D3Q19, 19, f64, stream_collide_ep_d3q19_f64, stream_collide_ab_d3q19_f64, init_equilibrium_d3q19_f64, fields_d3q19_f64);
-entry_points!(D3Q27, 27, f32, stream_collide_ep_d3q27_f32, stream_collide_ab_d3q27_f32, init_equilibrium_d3q27_f32, fields_d3q27_f32);
-entry_points!(D3Q27, 27, f64, stream_collide_ep_d3q27_f64, stream_collide_ab_d3q27_f64, init_equilibrium_d3q27_f64, fields_d3q27_f64);
+entry_points!(
+    D2Q9,
+    9,
+    f32,
+    stream_collide_ep_d2q9_f32,
+    stream_collide_ab_d2q9_f32,
+    init_equilibrium_d2q9_f32,
+    fields_d2q9_f32
+);
+entry_points!(
+    D2Q9,
+    9,
+    f64,
+    stream_collide_ep_d2q9_f64,
+    stream_collide_ab_d2q9_f64,
+    init_equilibrium_d2q9_f64,
+    fields_d2q9_f64
+);
+entry_points!(
+    D3Q19,
+    19,
+    f32,
+    stream_collide_ep_d3q19_f32,
+    stream_collide_ab_d3q19_f32,
+    init_equilibrium_d3q19_f32,
+    fields_d3q19_f32
+);
+entry_points!(
+    D3Q19,
+    19,
+    f64,
+    stream_collide_ep_d3q19_f64,
+    stream_collide_ab_d3q19_f64,
+    init_equilibrium_d3q19_f64,
+    fields_d3q19_f64
+);
+entry_points!(
+    D3Q27,
+    27,
+    f32,
+    stream_collide_ep_d3q27_f32,
+    stream_collide_ab_d3q27_f32,
+    init_equilibrium_d3q27_f32,
+    fields_d3q27_f32
+);
+entry_points!(
+    D3Q27,
+    27,
+    f64,
+    stream_collide_ep_d3q27_f64,
+    stream_collide_ab_d3q27_f64,
+    init_equilibrium_d3q27_f64,
+    fields_d3q27_f64
+);
 
 /// Layout check: every population slot of every cell gets its probe value.
 #[no_mangle]

@@ -216,7 +216,11 @@ mod tests {
                 let m2: f64 = (0..Q)
                     .map(|i| L::W[i] * (L::C[i][a] * L::C[i][b]) as f64)
                     .sum();
-                assert!((m2 - CS2 * d(a, b)).abs() < 1e-15, "{} second moment", L::NAME);
+                assert!(
+                    (m2 - CS2 * d(a, b)).abs() < 1e-15,
+                    "{} second moment",
+                    L::NAME
+                );
                 for c in 0..dims {
                     let m3: f64 = (0..Q)
                         .map(|i| L::W[i] * (L::C[i][a] * L::C[i][b] * L::C[i][c]) as f64)
@@ -225,11 +229,11 @@ mod tests {
                     for e in 0..dims {
                         let m4: f64 = (0..Q)
                             .map(|i| {
-                                L::W[i]
-                                    * (L::C[i][a] * L::C[i][b] * L::C[i][c] * L::C[i][e]) as f64
+                                L::W[i] * (L::C[i][a] * L::C[i][b] * L::C[i][c] * L::C[i][e]) as f64
                             })
                             .sum();
-                        let want = CS2 * CS2 * (d(a, b) * d(c, e) + d(a, c) * d(b, e) + d(a, e) * d(b, c));
+                        let want =
+                            CS2 * CS2 * (d(a, b) * d(c, e) + d(a, c) * d(b, e) + d(a, e) * d(b, c));
                         assert!((m4 - want).abs() < 1e-15, "{} fourth moment", L::NAME);
                     }
                 }

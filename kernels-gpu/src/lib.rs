@@ -10,6 +10,9 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
 #![warn(missing_docs)]
+// Per-cell loops index several parallel tables (c_i, w_i, f_i) by direction;
+// the index form says so, and unrolls to constants.
+#![allow(clippy::needless_range_loop)]
 
 pub mod cell;
 pub mod flags;

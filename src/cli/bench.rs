@@ -20,12 +20,18 @@ pub fn bench(backend: BackendKind, sizes: &[u32], steps: u64) -> Result<()> {
             Some(bw)
         }
         BackendKind::Cpu => {
-            println!("device: CPU ({} threads); no copy-bandwidth reference", rayon::current_num_threads());
+            println!(
+                "device: CPU ({} threads); no copy-bandwidth reference",
+                rayon::current_num_threads()
+            );
             None
         }
     };
     println!("bytes per cell update = 2 x Q x bytes per population + 1 flag byte");
-    println!("{:<7} {:<4} {:<14} {:>6} {:>10} {:>9} {:>10}", "lattice", "prec", "streaming", "size", "MLUPS", "GB/s", "of copy");
+    println!(
+        "{:<7} {:<4} {:<14} {:>6} {:>10} {:>9} {:>10}",
+        "lattice", "prec", "streaming", "size", "MLUPS", "GB/s", "of copy"
+    );
     for &n in sizes {
         for lattice in [LatticeKind::D3Q19, LatticeKind::D3Q27] {
             for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
@@ -42,7 +48,9 @@ pub fn bench(backend: BackendKind, sizes: &[u32], steps: u64) -> Result<()> {
                 let mlups = cells * steps as f64 / secs / 1e6;
                 let bytes = (2 * lattice.q() * precision.bytes() + 1) as f64;
                 let gbs = mlups * 1e6 * bytes / 1e9;
-                let frac = copy.map(|bw| format!("{:.1}%", 100.0 * gbs * 1e9 / bw)).unwrap_or_else(|| "-".into());
+                let frac = copy
+                    .map(|bw| format!("{:.1}%", 100.0 * gbs * 1e9 / bw))
+                    .unwrap_or_else(|| "-".into());
                 println!(
                     "{:<7} {:<4} {:<14} {:>6} {:>10.0} {:>9.1} {:>10}",
                     lattice.name(),

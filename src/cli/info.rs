@@ -8,8 +8,15 @@ const INFO_COPY_BYTES: usize = 1 << 30;
 
 pub fn info() -> Result<()> {
     println!("lbm {}", env!("CARGO_PKG_VERSION"));
-    println!("kernels: PTX for {} ({} entry points, embedded)", lbm::ptx::CUDA_ARCH, lbm::ptx::PTX.matches(".entry ").count());
-    println!("CPU backend: {} threads (rayon; set RAYON_NUM_THREADS to change)", rayon_threads());
+    println!(
+        "kernels: PTX for {} ({} entry points, embedded)",
+        lbm::ptx::CUDA_ARCH,
+        lbm::ptx::PTX.matches(".entry ").count()
+    );
+    println!(
+        "CPU backend: {} threads (rayon; set RAYON_NUM_THREADS to change)",
+        rayon_threads()
+    );
     match device_count() {
         Err(e) => println!("GPUs: none ({e})"),
         Ok(n) => {
@@ -35,7 +42,13 @@ pub fn info() -> Result<()> {
 }
 
 fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).max(
-        std::env::var("RAYON_NUM_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
-    )
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .max(
+            std::env::var("RAYON_NUM_THREADS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+        )
 }

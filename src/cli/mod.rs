@@ -86,9 +86,17 @@ impl BackendArgs {
 pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Info => info::info(),
-        Command::Run { case, backend, size, steps, output } => {
-            run::run(&case, backend.resolve()?, size, steps, output)
-        }
-        Command::Bench { backend, sizes, steps } => bench::bench(backend.resolve()?, &sizes, steps),
+        Command::Run {
+            case,
+            backend,
+            size,
+            steps,
+            output,
+        } => run::run(&case, backend.resolve()?, size, steps, output),
+        Command::Bench {
+            backend,
+            sizes,
+            steps,
+        } => bench::bench(backend.resolve()?, &sizes, steps),
     }
 }

@@ -8,7 +8,13 @@ use lbm::{BackendKind, Error, Result};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub fn run(path: &Path, backend: BackendKind, size: Option<u32>, steps: Option<u64>, output: Option<PathBuf>) -> Result<()> {
+pub fn run(
+    path: &Path,
+    backend: BackendKind,
+    size: Option<u32>,
+    steps: Option<u64>,
+    output: Option<PathBuf>,
+) -> Result<()> {
     let case = Case::load(path)?;
     let mut setup = case.setup(path, size)?;
     if let Some(s) = steps {
@@ -19,7 +25,11 @@ pub fn run(path: &Path, backend: BackendKind, size: Option<u32>, steps: Option<u
     }
     let c = &setup.config;
     let d = c.domain.dims;
-    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("case").to_string();
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("case")
+        .to_string();
     println!(
         "{name}: {} {} {}, {}x{}x{} cells ({} fluid), {} steps",
         c.lattice.name().to_uppercase(),
@@ -35,7 +45,10 @@ pub fn run(path: &Path, backend: BackendKind, size: Option<u32>, steps: Option<u
         "physics: tau {:.4}, viscosity {:.5} (lattice units){}, wall Mach {:.3}",
         c.tau,
         setup.viscosity,
-        setup.reynolds.map(|r| format!(", Reynolds {r:.1}")).unwrap_or_default(),
+        setup
+            .reynolds
+            .map(|r| format!(", Reynolds {r:.1}"))
+            .unwrap_or_default(),
         setup.mach
     );
     println!(
@@ -44,12 +57,19 @@ pub fn run(path: &Path, backend: BackendKind, size: Option<u32>, steps: Option<u
         c.state_bytes() / d.cells()
     );
     let dir = &setup.output.directory;
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.clone(),
+        source,
+    })?;
     let mut solver = lbm::build_solver(setup.config.clone(), backend)?;
     println!("backend: {}", describe(backend));
 
     let total = setup.steps;
-    let every = if setup.output.every == 0 { total.max(1) } else { setup.output.every };
+    let every = if setup.output.every == 0 {
+        total.max(1)
+    } else {
+        setup.output.every
+    };
     let chunk = (total / 100).clamp(1, every);
     let bar = ProgressBar::new(total);
     bar.set_style(
@@ -60,7 +80,9 @@ pub fn run(path: &Path, backend: BackendKind, size: Option<u32>, steps: Option<u
     let start = Instant::now();
     let mut compute_secs = 0.0;
     while solver.time() < total {
-        let n = chunk.min(total - solver.time()).min(every - solver.time() % every);
+        let n = chunk
+            .min(total - solver.time())
+            .min(every - solver.time() % every);
         let t0 = Instant::now();
         solver.step(n)?;
         solver.synchronize()?;
@@ -70,12 +92,25 @@ pub fn run(path: &Path, backend: BackendKind, size: Option<u32>, steps: Option<u
         bar.set_message(format!("{:.0} MLUPS", cells * n as f64 / dt / 1e6));
         if solver.time() % every == 0 || solver.time() == total {
             let fields = solver.fields()?;
-            if let Some(bad) = fields.rho.iter().zip(&fields.u).position(|(r, u)| !r.is_finite() || u.iter().any(|v| !v.is_finite())) {
+            if let Some(bad) = fields
+                .rho
+                .iter()
+                .zip(&fields.u)
+                .position(|(r, u)| !r.is_finite() || u.iter().any(|v| !v.is_finite()))
+            {
                 bar.abandon();
-                return Err(Error::Diverged { step: solver.time(), cell: d.coords(bad) });
+                return Err(Error::Diverged {
+                    step: solver.time(),
+                    cell: d.coords(bad),
+                });
             }
             let file = dir.join(format!("{name}_{:08}.vtk", solver.time()));
-            vtk::write_fields(&file, &fields, &setup.config.domain.flags, &format!("{name} step {}", solver.time()))?;
+            vtk::write_fields(
+                &file,
+                &fields,
+                &setup.config.domain.flags,
+                &format!("{name} step {}", solver.time()),
+            )?;
         }
     }
     bar.finish();
@@ -92,9 +127,11 @@ pub fn run(path: &Path, backend: BackendKind, size: Option<u32>, steps: Option<u
 pub fn describe(backend: BackendKind) -> String {
     match backend {
         BackendKind::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
-        BackendKind::Gpu(i) => match lbm::host::gpu::GpuDevice::open(i, lbm::ptx::PTX).and_then(|d| d.info()) {
-            Ok(info) => format!("GPU {i} ({})", info.name),
-            Err(_) => format!("GPU {i}"),
-        },
+        BackendKind::Gpu(i) => {
+            match lbm::host::gpu::GpuDevice::open(i, lbm::ptx::PTX).and_then(|d| d.info()) {
+                Ok(info) => format!("GPU {i} ({})", info.name),
+                Err(_) => format!("GPU {i}"),
+            }
+        }
     }
 }
