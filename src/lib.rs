@@ -11,7 +11,7 @@ pub use lbm_host::{BackendKind, Error, Result, Solver, SolverConfig};
 
 /// Builds a solver with the embedded kernels.
 pub fn build_solver(config: SolverConfig, backend: BackendKind) -> Result<Box<dyn Solver>> {
-    lbm_host::build_solver(config, backend, ptx::PTX)
+    lbm_host::build_solver(config, backend, &ptx::active())
 }
 
 /// The GPU if one can be used, else the CPU.

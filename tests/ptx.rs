@@ -5,13 +5,13 @@ use lbm::kernels::KernelKind;
 use std::process::Command;
 
 const LATTICES: [&str; 3] = ["d2q9", "d3q19", "d3q27"];
-const PRECISIONS: [&str; 2] = ["f32", "f64"];
+const STORAGES: [&str; 3] = ["f32", "f64", "f16s"];
 
 #[test]
 fn ptx_holds_every_kernel() {
     for kind in KernelKind::ALL {
         for l in LATTICES {
-            for p in PRECISIONS {
+            for p in STORAGES {
                 let name = lbm::host::gpu::kernel_name(kind, l, p);
                 assert!(
                     lbm::ptx::PTX.contains(&format!(".entry {name}(")),
@@ -58,7 +58,7 @@ fn ptx_assembles_without_spills() {
     let report = lbm::host::ptxas::parse_report(&log);
     assert_eq!(
         report.len(),
-        KernelKind::ALL.len() * 6 + 1,
+        KernelKind::ALL.len() * LATTICES.len() * STORAGES.len() + 1,
         "ptxas reported an unexpected number of kernels:\n{log}"
     );
     for k in &report {

@@ -183,10 +183,7 @@ fn closed_box_conserves_mass(backend: BackendKind) {
         let steps = 10_000u64;
         s.step(steps).unwrap();
         let drift = (s.mass().unwrap() - m0).abs() / m0;
-        let eps = match precision {
-            Precision::F64 => f64::EPSILON,
-            Precision::F32 => f32::EPSILON as f64,
-        };
+        let eps = precision.epsilon();
         let bound = 10.0 * eps * (steps as f64).sqrt();
         println!("{precision:?}: relative mass drift {drift:.3e} after {steps} steps (bound {bound:.1e})");
         assert!(

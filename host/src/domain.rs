@@ -78,8 +78,15 @@ impl Domain {
                 dims.nx, dims.ny, dims.nz
             )));
         }
-        if dims.nx > 1 << 20 || dims.ny > 1 << 20 || dims.nz > 1 << 20 {
-            return Err(Error::Setup("no axis may exceed 2^20 cells".into()));
+        if dims.cells() > kernels_gpu::layout::MAX_CELLS {
+            return Err(Error::Setup(format!(
+                "{}x{}x{} = {} cells is more than one grid holds ({}): reduce the size or split the domain over several GPUs",
+                dims.nx,
+                dims.ny,
+                dims.nz,
+                dims.cells(),
+                kernels_gpu::layout::MAX_CELLS
+            )));
         }
         Ok(Self {
             dims,
@@ -159,6 +166,26 @@ impl Domain {
         self.flags[n] = kind.to_flag();
     }
 
+    /// Flag bytes as the kernels use them: [`kernels_gpu::flags::NEAR_SOLID`]
+    /// set on every fluid cell with a solid cell among its 26 neighbours
+    /// (periodic wrap, as the kernels see them).
+    pub fn kernel_flags(&self) -> Vec<u8> {
+        use kernels_gpu::flags::{is_fluid, is_solid, NEAR_SOLID};
+        use kernels_gpu::{Lattice, D3Q27};
+        let d = self.dims;
+        let mut out = self.flags.clone();
+        for (n, flag) in out.iter_mut().enumerate() {
+            if !is_fluid(*flag) {
+                continue;
+            }
+            let (x, y, z) = d.coords(n as u32);
+            if D3Q27::C.iter().any(|&c| is_solid(self.flags[d.neighbour(x, y, z, c) as usize])) {
+                *flag |= NEAR_SOLID;
+            }
+        }
+        out
+    }
+
     /// Number of fluid cells.
     pub fn fluid_cells(&self) -> usize {
         self.flags
@@ -195,5 +222,11 @@ mod tests {
         assert!(Domain::with_faces(Dims::new(5, 5, 5), faces).is_err());
         assert!(Domain::with_faces(Dims::new(2, 5, 5), [FaceBoundary::Wall; 6]).is_err());
         assert!(Domain::new(Dims::new(0, 5, 5)).is_err());
+        assert!(Domain::new(Dims::new(1 << 11, 1 << 11, 1 << 10)).is_err());
+        let k = d.kernel_flags();
+        let near = kernels_gpu::flags::NEAR_SOLID;
+        assert_eq!(k[d.dims.index(1, 1, 1)], near, "corner fluid cell touches walls");
+        assert_eq!(k[d.dims.index(2, 2, 2)], 0, "centre cell of a 3^3 fluid block touches none");
+        assert_eq!(k[d.dims.index(0, 4, 0)], d.flags[d.dims.index(0, 4, 0)], "solid cells keep their flag");
     }
 }

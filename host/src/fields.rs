@@ -56,7 +56,7 @@ impl Fields {
         self.rho
             .iter()
             .zip(flags)
-            .filter(|(_, &f)| f == kernels_gpu::flags::FLUID)
+            .filter(|(_, &f)| kernels_gpu::flags::is_fluid(f))
             .map(|(r, _)| r)
             .sum()
     }

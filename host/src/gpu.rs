@@ -7,16 +7,37 @@ use crate::fields::Fields;
 use crate::solver::{mass_of, BackendKind, Solver, SolverConfig};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig,
-    PushKernelArg,
+    PushKernelArg, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::stream::FIELD_COMPONENTS;
-use kernels_gpu::{KernelKind, Lattice, Real, StepParams, Streaming};
+use kernels_gpu::{F16s, KernelKind, Lattice, Real, StepParams, Storage, Streaming};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Threads per block of the per-cell kernels.
 pub const BLOCK_SIZE: u32 = 256;
+
+/// Threads per block: [`BLOCK_SIZE`], or `LBM_BLOCK_SIZE` (a tuning knob for
+/// benchmarks; a multiple of 32 up to 1024).
+pub fn block_size() -> u32 {
+    std::env::var("LBM_BLOCK_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|b: &u32| *b >= 32 && *b <= 1024 && b % 32 == 0)
+        .unwrap_or(BLOCK_SIZE)
+}
+
+/// Resources and occupancy of a kernel as launched.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KernelReport {
+    /// Registers per thread.
+    pub registers: u32,
+    /// Threads per block.
+    pub block_size: u32,
+    /// Resident threads per multiprocessor over the hardware maximum.
+    pub occupancy: f64,
+}
 
 /// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
 #[repr(transparent)]
@@ -123,11 +144,11 @@ impl GpuDevice {
     }
 
     /// The kernel `kind` for lattice `L` and precision `T`.
-    pub fn kernel<L: Lattice<Q>, const Q: usize, T: Real>(
+    pub fn kernel<L: Lattice<Q>, const Q: usize, S: Storage>(
         &self,
         kind: KernelKind,
     ) -> Result<CudaFunction> {
-        self.function(&kernel_name(kind, L::NAME, T::NAME))
+        self.function(&kernel_name(kind, L::NAME, S::NAME))
     }
 
     /// The stream all work of this device is queued on.
@@ -183,20 +204,44 @@ pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
 }
 
 fn launch_config(cells: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: ((cells as u32).div_ceil(BLOCK_SIZE), 1, 1),
-        block_dim: (BLOCK_SIZE, 1, 1),
-        shared_mem_bytes: 0,
+    let block = block_size();
+    LaunchConfig { grid_dim: ((cells as u32).div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// A storage format together with the element type its device buffers hold
+/// (cudarc's traits cover plain numbers, so [`F16s`] travels as `u16`).
+pub trait DeviceStorage: Storage<Real: DeviceRepr + ValidAsZeroBits> {
+    /// Device buffer element.
+    type Elem: DeviceRepr + ValidAsZeroBits + Copy + Unpin + Send + Sync + 'static;
+    /// Reinterprets an element read back from the device.
+    fn from_elem(e: Self::Elem) -> Self;
+}
+impl DeviceStorage for f32 {
+    type Elem = f32;
+    fn from_elem(e: f32) -> Self {
+        e
+    }
+}
+impl DeviceStorage for f64 {
+    type Elem = f64;
+    fn from_elem(e: f64) -> Self {
+        e
+    }
+}
+impl DeviceStorage for F16s {
+    type Elem = u16;
+    fn from_elem(e: u16) -> Self {
+        F16s(e)
     }
 }
 
 /// A simulation on one GPU.
-pub struct GpuSolver<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr> {
+pub struct GpuSolver<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     config: SolverConfig,
     device: GpuDevice,
-    f: CudaSlice<T>,
+    f: CudaSlice<S::Elem>,
     /// Second buffer of the two-lattice scheme (empty for Esoteric Pull).
-    f_next: Option<CudaSlice<T>>,
+    f_next: Option<CudaSlice<S::Elem>>,
     flags: CudaSlice<u8>,
     step_kernel: CudaFunction,
     fields_kernel: CudaFunction,
@@ -204,15 +249,13 @@ pub struct GpuSolver<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr> {
     _lattice: PhantomData<L>,
 }
 
-impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::ValidAsZeroBits>
-    GpuSolver<L, Q, T>
-{
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
     /// Builds the solver on `device` and initialises the populations to equilibrium.
     pub fn new(config: SolverConfig, device: GpuDevice) -> Result<Self> {
         config.validate()?;
         let cells = config.domain.dims.cells();
         let info = device.info()?;
-        let need = config.state_bytes() + FIELD_COMPONENTS * cells * T::BYTES;
+        let need = config.state_bytes() + FIELD_COMPONENTS * cells * std::mem::size_of::<S::Real>();
         if need > info.free_memory {
             return Err(Error::OutOfMemory {
                 device: format!("GPU {} ({})", info.ordinal, info.name),
@@ -221,50 +264,28 @@ impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::Valid
             });
         }
         let s = device.stream().clone();
-        let alloc = |what: &str| {
-            s.alloc_zeros::<T>(Q * cells)
-                .ctx(format!("allocating {what}"))
-        };
+        let alloc = |what: &str| s.alloc_zeros::<S::Elem>(Q * cells).ctx(format!("allocating {what}"));
         let mut f = alloc("populations")?;
         let f_next = match config.streaming {
             Streaming::TwoLattice => Some(alloc("the second population buffer")?),
             Streaming::EsotericPull => None,
         };
-        let flags = s
-            .clone_htod(&config.domain.flags)
-            .ctx("uploading cell flags")?;
-        let planes = s
-            .clone_htod(&config.initial_planes::<T>())
-            .ctx("uploading initial fields")?;
-        let init = device.kernel::<L, Q, T>(KernelKind::InitEquilibrium)?;
-        let p = ByValue(config.step_params::<T>(0));
+        let flags = s.clone_htod(&config.kernel_flags()).ctx("uploading cell flags")?;
+        let planes = s.clone_htod(&config.initial_planes::<S::Real>()).ctx("uploading initial fields")?;
+        let init = device.kernel::<L, Q, S>(KernelKind::InitEquilibrium)?;
+        let p = ByValue(config.step_params::<S::Real>(0));
         let scheme = config.streaming as u32;
         let mut launch = s.launch_builder(&init);
-        launch
-            .arg(&mut f)
-            .arg(&flags)
-            .arg(&planes)
-            .arg(&p)
-            .arg(&scheme);
+        launch.arg(&mut f).arg(&flags).arg(&planes).arg(&p).arg(&scheme);
         // SAFETY: argument list matches the `init_equilibrium_*` entry points.
         unsafe { launch.launch(launch_config(cells)) }.ctx("launching initialisation")?;
         s.synchronize().ctx("initialising populations")?;
-        let step_kernel = device.kernel::<L, Q, T>(match config.streaming {
+        let step_kernel = device.kernel::<L, Q, S>(match config.streaming {
             Streaming::EsotericPull => KernelKind::StreamCollideEsoteric,
             Streaming::TwoLattice => KernelKind::StreamCollideTwoLattice,
         })?;
-        let fields_kernel = device.kernel::<L, Q, T>(KernelKind::Fields)?;
-        Ok(Self {
-            config,
-            device,
-            f,
-            f_next,
-            flags,
-            step_kernel,
-            fields_kernel,
-            t: 0,
-            _lattice: PhantomData,
-        })
+        let fields_kernel = device.kernel::<L, Q, S>(KernelKind::Fields)?;
+        Ok(Self { config, device, f, f_next, flags, step_kernel, fields_kernel, t: 0, _lattice: PhantomData })
     }
 
     /// The device this solver runs on.
@@ -272,14 +293,18 @@ impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::Valid
         &self.device
     }
 
-    fn params(&self) -> ByValue<StepParams<T>> {
-        ByValue(self.config.step_params::<T>(self.t))
+
+    fn params(&self) -> ByValue<StepParams<S::Real>> {
+        ByValue(self.config.step_params::<S::Real>(self.t))
+    }
+
+    fn read_populations(&self) -> Result<Vec<S>> {
+        let host = self.device.stream().clone_dtoh(&self.f).ctx("reading populations back")?;
+        Ok(host.into_iter().map(S::from_elem).collect())
     }
 }
 
-impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::ValidAsZeroBits> Solver
-    for GpuSolver<L, Q, T>
-{
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q, S> {
     fn step(&mut self, steps: u64) -> Result<()> {
         let cfg = launch_config(self.config.domain.dims.cells());
         for _ in 0..steps {
@@ -315,18 +340,11 @@ impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::Valid
     fn fields(&mut self) -> Result<Fields> {
         let cells = self.config.domain.dims.cells();
         let s = self.device.stream().clone();
-        let mut out = s
-            .alloc_zeros::<T>(FIELD_COMPONENTS * cells)
-            .ctx("allocating the fields buffer")?;
+        let mut out = s.alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
         let p = self.params();
         let scheme = self.config.streaming as u32;
         let mut launch = s.launch_builder(&self.fields_kernel);
-        launch
-            .arg(&self.f)
-            .arg(&self.flags)
-            .arg(&mut out)
-            .arg(&p)
-            .arg(&scheme);
+        launch.arg(&self.f).arg(&self.flags).arg(&mut out).arg(&p).arg(&scheme);
         // SAFETY: argument list matches the `fields_*` entry points.
         unsafe { launch.launch(launch_config(cells)) }.ctx("launching the fields kernel")?;
         let host = s.clone_dtoh(&out).ctx("reading fields back")?;
@@ -334,25 +352,24 @@ impl<L: Lattice<Q>, const Q: usize, T: Real + DeviceRepr + cudarc::driver::Valid
     }
 
     fn populations(&mut self) -> Result<Vec<f64>> {
-        let host = self
-            .device
-            .stream()
-            .clone_dtoh(&self.f)
-            .ctx("reading populations back")?;
-        Ok(host.iter().map(|v| v.to_f64()).collect())
+        Ok(self.read_populations()?.iter().map(|v| v.load().to_f64()).collect())
     }
 
     fn mass(&mut self) -> Result<f64> {
-        let host = self
-            .device
-            .stream()
-            .clone_dtoh(&self.f)
-            .ctx("reading populations back")?;
-        Ok(mass_of::<L, Q, T>(&self.config, &host, self.t))
+        Ok(mass_of::<L, Q, S>(&self.config, &self.read_populations()?, self.t))
     }
 
     fn backend(&self) -> BackendKind {
         BackendKind::Gpu(self.device.ordinal)
+    }
+
+    fn kernel_report(&self) -> Option<KernelReport> {
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let block = block_size();
+        let registers = self.step_kernel.num_regs().ok()? as u32;
+        let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
+        let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
+        Some(KernelReport { registers, block_size: block, occupancy: (blocks * block) as f64 / max_threads as f64 })
     }
 
     fn config(&self) -> &SolverConfig {

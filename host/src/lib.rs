@@ -2,6 +2,7 @@
 //! files and output. The GPU kernels themselves live in `kernels-gpu`.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod case;
 pub mod cpu;
 pub mod domain;
@@ -19,27 +20,17 @@ pub use reference::Profile;
 pub use solver::{BackendKind, Initial, LatticeKind, Precision, Solver, SolverConfig};
 
 use cpu::CpuSolver;
-use gpu::{GpuDevice, GpuSolver};
-use kernels_gpu::{Lattice, Real};
+use gpu::{DeviceStorage, GpuDevice, GpuSolver};
+use kernels_gpu::{Lattice, Storage};
 
 /// Builds a solver for `config` on `backend`; `ptx` is the kernels' PTX
 /// (embedded by the `lbm` crate).
-pub fn build_solver(
-    config: SolverConfig,
-    backend: BackendKind,
-    ptx: &str,
-) -> Result<Box<dyn Solver>> {
-    fn cpu<L: Lattice<Q>, const Q: usize, T: Real>(c: SolverConfig) -> Result<Box<dyn Solver>> {
-        Ok(Box::new(CpuSolver::<L, Q, T>::new(c)?))
+pub fn build_solver(config: SolverConfig, backend: BackendKind, ptx: &str) -> Result<Box<dyn Solver>> {
+    fn cpu<L: Lattice<Q>, const Q: usize, S: Storage>(c: SolverConfig) -> Result<Box<dyn Solver>> {
+        Ok(Box::new(CpuSolver::<L, Q, S>::new(c)?))
     }
-    fn gpu<L: Lattice<Q>, const Q: usize, T>(
-        c: SolverConfig,
-        d: GpuDevice,
-    ) -> Result<Box<dyn Solver>>
-    where
-        T: Real + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
-    {
-        Ok(Box::new(GpuSolver::<L, Q, T>::new(c, d)?))
+    fn gpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(c: SolverConfig, d: GpuDevice) -> Result<Box<dyn Solver>> {
+        Ok(Box::new(GpuSolver::<L, Q, S>::new(c, d)?))
     }
     let (lattice, precision) = (config.lattice, config.precision);
     match backend {

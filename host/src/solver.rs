@@ -4,7 +4,7 @@
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::fields::Fields;
-use kernels_gpu::{Lattice, Real, StepParams, Streaming, D2Q9, D3Q19, D3Q27};
+use kernels_gpu::{F16s, Lattice, Real, StepParams, Storage, Streaming, D2Q9, D3Q19, D3Q27};
 use serde::{Deserialize, Serialize};
 
 /// Velocity set chosen at run time.
@@ -45,7 +45,7 @@ impl LatticeKind {
     }
 }
 
-/// Storage and arithmetic precision.
+/// How populations are stored (and computed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
@@ -53,21 +53,36 @@ pub enum Precision {
     F32,
     /// 64-bit floats.
     F64,
+    /// 16-bit storage (IEEE half of the weight-shifted, scaled populations),
+    /// f32 arithmetic: half the memory traffic of f32.
+    F16,
 }
 
 impl Precision {
+    /// Every precision.
+    pub const ALL: [Precision; 3] = [Precision::F32, Precision::F64, Precision::F16];
     /// Bytes per population.
     pub const fn bytes(self) -> usize {
         match self {
-            Precision::F32 => 4,
-            Precision::F64 => 8,
+            Precision::F32 => <f32 as Storage>::BYTES,
+            Precision::F64 => <f64 as Storage>::BYTES,
+            Precision::F16 => F16s::BYTES,
         }
     }
-    /// Name (`f32`).
+    /// Name (`f32`, `f64`, `f16`).
     pub const fn name(self) -> &'static str {
         match self {
             Precision::F32 => "f32",
             Precision::F64 => "f64",
+            Precision::F16 => "f16",
+        }
+    }
+    /// Relative rounding unit of the stored values.
+    pub const fn epsilon(self) -> f64 {
+        match self {
+            Precision::F32 => f32::EPSILON as f64,
+            Precision::F64 => f64::EPSILON,
+            Precision::F16 => 9.765625e-4, // 2^-10
         }
     }
 }
@@ -190,6 +205,12 @@ impl SolverConfig {
         planes
     }
 
+    /// Flag bytes as the kernels use them: the user's cell kinds plus the
+    /// [`kernels_gpu::flags::NEAR_SOLID`] bit on fluid cells next to a solid.
+    pub fn kernel_flags(&self) -> Vec<u8> {
+        self.domain.kernel_flags()
+    }
+
     /// Bytes of device memory the state takes: populations (one or two
     /// copies) and the flag byte.
     pub fn state_bytes(&self) -> usize {
@@ -219,44 +240,47 @@ pub trait Solver: Send {
     fn backend(&self) -> BackendKind;
     /// The configuration it was built from.
     fn config(&self) -> &SolverConfig;
+    /// Registers and occupancy of the stream-collide kernel (GPU only).
+    fn kernel_report(&self) -> Option<crate::gpu::KernelReport> {
+        None
+    }
 }
 
-/// Calls `$f::<Lattice, Q, Real>($args)` for the run-time lattice and precision.
+/// Calls `$f::<Lattice, Q, Storage>($args)` for the run-time lattice and precision.
 #[macro_export]
 macro_rules! dispatch {
     ($lattice:expr, $precision:expr, $f:ident ( $($arg:expr),* )) => {{
         use $crate::solver::{LatticeKind as __L, Precision as __P};
-        use kernels_gpu::{D2Q9, D3Q19, D3Q27};
+        use kernels_gpu::{F16s, D2Q9, D3Q19, D3Q27};
         match ($lattice, $precision) {
             (__L::D2Q9, __P::F32) => $f::<D2Q9, 9, f32>($($arg),*),
             (__L::D2Q9, __P::F64) => $f::<D2Q9, 9, f64>($($arg),*),
+            (__L::D2Q9, __P::F16) => $f::<D2Q9, 9, F16s>($($arg),*),
             (__L::D3Q19, __P::F32) => $f::<D3Q19, 19, f32>($($arg),*),
             (__L::D3Q19, __P::F64) => $f::<D3Q19, 19, f64>($($arg),*),
+            (__L::D3Q19, __P::F16) => $f::<D3Q19, 19, F16s>($($arg),*),
             (__L::D3Q27, __P::F32) => $f::<D3Q27, 27, f32>($($arg),*),
             (__L::D3Q27, __P::F64) => $f::<D3Q27, 27, f64>($($arg),*),
+            (__L::D3Q27, __P::F16) => $f::<D3Q27, 27, F16s>($($arg),*),
         }
     }};
 }
 
 /// Total fluid mass of a population buffer in the given scheme and parity,
 /// summed in f64 from the shifted populations (`rho = 1 + sum fbar_i`).
-pub fn mass_of<L: Lattice<Q>, const Q: usize, T: Real>(
-    config: &SolverConfig,
-    f: &[T],
-    t: u64,
-) -> f64 {
+pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(config: &SolverConfig, f: &[S], t: u64) -> f64 {
     use kernels_gpu::stream::{load, neighbours};
-    let p = config.step_params::<T>(t);
+    let p = config.step_params::<S::Real>(t);
     let flags = &config.domain.flags;
+    assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
     let mut mass = 0.0;
-    for n in 0..flags.len() {
-        if flags[n] != kernels_gpu::flags::FLUID {
+    for n in 0..flags.len() as u32 {
+        if !kernels_gpu::flags::is_fluid(flags[n as usize]) {
             continue;
         }
         let nb = neighbours::<L, Q>(p.dims, n);
-        // SAFETY: `f` and `flags` are sized for the domain (checked by the solvers).
-        let fi =
-            unsafe { load::<L, Q, T>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb) };
+        // SAFETY: `f` and `flags` are sized for the domain (asserted above).
+        let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb) };
         mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
     }
     mass

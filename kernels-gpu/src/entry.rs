@@ -4,53 +4,54 @@
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::Dims;
 use crate::params::StepParams;
+use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _thread_idx_x};
 
 /// Global 1D thread index.
 #[inline(always)]
-fn thread_index() -> usize {
+fn thread_index() -> u32 {
     // SAFETY: reading special registers has no preconditions.
-    unsafe { _block_idx_x() as usize * _block_dim_x() as usize + _thread_idx_x() as usize }
+    unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() }
 }
 
 macro_rules! entry_points {
-    ($lattice:ty, $q:literal, $t:ty, $ep:ident, $ab:ident, $init:ident, $fields:ident) => {
+    ($lattice:ty, $q:literal, $s:ty, $ep:ident, $ab:ident, $init:ident, $fields:ident) => {
         /// Esoteric Pull stream-collide, one thread per cell.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $ep(f: *mut $t, flags: *const u8, p: StepParams<$t>) {
+        pub unsafe extern "ptx-kernel" fn $ep(f: *mut $s, flags: *const u8, p: StepParams<<$s as Storage>::Real>) {
             let n = thread_index();
-            if n < p.dims.cells() {
-                stream::stream_collide_esoteric::<$lattice, $q, $t>(&p, f, flags, n);
+            if (n as usize) < p.dims.cells() {
+                stream::stream_collide_esoteric::<$lattice, $q, $s>(&p, f, flags, n);
             }
         }
 
         /// Two-lattice stream-collide, one thread per cell.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $ab(
-            src: *const $t,
-            dst: *mut $t,
+            src: *const $s,
+            dst: *mut $s,
             flags: *const u8,
-            p: StepParams<$t>,
+            p: StepParams<<$s as Storage>::Real>,
         ) {
             let n = thread_index();
-            if n < p.dims.cells() {
-                stream::stream_collide_two_lattice::<$lattice, $q, $t>(&p, src, dst, flags, n);
+            if (n as usize) < p.dims.cells() {
+                stream::stream_collide_two_lattice::<$lattice, $q, $s>(&p, src, dst, flags, n);
             }
         }
 
         /// Equilibrium initialisation from `rho, ux, uy, uz` planes.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $init(
-            f: *mut $t,
+            f: *mut $s,
             flags: *const u8,
-            fields: *const $t,
-            p: StepParams<$t>,
+            fields: *const <$s as Storage>::Real,
+            p: StepParams<<$s as Storage>::Real>,
             scheme: u32,
         ) {
             let n = thread_index();
-            if n < p.dims.cells() {
-                stream::init_equilibrium::<$lattice, $q, $t>(
+            if (n as usize) < p.dims.cells() {
+                stream::init_equilibrium::<$lattice, $q, $s>(
                     Streaming::from_u32(scheme),
                     &p,
                     f,
@@ -64,15 +65,15 @@ macro_rules! entry_points {
         /// Density and velocity into `rho, ux, uy, uz` planes.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $fields(
-            f: *const $t,
+            f: *const $s,
             flags: *const u8,
-            out: *mut $t,
-            p: StepParams<$t>,
+            out: *mut <$s as Storage>::Real,
+            p: StepParams<<$s as Storage>::Real>,
             scheme: u32,
         ) {
             let n = thread_index();
-            if n < p.dims.cells() {
-                stream::fields::<$lattice, $q, $t>(
+            if (n as usize) < p.dims.cells() {
+                stream::fields::<$lattice, $q, $s>(
                     Streaming::from_u32(scheme),
                     &p,
                     f,
@@ -85,66 +86,25 @@ macro_rules! entry_points {
     };
 }
 
-entry_points!(
-    D2Q9,
-    9,
-    f32,
-    stream_collide_ep_d2q9_f32,
-    stream_collide_ab_d2q9_f32,
-    init_equilibrium_d2q9_f32,
-    fields_d2q9_f32
-);
-entry_points!(
-    D2Q9,
-    9,
-    f64,
-    stream_collide_ep_d2q9_f64,
-    stream_collide_ab_d2q9_f64,
-    init_equilibrium_d2q9_f64,
-    fields_d2q9_f64
-);
-entry_points!(
-    D3Q19,
-    19,
-    f32,
-    stream_collide_ep_d3q19_f32,
-    stream_collide_ab_d3q19_f32,
-    init_equilibrium_d3q19_f32,
-    fields_d3q19_f32
-);
-entry_points!(
-    D3Q19,
-    19,
-    f64,
-    stream_collide_ep_d3q19_f64,
-    stream_collide_ab_d3q19_f64,
-    init_equilibrium_d3q19_f64,
-    fields_d3q19_f64
-);
-entry_points!(
-    D3Q27,
-    27,
-    f32,
-    stream_collide_ep_d3q27_f32,
-    stream_collide_ab_d3q27_f32,
-    init_equilibrium_d3q27_f32,
-    fields_d3q27_f32
-);
-entry_points!(
-    D3Q27,
-    27,
-    f64,
-    stream_collide_ep_d3q27_f64,
-    stream_collide_ab_d3q27_f64,
-    init_equilibrium_d3q27_f64,
-    fields_d3q27_f64
-);
+#[rustfmt::skip]
+mod instances {
+    use super::*;
+    entry_points!(D2Q9, 9, f32, stream_collide_ep_d2q9_f32, stream_collide_ab_d2q9_f32, init_equilibrium_d2q9_f32, fields_d2q9_f32);
+    entry_points!(D2Q9, 9, f64, stream_collide_ep_d2q9_f64, stream_collide_ab_d2q9_f64, init_equilibrium_d2q9_f64, fields_d2q9_f64);
+    entry_points!(D2Q9, 9, F16s, stream_collide_ep_d2q9_f16s, stream_collide_ab_d2q9_f16s, init_equilibrium_d2q9_f16s, fields_d2q9_f16s);
+    entry_points!(D3Q19, 19, f32, stream_collide_ep_d3q19_f32, stream_collide_ab_d3q19_f32, init_equilibrium_d3q19_f32, fields_d3q19_f32);
+    entry_points!(D3Q19, 19, f64, stream_collide_ep_d3q19_f64, stream_collide_ab_d3q19_f64, init_equilibrium_d3q19_f64, fields_d3q19_f64);
+    entry_points!(D3Q19, 19, F16s, stream_collide_ep_d3q19_f16s, stream_collide_ab_d3q19_f16s, init_equilibrium_d3q19_f16s, fields_d3q19_f16s);
+    entry_points!(D3Q27, 27, f32, stream_collide_ep_d3q27_f32, stream_collide_ab_d3q27_f32, init_equilibrium_d3q27_f32, fields_d3q27_f32);
+    entry_points!(D3Q27, 27, f64, stream_collide_ep_d3q27_f64, stream_collide_ab_d3q27_f64, init_equilibrium_d3q27_f64, fields_d3q27_f64);
+    entry_points!(D3Q27, 27, F16s, stream_collide_ep_d3q27_f16s, stream_collide_ab_d3q27_f16s, init_equilibrium_d3q27_f16s, fields_d3q27_f16s);
+}
 
 /// Layout check: every population slot of every cell gets its probe value.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn layout_probe(out: *mut u64, dims: Dims, q: u32) {
     let n = thread_index();
-    if n < dims.cells() {
+    if (n as usize) < dims.cells() {
         stream::write_layout_probe(dims, q as usize, out, n);
     }
 }

@@ -32,27 +32,29 @@ impl Dims {
         x as usize + self.nx as usize * (y as usize + self.ny as usize * z as usize)
     }
 
-    /// Coordinates `(x, y, z)` of cell `n`.
+    /// Coordinates `(x, y, z)` of cell `n`, in 32-bit arithmetic (a grid
+    /// holds fewer than 2^32 cells, see [`MAX_CELLS`]).
     #[inline(always)]
-    pub const fn coords(&self, n: usize) -> (u32, u32, u32) {
-        let plane = self.nx as usize * self.ny as usize;
+    pub const fn coords(&self, n: u32) -> (u32, u32, u32) {
+        let plane = self.nx * self.ny;
         let z = n / plane;
         let r = n - z * plane;
-        let y = r / self.nx as usize;
-        let x = r - y * self.nx as usize;
-        (x as u32, y as u32, z as u32)
+        let y = r / self.nx;
+        let x = r - y * self.nx;
+        (x, y, z)
     }
 
     /// Index of the neighbour of cell `(x, y, z)` at offset `c`, wrapping
     /// periodically on every axis. Non-periodic faces are closed by boundary
     /// cells in the grid, so a fluid cell never reaches across a wrap there.
     #[inline(always)]
-    pub fn neighbour(&self, x: u32, y: u32, z: u32, c: [i32; 3]) -> usize {
-        self.index(
+    pub fn neighbour(&self, x: u32, y: u32, z: u32, c: [i32; 3]) -> u32 {
+        let (xx, yy, zz) = (
             wrap(x, c[0], self.nx),
             wrap(y, c[1], self.ny),
             wrap(z, c[2], self.nz),
-        )
+        );
+        xx + self.nx * (yy + self.ny * zz)
     }
 }
 
@@ -77,12 +79,17 @@ fn wrap(x: u32, dx: i32, n: u32) -> u32 {
     }
 }
 
+/// Most cells one grid may hold: cell indices are 32-bit, which keeps the
+/// kernels' index arithmetic and register use small. Larger domains are
+/// split over several devices.
+pub const MAX_CELLS: usize = u32::MAX as usize;
+
 /// Index of population `i` of cell `n` in a structure-of-arrays buffer of
 /// `cells` cells: all cells' population 0, then all population 1, ... This is
 /// what makes a warp's loads of one population coalesced.
 #[inline(always)]
-pub const fn population_index(n: usize, i: usize, cells: usize) -> usize {
-    i * cells + n
+pub const fn population_index(n: u32, i: usize, cells: u32) -> usize {
+    i * cells as usize + n as usize
 }
 
 #[cfg(test)]
@@ -93,12 +100,13 @@ mod tests {
     fn coords_invert_index_and_neighbours_wrap() {
         let d = Dims::new(5, 4, 3);
         for n in 0..d.cells() {
-            let (x, y, z) = d.coords(n);
+            let (x, y, z) = d.coords(n as u32);
             assert_eq!(d.index(x, y, z), n);
         }
-        assert_eq!(d.neighbour(4, 0, 0, [1, 0, 0]), d.index(0, 0, 0));
-        assert_eq!(d.neighbour(0, 0, 0, [-1, -1, -1]), d.index(4, 3, 2));
-        assert_eq!(d.neighbour(1, 2, 1, [1, -1, 1]), d.index(2, 1, 2));
-        assert_eq!(population_index(7, 2, d.cells()), 2 * 60 + 7);
+        let at = |x, y, z| d.index(x, y, z) as u32;
+        assert_eq!(d.neighbour(4, 0, 0, [1, 0, 0]), at(0, 0, 0));
+        assert_eq!(d.neighbour(0, 0, 0, [-1, -1, -1]), at(4, 3, 2));
+        assert_eq!(d.neighbour(1, 2, 1, [1, -1, 1]), at(2, 1, 2));
+        assert_eq!(population_index(7, 2, d.cells() as u32), 2 * 60 + 7);
     }
 }

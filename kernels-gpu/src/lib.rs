@@ -8,6 +8,7 @@
 //! `nvptx64-nvidia-cuda` by the root `build.rs`, where [`entry`] adds thin
 //! `extern "ptx-kernel"` entry points around the same functions.
 #![no_std]
+#![feature(f16)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
 #![warn(missing_docs)]
 // Per-cell loops index several parallel tables (c_i, w_i, f_i) by direction;
@@ -21,6 +22,7 @@ pub mod lattice;
 pub mod layout;
 pub mod params;
 pub mod real;
+pub mod storage;
 pub mod stream;
 
 #[cfg(target_arch = "nvptx64")]
@@ -32,6 +34,7 @@ pub use lattice::{Lattice, D2Q9, D3Q19, D3Q27};
 pub use layout::Dims;
 pub use params::StepParams;
 pub use real::Real;
+pub use storage::{F16s, Storage};
 pub use stream::Streaming;
 
 #[cfg(target_arch = "nvptx64")]

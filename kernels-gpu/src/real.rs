@@ -23,14 +23,10 @@ pub trait Real:
     + AddAssign
     + SubAssign
 {
-    /// Short name used in kernel names and reports (`f32`, `f64`).
-    const NAME: &'static str;
     /// Zero.
     const ZERO: Self;
     /// One.
     const ONE: Self;
-    /// Bytes per stored value.
-    const BYTES: usize;
     /// Conversion from f64 (rounds to nearest).
     fn from_f64(x: f64) -> Self;
     /// Conversion to f64 (exact).
@@ -40,12 +36,10 @@ pub trait Real:
 }
 
 macro_rules! impl_real {
-    ($t:ty, $bytes:expr) => {
+    ($t:ty) => {
         impl Real for $t {
-            const NAME: &'static str = stringify!($t);
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
-            const BYTES: usize = $bytes;
             #[inline(always)]
             fn from_f64(x: f64) -> Self {
                 x as $t
@@ -61,5 +55,5 @@ macro_rules! impl_real {
         }
     };
 }
-impl_real!(f32, 4);
-impl_real!(f64, 8);
+impl_real!(f32);
+impl_real!(f64);

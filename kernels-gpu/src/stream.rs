@@ -20,6 +20,10 @@
 //! Every slot is read and written by exactly one cell per step, so cells
 //! update concurrently without races.
 //!
+//! **Fast path.** Fluid cells without the [`NEAR_SOLID`] bit have no solid
+//! neighbour: their loads never look at a neighbour's flag, so all `Q` loads
+//! are independent and in flight together.
+//!
 //! **Halfway bounce-back.** When the cell a population would be pulled from
 //! is solid, the population is the cell's own post-collision population of
 //! the opposite direction from the previous step, plus Ladd's moving-wall
@@ -29,11 +33,12 @@
 //! step), which no other cell touches this step.
 
 use crate::cell::{collide_bgk, density_velocity, dot_c, equilibrium};
-use crate::flags::{is_solid, moving_wall_id, FLUID, MAX_MOVING_WALLS};
+use crate::flags::{is_fluid, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
 use crate::lattice::{opposite, Lattice};
 use crate::layout::{population_index, Dims};
 use crate::params::StepParams;
 use crate::real::Real;
+use crate::storage::Storage;
 
 /// The streaming scheme.
 #[repr(u32)]
@@ -59,9 +64,9 @@ impl Streaming {
 
 /// Indices of the neighbours `x + c_i` of cell `n` (periodic wrap).
 #[inline(always)]
-pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, n: usize) -> [usize; Q] {
+pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, n: u32) -> [u32; Q] {
     let (x, y, z) = dims.coords(n);
-    let mut nb = [0usize; Q];
+    let mut nb = [0u32; Q];
     for i in 0..Q {
         nb[i] = dims.neighbour(x, y, z, L::C[i]);
     }
@@ -70,11 +75,7 @@ pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, n: usize) -> [usize
 
 /// Ladd's moving-wall term for population `i` bounced off a wall with flag `flag`.
 #[inline(always)]
-fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(
-    p: &StepParams<T>,
-    flag: u8,
-    i: usize,
-) -> T {
+fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(p: &StepParams<T>, flag: u8, i: usize) -> T {
     match moving_wall_id(flag) {
         Some(k) => T::from_f64(6.0 * L::W[i]) * dot_c(L::C[i], wall_velocity(p, k)),
         None => T::ZERO,
@@ -96,30 +97,31 @@ fn wall_velocity<T: Real>(p: &StepParams<T>, k: usize) -> [T; 3] {
 
 /// Where population `i` arriving at cell `n` at a step of parity `p.parity` is
 /// stored, and the wall term to add to the stored value (zero unless bounced
-/// off a moving wall).
+/// off a moving wall). With `CHECK_WALLS = false` the cell is known to have no
+/// solid neighbour and no flag is read.
 ///
 /// # Safety
 /// `flags` must hold `p.dims.cells()` bytes and `nb` the neighbours of `n`.
 #[inline(always)]
-pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real>(
+pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_WALLS: bool>(
     scheme: Streaming,
     p: &StepParams<T>,
     flags: *const u8,
-    n: usize,
-    nb: &[usize; Q],
+    n: u32,
+    nb: &[u32; Q],
     i: usize,
 ) -> (usize, T) {
-    let cells = p.dims.cells();
+    let cells = p.dims.nx * p.dims.ny * p.dims.nz;
     if i == 0 {
         return (population_index(n, 0, cells), T::ZERO);
     }
     let source = nb[opposite(i)];
-    let source_flag = *flags.add(source);
-    let solid = is_solid(source_flag);
-    let term = if solid {
-        wall_momentum::<L, Q, T>(p, source_flag, i)
+    let (solid, term) = if CHECK_WALLS {
+        let source_flag = *flags.add(source as usize);
+        let solid = is_solid(source_flag);
+        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { T::ZERO })
     } else {
-        T::ZERO
+        (false, T::ZERO)
     };
     let slot = match scheme {
         Streaming::TwoLattice => {
@@ -150,18 +152,18 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real>(
 /// # Safety
 /// `f` must hold `Q * cells` values and `flags` `cells` bytes.
 #[inline(always)]
-pub unsafe fn load<L: Lattice<Q>, const Q: usize, T: Real>(
+pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS: bool>(
     scheme: Streaming,
-    p: &StepParams<T>,
-    f: *const T,
+    p: &StepParams<S::Real>,
+    f: *const S,
     flags: *const u8,
-    n: usize,
-    nb: &[usize; Q],
-) -> [T; Q] {
-    let mut fi = [T::ZERO; Q];
+    n: u32,
+    nb: &[u32; Q],
+) -> [S::Real; Q] {
+    let mut fi = [S::Real::ZERO; Q];
     for i in 0..Q {
-        let (slot, term) = incoming_slot::<L, Q, T>(scheme, p, flags, n, nb, i);
-        fi[i] = *f.add(slot) + term;
+        let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, n, nb, i);
+        fi[i] = (*f.add(slot)).load() + term;
     }
     fi
 }
@@ -173,27 +175,32 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, T: Real>(
 /// may run this for the same `n` in the same step (distinct cells never touch
 /// the same slot).
 #[inline(always)]
-pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, T: Real>(
-    p: &StepParams<T>,
-    f: *mut T,
+pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>(
+    p: &StepParams<S::Real>,
+    f: *mut S,
     flags: *const u8,
-    n: usize,
+    n: u32,
 ) {
-    if *flags.add(n) != FLUID {
+    let flag = *flags.add(n as usize);
+    if !is_fluid(flag) {
         return;
     }
     let nb = neighbours::<L, Q>(p.dims, n);
-    let mut fi = load::<L, Q, T>(Streaming::EsotericPull, p, f, flags, n, &nb);
-    collide_bgk::<L, Q, T>(&mut fi, p.omega, p.force);
-    let cells = p.dims.cells();
+    let mut fi = if flag & NEAR_SOLID != 0 {
+        load::<L, Q, S, true>(Streaming::EsotericPull, p, f, flags, n, &nb)
+    } else {
+        load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, n, &nb)
+    };
+    collide_bgk::<L, Q, S::Real>(&mut fi, p.omega, p.force);
+    let cells = p.dims.nx * p.dims.ny * p.dims.nz;
     let odd = p.parity & 1 == 1;
-    *f.add(population_index(n, 0, cells)) = fi[0];
+    *f.add(population_index(n, 0, cells)) = S::store(fi[0]);
     let mut a = 1;
     while a < Q {
         let b = a + 1;
         let (to_neighbour, to_self) = if odd { (a, b) } else { (b, a) };
-        *f.add(population_index(nb[a], to_neighbour, cells)) = fi[a];
-        *f.add(population_index(n, to_self, cells)) = fi[b];
+        *f.add(population_index(nb[a], to_neighbour, cells)) = S::store(fi[a]);
+        *f.add(population_index(n, to_self, cells)) = S::store(fi[b]);
         a += 2;
     }
 }
@@ -203,22 +210,27 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, T: Real>(
 /// # Safety
 /// `src` and `dst` must each hold `Q * cells` values and must not overlap.
 #[inline(always)]
-pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, T: Real>(
-    p: &StepParams<T>,
-    src: *const T,
-    dst: *mut T,
+pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Storage>(
+    p: &StepParams<S::Real>,
+    src: *const S,
+    dst: *mut S,
     flags: *const u8,
-    n: usize,
+    n: u32,
 ) {
-    if *flags.add(n) != FLUID {
+    let flag = *flags.add(n as usize);
+    if !is_fluid(flag) {
         return;
     }
     let nb = neighbours::<L, Q>(p.dims, n);
-    let mut fi = load::<L, Q, T>(Streaming::TwoLattice, p, src, flags, n, &nb);
-    collide_bgk::<L, Q, T>(&mut fi, p.omega, p.force);
-    let cells = p.dims.cells();
+    let mut fi = if flag & NEAR_SOLID != 0 {
+        load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, n, &nb)
+    } else {
+        load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, n, &nb)
+    };
+    collide_bgk::<L, Q, S::Real>(&mut fi, p.omega, p.force);
+    let cells = p.dims.nx * p.dims.ny * p.dims.nz;
     for i in 0..Q {
-        *dst.add(population_index(n, i, cells)) = fi[i];
+        *dst.add(population_index(n, i, cells)) = S::store(fi[i]);
     }
 }
 
@@ -235,29 +247,26 @@ pub const FIELD_COMPONENTS: usize = 4;
 /// As [`load`]; `fields` must hold `4 * cells` values; the buffer should be
 /// zeroed first so that slots no cell writes are deterministic.
 #[inline(always)]
-pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(
+pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
-    p: &StepParams<T>,
-    f: *mut T,
+    p: &StepParams<S::Real>,
+    f: *mut S,
     flags: *const u8,
-    fields: *const T,
-    n: usize,
+    fields: *const S::Real,
+    n: u32,
 ) {
-    if *flags.add(n) != FLUID {
+    if !is_fluid(*flags.add(n as usize)) {
         return;
     }
     let cells = p.dims.cells();
-    let rho = *fields.add(n);
-    let u = [
-        *fields.add(cells + n),
-        *fields.add(2 * cells + n),
-        *fields.add(3 * cells + n),
-    ];
-    let feq = equilibrium::<L, Q, T>(rho, u);
+    let m = n as usize;
+    let rho = *fields.add(m);
+    let u = [*fields.add(cells + m), *fields.add(2 * cells + m), *fields.add(3 * cells + m)];
+    let feq = equilibrium::<L, Q, S::Real>(rho, u);
     let nb = neighbours::<L, Q>(p.dims, n);
     for i in 0..Q {
-        let (slot, term) = incoming_slot::<L, Q, T>(scheme, p, flags, n, &nb, i);
-        *f.add(slot) = feq[i] - term;
+        let (slot, term) = incoming_slot::<L, Q, S::Real, true>(scheme, p, flags, n, &nb, i);
+        *f.add(slot) = S::store(feq[i] - term);
     }
 }
 
@@ -268,30 +277,31 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(
 /// # Safety
 /// As [`load`]; `out` must hold `4 * cells` values.
 #[inline(always)]
-pub unsafe fn fields<L: Lattice<Q>, const Q: usize, T: Real>(
+pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
-    p: &StepParams<T>,
-    f: *const T,
+    p: &StepParams<S::Real>,
+    f: *const S,
     flags: *const u8,
-    out: *mut T,
-    n: usize,
+    out: *mut S::Real,
+    n: u32,
 ) {
     let cells = p.dims.cells();
-    let flag = *flags.add(n);
-    let (rho, u) = if flag == FLUID {
+    let flag = *flags.add(n as usize);
+    let (rho, u) = if is_fluid(flag) {
         let nb = neighbours::<L, Q>(p.dims, n);
-        let fi = load::<L, Q, T>(scheme, p, f, flags, n, &nb);
-        density_velocity::<L, Q, T>(&fi, p.force)
+        let fi = load::<L, Q, S, true>(scheme, p, f, flags, n, &nb);
+        density_velocity::<L, Q, S::Real>(&fi, p.force)
     } else {
         let u = match moving_wall_id(flag) {
             Some(k) => wall_velocity(p, k),
-            None => [T::ZERO; 3],
+            None => [S::Real::ZERO; 3],
         };
-        (T::ONE, u)
+        (S::Real::ONE, u)
     };
-    *out.add(n) = rho;
+    let m = n as usize;
+    *out.add(m) = rho;
     for a in 0..3 {
-        *out.add((a + 1) * cells + n) = u[a];
+        *out.add((a + 1) * cells + m) = u[a];
     }
 }
 
@@ -307,9 +317,9 @@ pub const fn layout_probe_value(x: u32, y: u32, z: u32, i: usize) -> u64 {
 /// # Safety
 /// `out` must hold `q * cells` values.
 #[inline(always)]
-pub unsafe fn write_layout_probe(dims: Dims, q: usize, out: *mut u64, n: usize) {
+pub unsafe fn write_layout_probe(dims: Dims, q: usize, out: *mut u64, n: u32) {
     let (x, y, z) = dims.coords(n);
     for i in 0..q {
-        *out.add(population_index(n, i, dims.cells())) = layout_probe_value(x, y, z, i);
+        *out.add(population_index(n, i, dims.cells() as u32)) = layout_probe_value(x, y, z, i);
     }
 }

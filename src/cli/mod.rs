@@ -36,16 +36,32 @@ enum Command {
         #[arg(long)]
         output: Option<PathBuf>,
     },
-    /// Measure the device copy bandwidth and the stream-collide MLUPS.
+    /// Measure the device copy bandwidth, then stream-collide MLUPS and the
+    /// fraction of copy bandwidth for each lattice, storage and scheme.
     Bench {
         #[command(flatten)]
         backend: BackendArgs,
-        /// Cube sizes to measure.
-        #[arg(long, value_delimiter = ',', default_values_t = [128u32, 256])]
+        /// Cube sizes (cells per side).
+        #[arg(long, value_delimiter = ',', default_values_t = [256u32, 512])]
         sizes: Vec<u32>,
         /// Time steps per measurement.
         #[arg(long, default_value_t = 200)]
         steps: u64,
+        /// Lattices.
+        #[arg(long, value_delimiter = ',', default_values_t = ["d3q19".to_string(), "d3q27".to_string()])]
+        lattices: Vec<String>,
+        /// Storage precisions (f32, f64, f16).
+        #[arg(long, value_delimiter = ',', default_values_t = ["f32".to_string(), "f16".to_string(), "f64".to_string()])]
+        precisions: Vec<String>,
+        /// Streaming schemes (esoteric-pull, two-lattice).
+        #[arg(long, value_delimiter = ',', default_values_t = ["esoteric-pull".to_string(), "two-lattice".to_string()])]
+        streaming: Vec<String>,
+        /// Also write the results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Report the largest cube that fits the device for each storage type.
+        #[arg(long)]
+        max_size: bool,
     },
 }
 
@@ -93,10 +109,34 @@ pub fn execute(cli: Cli) -> Result<()> {
             steps,
             output,
         } => run::run(&case, backend.resolve()?, size, steps, output),
-        Command::Bench {
-            backend,
-            sizes,
-            steps,
-        } => bench::bench(backend.resolve()?, &sizes, steps),
+        Command::Bench { backend, sizes, steps, lattices, precisions, streaming, json, max_size } => {
+            let bad = |what: &str, v: &str| lbm::Error::Setup(format!("unknown {what} `{v}`"));
+            let lattices = lattices
+                .iter()
+                .map(|l| match l.to_lowercase().as_str() {
+                    "d2q9" => Ok(lbm::host::LatticeKind::D2Q9),
+                    "d3q19" => Ok(lbm::host::LatticeKind::D3Q19),
+                    "d3q27" => Ok(lbm::host::LatticeKind::D3Q27),
+                    _ => Err(bad("lattice (use d3q19, d3q27)", l)),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let precisions = precisions
+                .iter()
+                .map(|p| {
+                    lbm::host::Precision::ALL.into_iter().find(|q| q.name() == p).ok_or_else(|| bad("precision (use f32, f64, f16)", p))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let streaming = streaming
+                .iter()
+                .map(|s| lbm::host::case::parse_streaming(s).map_err(lbm::Error::Setup))
+                .collect::<Result<Vec<_>>>()?;
+            if sizes.iter().any(|&n| n < 3) {
+                return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
+            }
+            bench::bench(
+                backend.resolve()?,
+                bench::BenchOptions { sizes, steps, lattices, precisions, streaming, json, max_size },
+            )
+        }
     }
 }

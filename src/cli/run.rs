@@ -101,7 +101,7 @@ pub fn run(
                 bar.abandon();
                 return Err(Error::Diverged {
                     step: solver.time(),
-                    cell: d.coords(bad),
+                    cell: d.coords(bad as u32),
                 });
             }
             let file = dir.join(format!("{name}_{:08}.vtk", solver.time()));
