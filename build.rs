@@ -13,6 +13,7 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let arch = env::var("LBM_CUDA_ARCH").unwrap_or_else(|_| "sm_90".into());
     println!("cargo:rerun-if-env-changed=LBM_CUDA_ARCH");
+    println!("cargo:rerun-if-env-changed=LBM_KEEP_BITCODE");
     println!("cargo:rerun-if-changed=kernels-gpu/src");
     println!("cargo:rerun-if-changed=kernels-gpu/Cargo.toml");
     println!("cargo:rerun-if-changed=kernels-gpu/nvptx-link.sh");
@@ -60,6 +61,10 @@ fn main() {
             manifest.join("kernels-gpu/nvptx-link.sh"),
         )
         .env("LBM_LLVM_BIN", &llvm_bin);
+    if let Ok(keep) = env::var("LBM_KEEP_BITCODE") {
+        // Developer knob: keep the optimised bitcode for experiments with llc.
+        cmd.env("LBM_KEEP_BITCODE", keep);
+    }
     // The outer build's settings must not leak into the nested one.
     for var in [
         "CARGO_ENCODED_RUSTFLAGS",

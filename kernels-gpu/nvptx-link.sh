@@ -28,4 +28,5 @@ trap 'rm -rf "$tmp"' EXIT
 "$bin/llvm-link" "${objects[@]}" -o "$tmp/linked.bc"
 api=$(IFS=,; echo "${exports[*]}")
 "$bin/opt" -unroll-threshold=4000 --internalize-public-api-list="$api" -passes='internalize,default<O3>' "$tmp/linked.bc" -o "$tmp/opt.bc"
+[ -n "${LBM_KEEP_BITCODE:-}" ] && cp "$tmp/opt.bc" "$LBM_KEEP_BITCODE"
 "$bin/llc" -O3 -march=nvptx64 -mcpu="$cpu" -mattr=+"$ptx_isa" "$tmp/opt.bc" -o "$out"

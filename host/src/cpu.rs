@@ -4,10 +4,12 @@
 use crate::error::Result;
 use crate::fields::Fields;
 use crate::solver::{mass_of, BackendKind, Solver, SolverConfig};
+use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
-use kernels_gpu::{Lattice, Real, Storage};
+use kernels_gpu::{Dims, Lattice, Real, StepParams, Storage};
 use rayon::prelude::*;
 use std::marker::PhantomData;
+use std::ops::Range;
 
 /// Cells per rayon task: large enough to amortise scheduling.
 const CELLS_PER_TASK: usize = 4096;
@@ -28,9 +30,91 @@ impl<T> Shared<T> {
     }
 }
 
-/// Runs `body(n)` for every cell in parallel.
-fn for_each_cell(cells: usize, body: impl Fn(u32) + Sync + Send) {
-    (0..cells as u32).into_par_iter().with_min_len(CELLS_PER_TASK).for_each(body);
+/// Runs `body(cell)` for every cell in parallel.
+fn for_each_cell(dims: Dims, body: impl Fn(Cell) + Sync + Send) {
+    (0..dims.cells() as u32)
+        .into_par_iter()
+        .with_min_len(CELLS_PER_TASK)
+        .for_each(|n| body(Cell::from_index(dims, n)));
+}
+
+/// Whether this CPU has fused multiply-add. The physics is written with
+/// `mul_add` (one rounding, as on the GPU); without the instruction Rust
+/// computes it in software, correctly but slowly, so the step loop is also
+/// compiled for FMA hardware and chosen at run time.
+fn has_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        true // aarch64 and others: FMA is part of the base ISA.
+    }
+}
+
+/// Runs `body` over consecutive ranges of cells in parallel.
+fn for_each_range(cells: usize, body: impl Fn(Range<u32>) + Sync + Send) {
+    (0..cells.div_ceil(CELLS_PER_TASK))
+        .into_par_iter()
+        .for_each(|k| {
+            let start = k * CELLS_PER_TASK;
+            body(start as u32..(start + CELLS_PER_TASK).min(cells) as u32)
+        });
+}
+
+/// One time step of the cells in `range` (both schemes); inlined into the
+/// two compilations below.
+///
+/// # Safety
+/// Buffers sized for the domain; `dst` unused for Esoteric Pull; no other
+/// thread works on the same cells.
+#[inline(always)]
+unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage>(
+    p: &StepParams<S::Real>,
+    scheme: Streaming,
+    f: Shared<S>,
+    dst: Shared<S>,
+    flags: Shared<u8>,
+    range: Range<u32>,
+) {
+    for n in range {
+        let cell = Cell::from_index(p.dims, n);
+        // SAFETY (both): each slot is read and written by exactly one cell per
+        // step (Esoteric Pull); f is only read and each cell writes its own
+        // slots of dst (two-lattice).
+        match scheme {
+            Streaming::EsotericPull => unsafe {
+                stream::stream_collide_esoteric::<L, Q, S>(p, f.get(), flags.get(), cell)
+            },
+            Streaming::TwoLattice => unsafe {
+                stream::stream_collide_two_lattice::<L, Q, S>(
+                    p,
+                    f.get(),
+                    dst.get(),
+                    flags.get(),
+                    cell,
+                )
+            },
+        }
+    }
+}
+
+/// [`step_range`] compiled with FMA instructions.
+///
+/// # Safety
+/// As [`step_range`], and the CPU must support FMA ([`has_fma`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn step_range_fma<L: Lattice<Q>, const Q: usize, S: Storage>(
+    p: &StepParams<S::Real>,
+    scheme: Streaming,
+    f: Shared<S>,
+    dst: Shared<S>,
+    flags: Shared<u8>,
+    range: Range<u32>,
+) {
+    unsafe { step_range::<L, Q, S>(p, scheme, f, dst, flags, range) }
 }
 
 /// A simulation on the CPU.
@@ -49,7 +133,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
     /// Builds the solver and initialises the populations to equilibrium.
     pub fn new(config: SolverConfig) -> Result<Self> {
         config.validate()?;
-        let cells = config.domain.dims.cells();
+        let dims = config.domain.dims;
+        let cells = dims.cells();
         let flags = config.kernel_flags();
         let mut f = vec![S::ZERO; Q * cells];
         let f_next = match config.streaming {
@@ -58,39 +143,59 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
         };
         let planes = config.initial_planes::<S::Real>();
         let p = config.step_params::<S::Real>(0);
-        let (fl, fp, pl) = (Shared::new(flags.as_ptr()), Shared(f.as_mut_ptr()), Shared::new(planes.as_ptr()));
+        let (fl, fp, pl) = (
+            Shared::new(flags.as_ptr()),
+            Shared(f.as_mut_ptr()),
+            Shared::new(planes.as_ptr()),
+        );
         let scheme = config.streaming;
-        for_each_cell(cells, |n| {
+        for_each_cell(dims, |n| {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
-            unsafe { stream::init_equilibrium::<L, Q, S>(scheme, &p, fp.get(), fl.get(), pl.get(), n) }
+            unsafe {
+                stream::init_equilibrium::<L, Q, S>(scheme, &p, fp.get(), fl.get(), pl.get(), n)
+            }
         });
-        Ok(Self { config, flags, f, f_next, t: 0, _lattice: PhantomData })
+        Ok(Self {
+            config,
+            flags,
+            f,
+            f_next,
+            t: 0,
+            _lattice: PhantomData,
+        })
     }
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
     fn step(&mut self, steps: u64) -> Result<()> {
-        let cells = self.config.domain.dims.cells();
         let flags = Shared::new(self.flags.as_ptr());
+        let fma = has_fma();
+        let cells = self.config.domain.dims.cells();
         for _ in 0..steps {
             let p = self.config.step_params::<S::Real>(self.t);
-            match self.config.streaming {
-                Streaming::EsotericPull => {
-                    let f = Shared(self.f.as_mut_ptr());
-                    for_each_cell(cells, |n| {
-                        // SAFETY: each slot is read and written by exactly one cell per step.
-                        unsafe { stream::stream_collide_esoteric::<L, Q, S>(&p, f.get(), flags.get(), n) }
-                    });
+            let scheme = self.config.streaming;
+            let (f, dst) = (
+                Shared(self.f.as_mut_ptr()),
+                Shared(self.f_next.as_mut_ptr()),
+            );
+            for_each_range(cells, |range| {
+                // SAFETY: buffers sized for the domain in `new`; ranges are
+                // disjoint; FMA use checked by `has_fma`.
+                #[cfg(target_arch = "x86_64")]
+                unsafe {
+                    if fma {
+                        step_range_fma::<L, Q, S>(&p, scheme, f, dst, flags, range)
+                    } else {
+                        step_range::<L, Q, S>(&p, scheme, f, dst, flags, range)
+                    }
                 }
-                Streaming::TwoLattice => {
-                    let src = Shared::new(self.f.as_ptr());
-                    let dst = Shared(self.f_next.as_mut_ptr());
-                    for_each_cell(cells, |n| {
-                        // SAFETY: src is only read; each cell writes its own slots of dst.
-                        unsafe { stream::stream_collide_two_lattice::<L, Q, S>(&p, src.get(), dst.get(), flags.get(), n) }
-                    });
-                    std::mem::swap(&mut self.f, &mut self.f_next);
+                #[cfg(not(target_arch = "x86_64"))]
+                unsafe {
+                    step_range::<L, Q, S>(&p, scheme, f, dst, flags, range)
                 }
+            });
+            if scheme == Streaming::TwoLattice {
+                std::mem::swap(&mut self.f, &mut self.f_next);
             }
             self.t += 1;
         }
@@ -110,9 +215,13 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
         let cells = dims.cells();
         let mut out = vec![S::Real::ZERO; FIELD_COMPONENTS * cells];
         let p = self.config.step_params::<S::Real>(self.t);
-        let (o, f, flags) = (Shared(out.as_mut_ptr()), Shared::new(self.f.as_ptr()), Shared::new(self.flags.as_ptr()));
+        let (o, f, flags) = (
+            Shared(out.as_mut_ptr()),
+            Shared::new(self.f.as_ptr()),
+            Shared::new(self.flags.as_ptr()),
+        );
         let scheme = self.config.streaming;
-        for_each_cell(cells, |n| {
+        for_each_cell(dims, |n| {
             // SAFETY: reads only; each cell writes its own output entries.
             unsafe { stream::fields::<L, Q, S>(scheme, &p, f.get(), flags.get(), o.get(), n) }
         });
@@ -142,6 +251,8 @@ pub(crate) fn planes_to_fields<T: Real>(dims: kernels_gpu::Dims, planes: &[T]) -
     Fields {
         dims,
         rho: planes[..cells].iter().map(|v| v.to_f64()).collect(),
-        u: (0..cells).map(|n| [1, 2, 3].map(|a| planes[a * cells + n].to_f64())).collect(),
+        u: (0..cells)
+            .map(|n| [1, 2, 3].map(|a| planes[a * cells + n].to_f64()))
+            .collect(),
     }
 }

@@ -179,7 +179,10 @@ impl Domain {
                 continue;
             }
             let (x, y, z) = d.coords(n as u32);
-            if D3Q27::C.iter().any(|&c| is_solid(self.flags[d.neighbour(x, y, z, c) as usize])) {
+            if D3Q27::C
+                .iter()
+                .any(|&c| is_solid(self.flags[d.neighbour(x, y, z, c) as usize]))
+            {
                 *flag |= NEAR_SOLID;
             }
         }
@@ -225,8 +228,20 @@ mod tests {
         assert!(Domain::new(Dims::new(1 << 11, 1 << 11, 1 << 10)).is_err());
         let k = d.kernel_flags();
         let near = kernels_gpu::flags::NEAR_SOLID;
-        assert_eq!(k[d.dims.index(1, 1, 1)], near, "corner fluid cell touches walls");
-        assert_eq!(k[d.dims.index(2, 2, 2)], 0, "centre cell of a 3^3 fluid block touches none");
-        assert_eq!(k[d.dims.index(0, 4, 0)], d.flags[d.dims.index(0, 4, 0)], "solid cells keep their flag");
+        assert_eq!(
+            k[d.dims.index(1, 1, 1)],
+            near,
+            "corner fluid cell touches walls"
+        );
+        assert_eq!(
+            k[d.dims.index(2, 2, 2)],
+            0,
+            "centre cell of a 3^3 fluid block touches none"
+        );
+        assert_eq!(
+            k[d.dims.index(0, 4, 0)],
+            d.flags[d.dims.index(0, 4, 0)],
+            "solid cells keep their flag"
+        );
     }
 }

@@ -203,9 +203,15 @@ pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
     format!("{}_{lattice}_{precision}", kind.prefix())
 }
 
-fn launch_config(cells: usize) -> LaunchConfig {
-    let block = block_size();
-    LaunchConfig { grid_dim: ((cells as u32).div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+/// One thread per cell: blocks along x, the grid's y and z are the box's
+/// (see `kernels_gpu::entry`); narrow boxes get narrower blocks.
+fn launch_config(dims: kernels_gpu::Dims) -> LaunchConfig {
+    let block = block_size().min(dims.nx.next_multiple_of(32));
+    LaunchConfig {
+        grid_dim: (dims.nx.div_ceil(block), dims.ny, dims.nz),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 /// A storage format together with the element type its device buffers hold
@@ -264,28 +270,51 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             });
         }
         let s = device.stream().clone();
-        let alloc = |what: &str| s.alloc_zeros::<S::Elem>(Q * cells).ctx(format!("allocating {what}"));
+        let alloc = |what: &str| {
+            s.alloc_zeros::<S::Elem>(Q * cells)
+                .ctx(format!("allocating {what}"))
+        };
         let mut f = alloc("populations")?;
         let f_next = match config.streaming {
             Streaming::TwoLattice => Some(alloc("the second population buffer")?),
             Streaming::EsotericPull => None,
         };
-        let flags = s.clone_htod(&config.kernel_flags()).ctx("uploading cell flags")?;
-        let planes = s.clone_htod(&config.initial_planes::<S::Real>()).ctx("uploading initial fields")?;
+        let flags = s
+            .clone_htod(&config.kernel_flags())
+            .ctx("uploading cell flags")?;
+        let planes = s
+            .clone_htod(&config.initial_planes::<S::Real>())
+            .ctx("uploading initial fields")?;
         let init = device.kernel::<L, Q, S>(KernelKind::InitEquilibrium)?;
         let p = ByValue(config.step_params::<S::Real>(0));
         let scheme = config.streaming as u32;
         let mut launch = s.launch_builder(&init);
-        launch.arg(&mut f).arg(&flags).arg(&planes).arg(&p).arg(&scheme);
+        launch
+            .arg(&mut f)
+            .arg(&flags)
+            .arg(&planes)
+            .arg(&p)
+            .arg(&scheme);
         // SAFETY: argument list matches the `init_equilibrium_*` entry points.
-        unsafe { launch.launch(launch_config(cells)) }.ctx("launching initialisation")?;
+        unsafe { launch.launch(launch_config(config.domain.dims)) }
+            .ctx("launching initialisation")?;
         s.synchronize().ctx("initialising populations")?;
         let step_kernel = device.kernel::<L, Q, S>(match config.streaming {
             Streaming::EsotericPull => KernelKind::StreamCollideEsoteric,
             Streaming::TwoLattice => KernelKind::StreamCollideTwoLattice,
         })?;
         let fields_kernel = device.kernel::<L, Q, S>(KernelKind::Fields)?;
-        Ok(Self { config, device, f, f_next, flags, step_kernel, fields_kernel, t: 0, _lattice: PhantomData })
+        Ok(Self {
+            config,
+            device,
+            f,
+            f_next,
+            flags,
+            step_kernel,
+            fields_kernel,
+            t: 0,
+            _lattice: PhantomData,
+        })
     }
 
     /// The device this solver runs on.
@@ -293,20 +322,23 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         &self.device
     }
 
-
     fn params(&self) -> ByValue<StepParams<S::Real>> {
         ByValue(self.config.step_params::<S::Real>(self.t))
     }
 
     fn read_populations(&self) -> Result<Vec<S>> {
-        let host = self.device.stream().clone_dtoh(&self.f).ctx("reading populations back")?;
+        let host = self
+            .device
+            .stream()
+            .clone_dtoh(&self.f)
+            .ctx("reading populations back")?;
         Ok(host.into_iter().map(S::from_elem).collect())
     }
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q, S> {
     fn step(&mut self, steps: u64) -> Result<()> {
-        let cfg = launch_config(self.config.domain.dims.cells());
+        let cfg = launch_config(self.config.domain.dims);
         for _ in 0..steps {
             let p = self.params();
             let s = self.device.stream().clone();
@@ -340,23 +372,39 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
     fn fields(&mut self) -> Result<Fields> {
         let cells = self.config.domain.dims.cells();
         let s = self.device.stream().clone();
-        let mut out = s.alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
+        let mut out = s
+            .alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells)
+            .ctx("allocating the fields buffer")?;
         let p = self.params();
         let scheme = self.config.streaming as u32;
         let mut launch = s.launch_builder(&self.fields_kernel);
-        launch.arg(&self.f).arg(&self.flags).arg(&mut out).arg(&p).arg(&scheme);
+        launch
+            .arg(&self.f)
+            .arg(&self.flags)
+            .arg(&mut out)
+            .arg(&p)
+            .arg(&scheme);
         // SAFETY: argument list matches the `fields_*` entry points.
-        unsafe { launch.launch(launch_config(cells)) }.ctx("launching the fields kernel")?;
+        unsafe { launch.launch(launch_config(self.config.domain.dims)) }
+            .ctx("launching the fields kernel")?;
         let host = s.clone_dtoh(&out).ctx("reading fields back")?;
         Ok(planes_to_fields(self.config.domain.dims, &host))
     }
 
     fn populations(&mut self) -> Result<Vec<f64>> {
-        Ok(self.read_populations()?.iter().map(|v| v.load().to_f64()).collect())
+        Ok(self
+            .read_populations()?
+            .iter()
+            .map(|v| v.load().to_f64())
+            .collect())
     }
 
     fn mass(&mut self) -> Result<f64> {
-        Ok(mass_of::<L, Q, S>(&self.config, &self.read_populations()?, self.t))
+        Ok(mass_of::<L, Q, S>(
+            &self.config,
+            &self.read_populations()?,
+            self.t,
+        ))
     }
 
     fn backend(&self) -> BackendKind {
@@ -367,9 +415,20 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
         use cudarc::driver::sys::CUdevice_attribute as A;
         let block = block_size();
         let registers = self.step_kernel.num_regs().ok()? as u32;
-        let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
-        let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
-        Some(KernelReport { registers, block_size: block, occupancy: (blocks * block) as f64 / max_threads as f64 })
+        let blocks = self
+            .step_kernel
+            .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+            .ok()?;
+        let max_threads = self
+            .device
+            .ctx
+            .attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
+            .ok()?;
+        Some(KernelReport {
+            registers,
+            block_size: block,
+            occupancy: (blocks * block) as f64 / max_threads as f64,
+        })
     }
 
     fn config(&self) -> &SolverConfig {
@@ -390,6 +449,6 @@ pub fn layout_probe(device: &GpuDevice, dims: kernels_gpu::Dims, q: usize) -> Re
     let mut launch = s.launch_builder(&f);
     launch.arg(&mut out).arg(&d).arg(&qq);
     // SAFETY: argument list matches the `layout_probe` entry point.
-    unsafe { launch.launch(launch_config(dims.cells())) }.ctx("launching the layout probe")?;
+    unsafe { launch.launch(launch_config(dims)) }.ctx("launching the layout probe")?;
     s.clone_dtoh(&out).ctx("reading the probe back")
 }

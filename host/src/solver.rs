@@ -268,19 +268,29 @@ macro_rules! dispatch {
 
 /// Total fluid mass of a population buffer in the given scheme and parity,
 /// summed in f64 from the shifted populations (`rho = 1 + sum fbar_i`).
-pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(config: &SolverConfig, f: &[S], t: u64) -> f64 {
+pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
+    config: &SolverConfig,
+    f: &[S],
+    t: u64,
+) -> f64 {
     use kernels_gpu::stream::{load, neighbours};
     let p = config.step_params::<S::Real>(t);
     let flags = &config.domain.flags;
-    assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
+    assert_eq!(
+        f.len(),
+        Q * flags.len(),
+        "population buffer does not match the domain"
+    );
     let mut mass = 0.0;
     for n in 0..flags.len() as u32 {
         if !kernels_gpu::flags::is_fluid(flags[n as usize]) {
             continue;
         }
-        let nb = neighbours::<L, Q>(p.dims, n);
+        let nb = neighbours::<L, Q>(p.dims, kernels_gpu::layout::Cell::from_index(p.dims, n));
         // SAFETY: `f` and `flags` are sized for the domain (asserted above).
-        let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb) };
+        let fi = unsafe {
+            load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb)
+        };
         mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
     }
     mass

@@ -56,7 +56,7 @@ pub fn density_velocity<L: Lattice<Q>, const Q: usize, T: Real>(
     let half = T::from_f64(0.5);
     let mut u = [T::ZERO; 3];
     for a in 0..L::D {
-        u[a] = (j[a] + half * force[a]) * inv_rho;
+        u[a] = half.mul_add(force[a], j[a]) * inv_rho;
     }
     (rho, u)
 }
@@ -66,39 +66,50 @@ pub fn density_velocity<L: Lattice<Q>, const Q: usize, T: Real>(
 #[inline(always)]
 pub fn equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) -> [T; Q] {
     let rho_bar = rho - T::ONE;
-    let usq15 = T::from_f64(1.5) * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+    let usq15 = T::from_f64(1.5) * u[0].mul_add(u[0], u[1].mul_add(u[1], u[2] * u[2]));
     let three = T::from_f64(3.0);
     let four_half = T::from_f64(4.5);
     let mut feq = [T::ZERO; Q];
     for i in 0..Q {
         let cu = dot_c(L::C[i], u);
         let w = T::from_f64(L::W[i]);
-        feq[i] = w * (rho_bar + rho * (cu * (three + four_half * cu) - usq15));
+        // w (rho_bar + rho (cu (3 + 9/2 cu) - 3/2 u.u))
+        feq[i] = w * rho.mul_add(cu.mul_add(four_half.mul_add(cu, three), -usq15), rho_bar);
     }
     feq
 }
 
 /// BGK collision with Guo forcing, in place on the shifted populations:
 /// `f_i += omega (feq_i - f_i) + (1 - omega/2) w_i [3 (c_i - u).F + 9 (c_i.u)(c_i.F)]`.
-/// Returns the cell's density and velocity.
+/// With `FORCED = false` the force is taken as zero and its terms are not
+/// computed. Returns the cell's density and velocity.
 #[inline(always)]
-pub fn collide_bgk<L: Lattice<Q>, const Q: usize, T: Real>(
+pub fn collide_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     f: &mut [T; Q],
     omega: T,
     force: [T; 3],
 ) -> (T, [T; 3]) {
+    if !FORCED {
+        let (rho, u) = density_velocity::<L, Q, T>(f, [T::ZERO; 3]);
+        let feq = equilibrium::<L, Q, T>(rho, u);
+        for i in 0..Q {
+            f[i] = omega.mul_add(feq[i] - f[i], f[i]);
+        }
+        return (rho, u);
+    }
     let (rho, u) = density_velocity::<L, Q, T>(f, force);
     let feq = equilibrium::<L, Q, T>(rho, u);
     let three = T::from_f64(3.0);
     let nine = T::from_f64(9.0);
     let force_scale = T::ONE - T::from_f64(0.5) * omega;
-    let uf3 = three * (u[0] * force[0] + u[1] * force[1] + u[2] * force[2]);
+    let uf3 = three * u[0].mul_add(force[0], u[1].mul_add(force[1], u[2] * force[2]));
     for i in 0..Q {
         let cu = dot_c(L::C[i], u);
         let cf = dot_c(L::C[i], force);
         let w = T::from_f64(L::W[i]);
-        let source = force_scale * w * (three * cf - uf3 + nine * cu * cf);
-        f[i] = f[i] + omega * (feq[i] - f[i]) + source;
+        // (1 - omega/2) w (3 c.F - 3 u.F + 9 (c.u)(c.F))
+        let source = force_scale * w * (nine * cu).mul_add(cf, three.mul_add(cf, -uf3));
+        f[i] = omega.mul_add(feq[i] - f[i], f[i]) + source;
     }
     (rho, u)
 }
@@ -132,7 +143,7 @@ mod tests {
             f[i] += 1e-3 * ((i * 7 % 5) as f64 - 2.0) * L::W[i];
         }
         let (r0, j0) = moments::<L, Q, f64>(&f);
-        collide_bgk::<L, Q, f64>(&mut f, 1.0 / 0.7, force);
+        collide_bgk::<L, Q, f64, true>(&mut f, 1.0 / 0.7, force);
         let (r1, j1) = moments::<L, Q, f64>(&f);
         assert!((r1 - r0).abs() < 1e-15, "{}: collision mass", L::NAME);
         for a in 0..3 {

@@ -2,26 +2,42 @@
 //! functions of [`crate::stream`]. Names follow [`crate::KernelKind::prefix`].
 
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
-use crate::layout::Dims;
+use crate::layout::{Cell, Dims};
 use crate::params::StepParams;
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
-use core::arch::nvptx::{_block_dim_x, _block_idx_x, _thread_idx_x};
+use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
 
-/// Global 1D thread index.
+/// This thread's cell: x from the block and thread along x, y and z from the
+/// grid's y and z (the host launches `(ceil(nx / block), ny, nz)` blocks), so
+/// no thread divides to find its coordinates. `None` past the x extent.
 #[inline(always)]
-fn thread_index() -> u32 {
+fn this_cell(dims: Dims) -> Option<Cell> {
     // SAFETY: reading special registers has no preconditions.
-    unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() }
+    let (x, y, z) = unsafe {
+        (
+            _block_idx_x() * _block_dim_x() + _thread_idx_x(),
+            _block_idx_y(),
+            _block_idx_z(),
+        )
+    };
+    if x < dims.nx {
+        Some(Cell::at(dims, x, y, z))
+    } else {
+        None
+    }
 }
 
 macro_rules! entry_points {
     ($lattice:ty, $q:literal, $s:ty, $ep:ident, $ab:ident, $init:ident, $fields:ident) => {
         /// Esoteric Pull stream-collide, one thread per cell.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $ep(f: *mut $s, flags: *const u8, p: StepParams<<$s as Storage>::Real>) {
-            let n = thread_index();
-            if (n as usize) < p.dims.cells() {
+        pub unsafe extern "ptx-kernel" fn $ep(
+            f: *mut $s,
+            flags: *const u8,
+            p: StepParams<<$s as Storage>::Real>,
+        ) {
+            if let Some(n) = this_cell(p.dims) {
                 stream::stream_collide_esoteric::<$lattice, $q, $s>(&p, f, flags, n);
             }
         }
@@ -34,8 +50,7 @@ macro_rules! entry_points {
             flags: *const u8,
             p: StepParams<<$s as Storage>::Real>,
         ) {
-            let n = thread_index();
-            if (n as usize) < p.dims.cells() {
+            if let Some(n) = this_cell(p.dims) {
                 stream::stream_collide_two_lattice::<$lattice, $q, $s>(&p, src, dst, flags, n);
             }
         }
@@ -49,8 +64,7 @@ macro_rules! entry_points {
             p: StepParams<<$s as Storage>::Real>,
             scheme: u32,
         ) {
-            let n = thread_index();
-            if (n as usize) < p.dims.cells() {
+            if let Some(n) = this_cell(p.dims) {
                 stream::init_equilibrium::<$lattice, $q, $s>(
                     Streaming::from_u32(scheme),
                     &p,
@@ -71,8 +85,7 @@ macro_rules! entry_points {
             p: StepParams<<$s as Storage>::Real>,
             scheme: u32,
         ) {
-            let n = thread_index();
-            if (n as usize) < p.dims.cells() {
+            if let Some(n) = this_cell(p.dims) {
                 stream::fields::<$lattice, $q, $s>(
                     Streaming::from_u32(scheme),
                     &p,
@@ -103,8 +116,7 @@ mod instances {
 /// Layout check: every population slot of every cell gets its probe value.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn layout_probe(out: *mut u64, dims: Dims, q: u32) {
-    let n = thread_index();
-    if (n as usize) < dims.cells() {
+    if let Some(n) = this_cell(dims) {
         stream::write_layout_probe(dims, q as usize, out, n);
     }
 }

@@ -58,6 +58,75 @@ impl Dims {
     }
 }
 
+/// A cell: its index and coordinates, both at hand so kernels never divide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// Linear index.
+    pub n: u32,
+    /// x coordinate.
+    pub x: u32,
+    /// y coordinate.
+    pub y: u32,
+    /// z coordinate.
+    pub z: u32,
+}
+
+impl Cell {
+    /// The cell at `(x, y, z)`.
+    #[inline(always)]
+    pub const fn at(dims: Dims, x: u32, y: u32, z: u32) -> Self {
+        Self {
+            n: x + dims.nx * (y + dims.ny * z),
+            x,
+            y,
+            z,
+        }
+    }
+
+    /// The cell with index `n` (divides: for host loops).
+    #[inline(always)]
+    pub const fn from_index(dims: Dims, n: u32) -> Self {
+        let (x, y, z) = dims.coords(n);
+        Self { n, x, y, z }
+    }
+
+    /// Indices of the neighbours `x + c_i` for the given velocities, with
+    /// periodic wrap: per-axis index offsets for -1, 0 and +1 (wrapped at the
+    /// box faces) are formed once, then each neighbour is one three-way add.
+    #[inline(always)]
+    pub fn neighbours<const Q: usize>(self, dims: Dims, c: &[[i32; 3]; Q]) -> [u32; Q] {
+        let plane = dims.nx * dims.ny;
+        let axis = |pos: u32, len: u32, stride: u32| -> [u32; 3] {
+            let down = if pos == 0 {
+                (len - 1) * stride
+            } else {
+                stride.wrapping_neg()
+            };
+            let up = if pos + 1 == len {
+                ((len - 1) * stride).wrapping_neg()
+            } else {
+                stride
+            };
+            [down, 0, up]
+        };
+        let (ox, oy, oz) = (
+            axis(self.x, dims.nx, 1),
+            axis(self.y, dims.ny, dims.nx),
+            axis(self.z, dims.nz, plane),
+        );
+        let mut nb = [0u32; Q];
+        for i in 0..Q {
+            let [cx, cy, cz] = c[i];
+            nb[i] = self
+                .n
+                .wrapping_add(ox[(cx + 1) as usize])
+                .wrapping_add(oy[(cy + 1) as usize])
+                .wrapping_add(oz[(cz + 1) as usize]);
+        }
+        nb
+    }
+}
+
 #[inline(always)]
 fn wrap(x: u32, dx: i32, n: u32) -> u32 {
     match dx {
@@ -108,5 +177,19 @@ mod tests {
         assert_eq!(d.neighbour(0, 0, 0, [-1, -1, -1]), at(4, 3, 2));
         assert_eq!(d.neighbour(1, 2, 1, [1, -1, 1]), at(2, 1, 2));
         assert_eq!(population_index(7, 2, d.cells() as u32), 2 * 60 + 7);
+        let all: [[i32; 3]; 27] =
+            core::array::from_fn(|k| [k as i32 % 3 - 1, (k as i32 / 3) % 3 - 1, k as i32 / 9 - 1]);
+        for n in 0..d.cells() as u32 {
+            let cell = Cell::from_index(d, n);
+            assert_eq!(Cell::at(d, cell.x, cell.y, cell.z), cell);
+            let nb = cell.neighbours(d, &all);
+            for (k, c) in all.iter().enumerate() {
+                assert_eq!(
+                    nb[k],
+                    d.neighbour(cell.x, cell.y, cell.z, *c),
+                    "cell {n} offset {c:?}"
+                );
+            }
+        }
     }
 }

@@ -1,9 +1,10 @@
-//! The floating-point type the physics is computed and stored in.
+//! The floating-point type the physics is computed in.
 //!
-//! Only plain IEEE operations (`+ - * /`) are used in the physics, in a fixed
-//! order: they round identically on the CPU and on the GPU (LLVM emits
-//! `add.rn`/`mul.rn`/`div.rn`, which ptxas does not fuse), so both backends
-//! produce bit-identical populations.
+//! The physics uses only correctly rounded IEEE operations (`+ - * /` and
+//! fused multiply-add), written out in a fixed order: they round identically
+//! on the CPU and on the GPU (LLVM emits `add.rn`/`mul.rn`/`div.rn`/`fma.rn`,
+//! which ptxas does not re-associate), so both backends produce
+//! bit-identical populations.
 
 use core::ops::{Add, AddAssign, Div, Mul, Neg, Sub, SubAssign};
 
@@ -33,10 +34,13 @@ pub trait Real:
     fn to_f64(self) -> f64;
     /// Whether the value is finite (not NaN or infinite).
     fn is_finite(self) -> bool;
+    /// `self * a + b` with one rounding (IEEE fused multiply-add: the same
+    /// result on CPU and GPU).
+    fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
 macro_rules! impl_real {
-    ($t:ty) => {
+    ($t:ident) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -51,6 +55,10 @@ macro_rules! impl_real {
             #[inline(always)]
             fn is_finite(self) -> bool {
                 <$t>::is_finite(self)
+            }
+            #[inline(always)]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                core::$t::math::mul_add(self, a, b)
             }
         }
     };

@@ -35,7 +35,7 @@
 use crate::cell::{collide_bgk, density_velocity, dot_c, equilibrium};
 use crate::flags::{is_fluid, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
 use crate::lattice::{opposite, Lattice};
-use crate::layout::{population_index, Dims};
+use crate::layout::{population_index, Cell, Dims};
 use crate::params::StepParams;
 use crate::real::Real;
 use crate::storage::Storage;
@@ -62,20 +62,30 @@ impl Streaming {
     }
 }
 
-/// Indices of the neighbours `x + c_i` of cell `n` (periodic wrap).
+/// Indices of the neighbours `x + c_i` of a cell (periodic wrap).
 #[inline(always)]
-pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, n: u32) -> [u32; Q] {
-    let (x, y, z) = dims.coords(n);
-    let mut nb = [0u32; Q];
-    for i in 0..Q {
-        nb[i] = dims.neighbour(x, y, z, L::C[i]);
+pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, cell: Cell) -> [u32; Q] {
+    cell.neighbours(dims, &L::C)
+}
+
+/// BGK collision, with the Guo forcing terms only when the force is not zero
+/// (a warp-uniform branch: unforced flows skip a third of the arithmetic).
+#[inline(always)]
+fn collide<L: Lattice<Q>, const Q: usize, T: Real>(f: &mut [T; Q], p: &StepParams<T>) {
+    if p.force[0] == T::ZERO && p.force[1] == T::ZERO && p.force[2] == T::ZERO {
+        collide_bgk::<L, Q, T, false>(f, p.omega, p.force);
+    } else {
+        collide_bgk::<L, Q, T, true>(f, p.omega, p.force);
     }
-    nb
 }
 
 /// Ladd's moving-wall term for population `i` bounced off a wall with flag `flag`.
 #[inline(always)]
-fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(p: &StepParams<T>, flag: u8, i: usize) -> T {
+fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(
+    p: &StepParams<T>,
+    flag: u8,
+    i: usize,
+) -> T {
     match moving_wall_id(flag) {
         Some(k) => T::from_f64(6.0 * L::W[i]) * dot_c(L::C[i], wall_velocity(p, k)),
         None => T::ZERO,
@@ -119,7 +129,14 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
     let (solid, term) = if CHECK_WALLS {
         let source_flag = *flags.add(source as usize);
         let solid = is_solid(source_flag);
-        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { T::ZERO })
+        (
+            solid,
+            if solid {
+                wall_momentum::<L, Q, T>(p, source_flag, i)
+            } else {
+                T::ZERO
+            },
+        )
     } else {
         (false, T::ZERO)
     };
@@ -179,19 +196,20 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>
     p: &StepParams<S::Real>,
     f: *mut S,
     flags: *const u8,
-    n: u32,
+    cell: Cell,
 ) {
+    let n = cell.n;
     let flag = *flags.add(n as usize);
     if !is_fluid(flag) {
         return;
     }
-    let nb = neighbours::<L, Q>(p.dims, n);
+    let nb = neighbours::<L, Q>(p.dims, cell);
     let mut fi = if flag & NEAR_SOLID != 0 {
         load::<L, Q, S, true>(Streaming::EsotericPull, p, f, flags, n, &nb)
     } else {
         load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, n, &nb)
     };
-    collide_bgk::<L, Q, S::Real>(&mut fi, p.omega, p.force);
+    collide::<L, Q, S::Real>(&mut fi, p);
     let cells = p.dims.nx * p.dims.ny * p.dims.nz;
     let odd = p.parity & 1 == 1;
     *f.add(population_index(n, 0, cells)) = S::store(fi[0]);
@@ -215,19 +233,20 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
     src: *const S,
     dst: *mut S,
     flags: *const u8,
-    n: u32,
+    cell: Cell,
 ) {
+    let n = cell.n;
     let flag = *flags.add(n as usize);
     if !is_fluid(flag) {
         return;
     }
-    let nb = neighbours::<L, Q>(p.dims, n);
+    let nb = neighbours::<L, Q>(p.dims, cell);
     let mut fi = if flag & NEAR_SOLID != 0 {
         load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, n, &nb)
     } else {
         load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, n, &nb)
     };
-    collide_bgk::<L, Q, S::Real>(&mut fi, p.omega, p.force);
+    collide::<L, Q, S::Real>(&mut fi, p);
     let cells = p.dims.nx * p.dims.ny * p.dims.nz;
     for i in 0..Q {
         *dst.add(population_index(n, i, cells)) = S::store(fi[i]);
@@ -253,17 +272,22 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
     f: *mut S,
     flags: *const u8,
     fields: *const S::Real,
-    n: u32,
+    cell: Cell,
 ) {
+    let n = cell.n;
     if !is_fluid(*flags.add(n as usize)) {
         return;
     }
     let cells = p.dims.cells();
     let m = n as usize;
     let rho = *fields.add(m);
-    let u = [*fields.add(cells + m), *fields.add(2 * cells + m), *fields.add(3 * cells + m)];
+    let u = [
+        *fields.add(cells + m),
+        *fields.add(2 * cells + m),
+        *fields.add(3 * cells + m),
+    ];
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
-    let nb = neighbours::<L, Q>(p.dims, n);
+    let nb = neighbours::<L, Q>(p.dims, cell);
     for i in 0..Q {
         let (slot, term) = incoming_slot::<L, Q, S::Real, true>(scheme, p, flags, n, &nb, i);
         *f.add(slot) = S::store(feq[i] - term);
@@ -283,12 +307,13 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
     f: *const S,
     flags: *const u8,
     out: *mut S::Real,
-    n: u32,
+    cell: Cell,
 ) {
+    let n = cell.n;
     let cells = p.dims.cells();
     let flag = *flags.add(n as usize);
     let (rho, u) = if is_fluid(flag) {
-        let nb = neighbours::<L, Q>(p.dims, n);
+        let nb = neighbours::<L, Q>(p.dims, cell);
         let fi = load::<L, Q, S, true>(scheme, p, f, flags, n, &nb);
         density_velocity::<L, Q, S::Real>(&fi, p.force)
     } else {
@@ -317,9 +342,9 @@ pub const fn layout_probe_value(x: u32, y: u32, z: u32, i: usize) -> u64 {
 /// # Safety
 /// `out` must hold `q * cells` values.
 #[inline(always)]
-pub unsafe fn write_layout_probe(dims: Dims, q: usize, out: *mut u64, n: u32) {
-    let (x, y, z) = dims.coords(n);
+pub unsafe fn write_layout_probe(dims: Dims, q: usize, out: *mut u64, cell: Cell) {
     for i in 0..q {
-        *out.add(population_index(n, i, dims.cells() as u32)) = layout_probe_value(x, y, z, i);
+        *out.add(population_index(cell.n, i, dims.cells() as u32)) =
+            layout_probe_value(cell.x, cell.y, cell.z, i);
     }
 }

@@ -38,31 +38,67 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             let d = lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active())?;
             let info = d.info()?;
             let bw = d.copy_bandwidth(COPY_BYTES, 20)?;
-            (format!("GPU {i} {}", info.name), Some(bw), Some(d.memory()?.0))
+            (
+                format!("GPU {i} {}", info.name),
+                Some(bw),
+                Some(d.memory()?.0),
+            )
         }
-        BackendKind::Cpu => (format!("CPU ({} threads)", rayon::current_num_threads()), None, None),
+        BackendKind::Cpu => (
+            format!("CPU ({} threads)", rayon::current_num_threads()),
+            None,
+            None,
+        ),
     };
     println!("device: {device}");
     match copy {
-        Some(bw) => println!("copy bandwidth: {:.1} GB/s (cuMemcpyDtoD of 4 GiB x 20, bytes read + written)", bw / 1e9),
+        Some(bw) => println!(
+            "copy bandwidth: {:.1} GB/s (cuMemcpyDtoD of 4 GiB x 20, bytes read + written)",
+            bw / 1e9
+        ),
         None => println!("copy bandwidth: not measured on the CPU"),
     }
     let formula = "bytes per cell update = 2 x Q x bytes per population + 1 flag byte";
     println!("{formula}; fraction = MLUPS x bytes per cell update / copy bandwidth");
     println!(
         "{:<6} {:<4} {:<13} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5}",
-        "lattice", "prec", "streaming", "size", "MLUPS", "B/cel", "GB/s", "of copy", "regs", "block", "occ"
+        "lattice",
+        "prec",
+        "streaming",
+        "size",
+        "MLUPS",
+        "B/cel",
+        "GB/s",
+        "of copy",
+        "regs",
+        "block",
+        "occ"
     );
     let mut results = Vec::new();
     for &size in &o.sizes {
         for &lattice in &o.lattices {
             for &precision in &o.precisions {
                 for &streaming in &o.streaming {
-                    let r = measure(&|c, b| lbm::build_solver(c, b), backend, lattice, precision, streaming, size, o.steps, copy);
+                    let r = measure(
+                        &|c, b| lbm::build_solver(c, b),
+                        backend,
+                        lattice,
+                        precision,
+                        streaming,
+                        size,
+                        o.steps,
+                        copy,
+                    );
                     let r = match r {
                         Ok(r) => r,
                         Err(Error::OutOfMemory { .. }) => {
-                            println!("{:<6} {:<4} {:<13} {:>5} does not fit", lattice.name(), precision.name(), streaming_name(streaming), size);
+                            println!(
+                                "{:<6} {:<4} {:<13} {:>5} does not fit",
+                                lattice.name(),
+                                precision.name(),
+                                streaming_name(streaming),
+                                size
+                            );
                             continue;
                         }
                         Err(e) => return Err(e),
@@ -77,10 +113,15 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
                         r.mlups,
                         r.bytes_per_cell,
                         r.gb_per_s,
-                        r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
-                        k.map(|k| k.registers.to_string()).unwrap_or_else(|| "-".into()),
-                        k.map(|k| k.block_size.to_string()).unwrap_or_else(|| "-".into()),
-                        k.map(|k| format!("{:.0}%", 100.0 * k.occupancy)).unwrap_or_else(|| "-".into()),
+                        r.fraction_of_copy
+                            .map(|f| format!("{:.1}%", 100.0 * f))
+                            .unwrap_or_else(|| "-".into()),
+                        k.map(|k| k.registers.to_string())
+                            .unwrap_or_else(|| "-".into()),
+                        k.map(|k| k.block_size.to_string())
+                            .unwrap_or_else(|| "-".into()),
+                        k.map(|k| format!("{:.0}%", 100.0 * k.occupancy))
+                            .unwrap_or_else(|| "-".into()),
                     );
                     results.push(r);
                 }
@@ -94,14 +135,26 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
         for &lattice in &o.lattices {
             for &precision in &o.precisions {
                 let n = max_cube(lattice, precision, free);
-                println!("  {:<6} {:<4} {n}^3 ({} B per cell)", lattice.name(), precision.name(), bytes_per_cell_update(lattice, precision) / 2 + 1);
+                println!(
+                    "  {:<6} {:<4} {n}^3 ({} B per cell)",
+                    lattice.name(),
+                    precision.name(),
+                    bytes_per_cell_update(lattice, precision) / 2 + 1
+                );
                 cubes.push((lattice.name().to_string(), precision.name().to_string(), n));
             }
         }
     }
     if let Some(path) = o.json {
-        let report = Report { device, copy_bandwidth_gb_per_s: copy.map(|b| b / 1e9), bytes_per_cell_formula: formula, results, max_cube: cubes };
-        let text = serde_json::to_string_pretty(&report).map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
+        let report = Report {
+            device,
+            copy_bandwidth_gb_per_s: copy.map(|b| b / 1e9),
+            bytes_per_cell_formula: formula,
+            results,
+            max_cube: cubes,
+        };
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
         write_atomic(&path, text.as_bytes())?;
         println!("wrote {}", path.display());
     }

@@ -109,7 +109,16 @@ pub fn execute(cli: Cli) -> Result<()> {
             steps,
             output,
         } => run::run(&case, backend.resolve()?, size, steps, output),
-        Command::Bench { backend, sizes, steps, lattices, precisions, streaming, json, max_size } => {
+        Command::Bench {
+            backend,
+            sizes,
+            steps,
+            lattices,
+            precisions,
+            streaming,
+            json,
+            max_size,
+        } => {
             let bad = |what: &str, v: &str| lbm::Error::Setup(format!("unknown {what} `{v}`"));
             let lattices = lattices
                 .iter()
@@ -123,7 +132,10 @@ pub fn execute(cli: Cli) -> Result<()> {
             let precisions = precisions
                 .iter()
                 .map(|p| {
-                    lbm::host::Precision::ALL.into_iter().find(|q| q.name() == p).ok_or_else(|| bad("precision (use f32, f64, f16)", p))
+                    lbm::host::Precision::ALL
+                        .into_iter()
+                        .find(|q| q.name() == p)
+                        .ok_or_else(|| bad("precision (use f32, f64, f16)", p))
                 })
                 .collect::<Result<Vec<_>>>()?;
             let streaming = streaming
@@ -135,7 +147,15 @@ pub fn execute(cli: Cli) -> Result<()> {
             }
             bench::bench(
                 backend.resolve()?,
-                bench::BenchOptions { sizes, steps, lattices, precisions, streaming, json, max_size },
+                bench::BenchOptions {
+                    sizes,
+                    steps,
+                    lattices,
+                    precisions,
+                    streaming,
+                    json,
+                    max_size,
+                },
             )
         }
     }
