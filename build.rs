@@ -87,8 +87,30 @@ fn main() {
     let ptx = target_dir.join("nvptx64-nvidia-cuda/release/kernels_gpu.ptx");
     let text = fs::read_to_string(&ptx)
         .unwrap_or_else(|e| fail(&format!("no PTX at {}: {e}", ptx.display())));
-    fs::write(out.join("kernels.ptx"), text).unwrap();
+    fs::write(out.join("kernels.ptx"), cap_registers(&text)).unwrap();
     println!("cargo:rustc-env=LBM_CUDA_ARCH={arch}");
+}
+
+/// Inserts `.maxnreg N` (PTX performance directive, between an entry's
+/// parameter list and its body) where `kernels_gpu::kernels::register_cap`
+/// asks for one: rustc has no launch-bounds attribute.
+fn cap_registers(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len() + 1024);
+    let mut cap: Option<u32> = None;
+    for line in ptx.lines() {
+        if let Some(rest) = line.split(".entry ").nth(1) {
+            let name = rest.split('(').next().unwrap_or("").trim();
+            cap = kernels_gpu::kernels::register_cap_for_entry(name);
+        }
+        if line == "{" {
+            if let Some(n) = cap.take() {
+                out.push_str(&format!(".maxnreg {n}\n"));
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 fn capture(cmd: &mut Command) -> String {

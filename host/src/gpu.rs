@@ -15,8 +15,10 @@ use kernels_gpu::{F16s, KernelKind, Lattice, Real, StepParams, Storage, Streamin
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// Threads per block of the per-cell kernels.
-pub const BLOCK_SIZE: u32 = 256;
+/// Threads per block of the per-cell kernels: small blocks let more of
+/// them be resident at these kernels' register counts (measured best on an
+/// H200 against 128 and 256).
+pub const BLOCK_SIZE: u32 = 64;
 
 /// Threads per block: [`BLOCK_SIZE`], or `LBM_BLOCK_SIZE` (a tuning knob for
 /// benchmarks; a multiple of 32 up to 1024).
