@@ -18,7 +18,9 @@ fn poiseuille_second_order(backend: BackendKind) {
     for lattice in [LatticeKind::D2Q9, LatticeKind::D3Q19] {
         let results: Vec<_> = [8, 16, 32, 64]
             .iter()
-            .map(|&w| poiseuille(factory(), backend, lattice, Precision::F64, w, 0.8).unwrap())
+            .map(|&w| {
+                poiseuille(factory(), backend, lattice, Precision::F64, w, 0.8, 0.01).unwrap()
+            })
             .collect();
         let order = convergence_order(&results);
         println!(
@@ -66,9 +68,11 @@ on_backends!(taylor_green_viscosity);
 
 /// Runs a cavity to steady state and returns the largest deviations of the
 /// centre-line profiles from the reference, in units of the lid speed.
+#[allow(clippy::too_many_arguments)]
 fn cavity_errors(
     backend: BackendKind,
     lattice: LatticeKind,
+    precision: Precision,
     side: u32,
     reynolds: f64,
     max_steps: u64,
@@ -78,7 +82,7 @@ fn cavity_errors(
     let lid = 0.1;
     let c = cavity_config(
         lattice,
-        Precision::F32,
+        precision,
         Streaming::EsotericPull,
         side,
         reynolds,
@@ -87,8 +91,10 @@ fn cavity_errors(
     .unwrap();
     let mut s = lbm::build_solver(c, backend).unwrap();
     let (f, converged) = run_to_steady(s.as_mut(), 1000, max_steps, lid, 1e-5).unwrap();
+    // 16-bit storage jitters at its rounding level (2^-11 of the stored
+    // deviations), above the 1e-5 steadiness test: it runs to max_steps.
     assert!(
-        converged,
+        converged || precision == Precision::F16,
         "cavity Re {reynolds} not steady after {max_steps} steps"
     );
     let mid = cavity_coordinate(0.5, side);
@@ -102,7 +108,7 @@ fn cavity_errors(
         })
     });
     println!(
-        "{lattice:?} cavity Re {reynolds}, {side} cells, {} steps: max error u {eu:.4}, v {ev:?}",
+        "{lattice:?} {precision:?} cavity Re {reynolds}, {side} cells, {} steps: max error u {eu:.4}, v {ev:?}",
         s.time()
     );
     (eu, ev)
@@ -117,6 +123,7 @@ fn cavity_2d_ghia_re100(backend: BackendKind) {
     let (eu, ev) = cavity_errors(
         backend,
         LatticeKind::D2Q9,
+        Precision::F32,
         64,
         100.0,
         60_000,
@@ -135,6 +142,7 @@ fn cavity_2d_ghia_re1000(backend: BackendKind) {
     let (eu, ev) = cavity_errors(
         backend,
         LatticeKind::D2Q9,
+        Precision::F32,
         128,
         1000.0,
         200_000,
@@ -153,6 +161,7 @@ fn cavity_3d_wong_baker_re100(backend: BackendKind) {
     let (eu, _) = cavity_errors(
         backend,
         LatticeKind::D3Q19,
+        Precision::F32,
         40,
         100.0,
         40_000,
@@ -193,3 +202,52 @@ fn closed_box_conserves_mass(backend: BackendKind) {
     }
 }
 on_backends!(closed_box_conserves_mass);
+
+/// 16-bit storage keeps the physics of flows driven by walls and initial
+/// conditions: Taylor-Green viscosity within 1% as in f32, and the Ghia Re 100
+/// cavity within the same 2% of the lid speed (the f16 rounding of the stored
+/// deviations, 2^-11 relative, is far below the O(Ma^2) error that sets that
+/// tolerance). Weakly forced flows are another matter; see the README.
+fn sixteen_bit_storage_keeps_the_physics(backend: BackendKind) {
+    for tau in [0.6, 0.8, 1.2] {
+        let f16 = taylor_green(
+            factory(),
+            backend,
+            LatticeKind::D3Q19,
+            Precision::F16,
+            64,
+            tau,
+        )
+        .unwrap();
+        let f32 = taylor_green(
+            factory(),
+            backend,
+            LatticeKind::D3Q19,
+            Precision::F32,
+            64,
+            tau,
+        )
+        .unwrap();
+        let (e16, e32) = (
+            f16.nu_measured / f16.nu_expected - 1.0,
+            f32.nu_measured / f32.nu_expected - 1.0,
+        );
+        println!("Taylor-Green tau {tau}: viscosity error f16 {e16:.2e}, f32 {e32:.2e}");
+        assert!(e16.abs() < 0.01, "f16 tau {tau}: viscosity off by {e16}");
+    }
+    let (eu, ev) = cavity_errors(
+        backend,
+        LatticeKind::D2Q9,
+        Precision::F16,
+        64,
+        100.0,
+        20_000,
+        GHIA_RE100_U,
+        Some(GHIA_RE100_V),
+    );
+    assert!(
+        eu < 0.02 && ev.unwrap() < 0.02,
+        "f16 Re 100: u error {eu}, v error {ev:?}"
+    );
+}
+on_backends!(sixteen_bit_storage_keeps_the_physics);

@@ -26,7 +26,8 @@ pub struct PoiseuilleResult {
     pub l2_error: f64,
 }
 
-/// Runs the Poiseuille channel of `width` fluid cells to steady state.
+/// Runs the Poiseuille channel of `width` fluid cells, peak velocity `u_max`,
+/// to steady state.
 pub fn poiseuille(
     make: Factory,
     backend: BackendKind,
@@ -34,10 +35,10 @@ pub fn poiseuille(
     precision: Precision,
     width: u32,
     tau: f64,
+    u_max: f64,
 ) -> Result<PoiseuilleResult> {
     let nu = (tau - 0.5) / 3.0;
     let h = width as f64;
-    let u_max = 0.01;
     let force = 8.0 * nu * u_max / (h * h);
     let dims = Dims::new(1, width + 2, 1);
     let mut faces = [FaceBoundary::Periodic; 6];
