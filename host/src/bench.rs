@@ -41,18 +41,34 @@ pub struct BenchResult {
     pub kernel: Option<KernelReport>,
 }
 
-/// Runs a lid-driven cavity of `size`^3 cells for `warmup + steps` steps and
+/// One configuration to measure.
+#[derive(Clone, Copy, Debug)]
+pub struct BenchCase {
+    /// Velocity set.
+    pub lattice: LatticeKind,
+    /// Storage.
+    pub precision: Precision,
+    /// Streaming scheme.
+    pub streaming: Streaming,
+    /// Cube side, cells.
+    pub size: u32,
+}
+
+/// Runs a lid-driven cavity of `size`^3 cells for `10 + steps` steps and
 /// times the last `steps`.
 pub fn measure(
     make: &dyn Fn(SolverConfig, BackendKind) -> Result<Box<dyn Solver>>,
     backend: BackendKind,
-    lattice: LatticeKind,
-    precision: Precision,
-    streaming: Streaming,
-    size: u32,
+    case: BenchCase,
     steps: u64,
     copy_bandwidth: Option<f64>,
 ) -> Result<BenchResult> {
+    let BenchCase {
+        lattice,
+        precision,
+        streaming,
+        size,
+    } = case;
     let config = cavity_config(lattice, precision, streaming, size - 2, 1000.0, 0.05)?;
     let mut s = make(config, backend)?;
     s.step(10)?;

@@ -26,7 +26,7 @@ pub fn block_size() -> u32 {
     std::env::var("LBM_BLOCK_SIZE")
         .ok()
         .and_then(|v| v.parse().ok())
-        .filter(|b: &u32| *b >= 32 && *b <= 1024 && b % 32 == 0)
+        .filter(|b: &u32| *b >= 32 && *b <= 1024 && b.is_multiple_of(32))
         .unwrap_or(BLOCK_SIZE)
 }
 

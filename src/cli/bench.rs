@@ -1,7 +1,7 @@
 //! `lbm bench`: the copy bandwidth, then stream-collide throughput of a 3D
 //! cavity for every chosen lattice, storage and scheme, in one run.
 
-use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchResult};
+use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchResult};
 use lbm::host::solver::streaming_name;
 use lbm::host::vtk::write_atomic;
 use lbm::host::{LatticeKind, Precision};
@@ -79,13 +79,16 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
         for &lattice in &o.lattices {
             for &precision in &o.precisions {
                 for &streaming in &o.streaming {
-                    let r = measure(
-                        &|c, b| lbm::build_solver(c, b),
-                        backend,
+                    let case = BenchCase {
                         lattice,
                         precision,
                         streaming,
                         size,
+                    };
+                    let r = measure(
+                        &|c, b| lbm::build_solver(c, b),
+                        backend,
+                        case,
                         o.steps,
                         copy,
                     );
