@@ -101,3 +101,159 @@ fn gpu_request_without_gpu_is_a_clear_error() {
         "{err}"
     );
 }
+
+fn run_ok(args: &[&str], out: &std::path::Path) -> String {
+    let o = lbm().args(args).arg("--output").arg(out).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "lbm {args:?} failed: {text}");
+    text
+}
+
+/// A run of 2N steps equals N steps, a resume, and N more, bit for bit.
+#[test]
+fn resume_is_bit_exact() {
+    let (a, b) = (scratch("resume-a"), scratch("resume-b"));
+    let base = [
+        "run",
+        "cases/cavity3d.toml",
+        "--backend",
+        "cpu",
+        "--size",
+        "14",
+        "--report",
+        "quiet",
+        "--steps",
+    ];
+    let with = |steps: &str, extra: &[&'static str]| -> Vec<String> {
+        base.iter()
+            .map(|s| s.to_string())
+            .chain([steps.to_string()])
+            .chain(extra.iter().map(|s| s.to_string()))
+            .collect()
+    };
+    let straight = with("30", &[]);
+    run_ok(&straight.iter().map(String::as_str).collect::<Vec<_>>(), &a);
+    let half = with("15", &[]);
+    run_ok(&half.iter().map(String::as_str).collect::<Vec<_>>(), &b);
+    let rest = with("30", &["--resume"]);
+    run_ok(&rest.iter().map(String::as_str).collect::<Vec<_>>(), &b);
+    let ca = std::fs::read(a.join("checkpoint.lbm")).unwrap();
+    let cb = std::fs::read(b.join("checkpoint.lbm")).unwrap();
+    assert_eq!(ca, cb, "resumed run differs from the straight run");
+    std::fs::remove_dir_all(&a).ok();
+    std::fs::remove_dir_all(&b).ok();
+}
+
+/// A resume with a changed set-up is refused with a reason.
+#[test]
+fn resume_from_another_case_is_refused() {
+    let out = scratch("resume-other");
+    run_ok(
+        &[
+            "run",
+            "cases/cavity3d.toml",
+            "--backend",
+            "cpu",
+            "--size",
+            "12",
+            "--steps",
+            "4",
+            "--report",
+            "quiet",
+        ],
+        &out,
+    );
+    let o = lbm()
+        .args([
+            "run",
+            "cases/cavity3d.toml",
+            "--backend",
+            "cpu",
+            "--size",
+            "13",
+            "--steps",
+            "8",
+            "--resume",
+            "--output",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("different set-up"), "{err}");
+    std::fs::remove_dir_all(&out).ok();
+}
+
+/// A diverging run stops with the step, the cell and a hint, exits non-zero,
+/// and keeps its last good checkpoint.
+#[test]
+fn divergence_is_caught_and_the_last_checkpoint_kept() {
+    let dir = scratch("diverge");
+    let case = dir.join("unstable.toml");
+    std::fs::write(
+        &case,
+        "[simulation]\nlattice = \"D2Q9\"\nsize = [66, 66, 1]\nsteps = 200000\n\
+         [physics]\nviscosity = 1e-5\n\
+         [boundaries]\nx_min = \"wall\"\nx_max = \"wall\"\ny_min = \"wall\"\ny_max = { moving_wall = [0.1, 0.0, 0.0] }\n\
+         [output]\ncheckpoint_every = 100\ncheck_every = 100\n",
+    )
+    .unwrap();
+    let o = lbm()
+        .arg("run")
+        .arg(&case)
+        .args(["--backend", "cpu", "--report", "quiet", "--output"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("diverged at step") && err.contains("lower the velocity"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let ckpt = dir.join("out/checkpoint.lbm");
+    assert!(
+        ckpt.exists(),
+        "the last good checkpoint was not kept: {err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Ctrl-C writes a checkpoint and exits with 130; --resume goes on from it.
+#[cfg(unix)]
+#[test]
+fn interrupt_writes_a_checkpoint() {
+    let out = scratch("interrupt");
+    let mut child = lbm()
+        .args([
+            "run",
+            "cases/cavity3d.toml",
+            "--backend",
+            "cpu",
+            "--size",
+            "24",
+            "--steps",
+            "1000000",
+            "--report",
+            "quiet",
+            "--output",
+        ])
+        .arg(&out)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(out.join("checkpoint.lbm").exists());
+    std::fs::remove_dir_all(&out).ok();
+}

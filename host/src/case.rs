@@ -102,6 +102,18 @@ pub struct OutputSection {
     /// Write fields every this many steps; 0 writes only the final state.
     #[serde(default)]
     pub every: u64,
+    /// Write a checkpoint every this many steps (0: only at the end and on
+    /// Ctrl-C). The file is `checkpoint.lbm` in the output directory.
+    #[serde(default)]
+    pub checkpoint_every: u64,
+    /// Check for divergence (non-finite values, runaway velocity) every this
+    /// many steps; 0 checks only when writing output or checkpoints.
+    #[serde(default = "default_check_every")]
+    pub check_every: u64,
+}
+
+fn default_check_every() -> u64 {
+    1000
 }
 
 impl Default for OutputSection {
@@ -109,6 +121,8 @@ impl Default for OutputSection {
         Self {
             directory: default_directory(),
             every: 0,
+            checkpoint_every: 0,
+            check_every: default_check_every(),
         }
     }
 }

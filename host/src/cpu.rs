@@ -3,7 +3,9 @@
 
 use crate::error::Result;
 use crate::fields::Fields;
-use crate::solver::{mass_of, BackendKind, Solver, SolverConfig};
+use crate::solver::{
+    mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig,
+};
 use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
 use kernels_gpu::{Dims, Lattice, Real, StepParams, Storage};
@@ -230,6 +232,19 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
 
     fn populations(&mut self) -> Result<Vec<f64>> {
         Ok(self.f.iter().map(|v| v.load().to_f64()).collect())
+    }
+
+    fn save_state(&mut self) -> Result<SavedState> {
+        Ok(SavedState {
+            time: self.t,
+            populations: storage_bytes(&self.f).to_vec(),
+        })
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<()> {
+        restore_storage(&mut self.f, &state.populations)?;
+        self.t = state.time;
+        Ok(())
     }
 
     fn mass(&mut self) -> Result<f64> {

@@ -48,7 +48,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The run diverged.
-    #[error("the simulation diverged at step {step} (non-finite value at cell {cell:?}): lower the velocity, raise the resolution or raise tau")]
+    #[error("the simulation diverged at step {step} (non-finite value or runaway velocity at cell {cell:?}): lower the velocity, raise the resolution or raise tau")]
     Diverged {
         /// Time step at which it was seen.
         step: u64,

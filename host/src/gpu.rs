@@ -4,7 +4,9 @@
 use crate::cpu::planes_to_fields;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::Fields;
-use crate::solver::{mass_of, BackendKind, Solver, SolverConfig};
+use crate::solver::{
+    mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig,
+};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig,
     PushKernelArg, ValidAsZeroBits,
@@ -223,11 +225,16 @@ pub trait DeviceStorage: Storage<Real: DeviceRepr + ValidAsZeroBits> {
     type Elem: DeviceRepr + ValidAsZeroBits + Copy + Unpin + Send + Sync + 'static;
     /// Reinterprets an element read back from the device.
     fn from_elem(e: Self::Elem) -> Self;
+    /// The element to send to the device.
+    fn to_elem(self) -> Self::Elem;
 }
 impl DeviceStorage for f32 {
     type Elem = f32;
     fn from_elem(e: f32) -> Self {
         e
+    }
+    fn to_elem(self) -> f32 {
+        self
     }
 }
 impl DeviceStorage for f64 {
@@ -235,11 +242,17 @@ impl DeviceStorage for f64 {
     fn from_elem(e: f64) -> Self {
         e
     }
+    fn to_elem(self) -> f64 {
+        self
+    }
 }
 impl DeviceStorage for F16s {
     type Elem = u16;
     fn from_elem(e: u16) -> Self {
         F16s(e)
+    }
+    fn to_elem(self) -> u16 {
+        self.0
     }
 }
 
@@ -399,6 +412,25 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
             .iter()
             .map(|v| v.load().to_f64())
             .collect())
+    }
+
+    fn save_state(&mut self) -> Result<SavedState> {
+        Ok(SavedState {
+            time: self.t,
+            populations: storage_bytes(&self.read_populations()?).to_vec(),
+        })
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<()> {
+        let mut host = vec![S::ZERO; self.f.len()];
+        restore_storage(&mut host, &state.populations)?;
+        let elems: Vec<S::Elem> = host.iter().map(|&v| S::to_elem(v)).collect();
+        self.device
+            .stream()
+            .memcpy_htod(&elems, &mut self.f)
+            .ctx("uploading a saved state")?;
+        self.t = state.time;
+        Ok(())
     }
 
     fn mass(&mut self) -> Result<f64> {

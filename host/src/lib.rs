@@ -4,10 +4,12 @@
 
 pub mod bench;
 pub mod case;
+pub mod checkpoint;
 pub mod cpu;
 pub mod domain;
 pub mod error;
 pub mod fields;
+pub mod files;
 pub mod gpu;
 pub mod ptxas;
 pub mod reference;

@@ -222,6 +222,38 @@ impl SolverConfig {
     }
 }
 
+/// A solver's restorable state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedState {
+    /// Time steps done.
+    pub time: u64,
+    /// The current population buffer, raw bytes in storage format
+    /// (native byte order).
+    pub populations: Vec<u8>,
+}
+
+/// The bytes of a population buffer.
+pub fn storage_bytes<S: Storage>(v: &[S]) -> &[u8] {
+    // SAFETY: `Storage` types are plain old data (the trait's contract).
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+}
+
+/// Fills a population buffer from bytes saved by [`storage_bytes`].
+pub fn restore_storage<S: Storage>(dst: &mut [S], bytes: &[u8]) -> Result<()> {
+    if bytes.len() != std::mem::size_of_val(dst) {
+        return Err(Error::Setup(format!(
+            "saved state holds {} bytes but this solver needs {}: it was saved from another case",
+            bytes.len(),
+            std::mem::size_of_val(dst)
+        )));
+    }
+    // SAFETY: sizes checked; `Storage` types accept every bit pattern.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.as_mut_ptr() as *mut u8, bytes.len())
+    };
+    Ok(())
+}
+
 /// A running simulation on some backend.
 pub trait Solver: Send {
     /// Advances `steps` time steps (queued; see [`Solver::synchronize`]).
@@ -240,6 +272,12 @@ pub trait Solver: Send {
     fn backend(&self) -> BackendKind;
     /// The configuration it was built from.
     fn config(&self) -> &SolverConfig;
+    /// The state a checkpoint needs: the time and the current population
+    /// buffer exactly as stored.
+    fn save_state(&mut self) -> Result<SavedState>;
+    /// Restores a state saved by a solver of the same configuration; the
+    /// run then continues bit for bit as if it had never stopped.
+    fn restore_state(&mut self, state: &SavedState) -> Result<()>;
     /// Registers and occupancy of the stream-collide kernel (GPU only).
     fn kernel_report(&self) -> Option<crate::gpu::KernelReport> {
         None

@@ -1,8 +1,9 @@
 //! Field output in the legacy VTK format (binary, big-endian
 //! STRUCTURED_POINTS), which ParaView and VisIt open directly.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fields::Fields;
+use crate::files::write_atomic;
 use std::io::Write;
 use std::path::Path;
 
@@ -35,20 +36,6 @@ pub fn write_fields(path: &Path, fields: &Fields, flags: &[u8], title: &str) -> 
     write_atomic(path, &buf)
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |source| Error::Io {
-        path: path.into(),
-        source,
-    };
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,7 +59,7 @@ mod tests {
         assert!(text.contains("DIMENSIONS 3 2 1"));
         let v = text.find("VECTORS velocity float\n").unwrap() + "VECTORS velocity float\n".len();
         assert_eq!(&bytes[v..v + 4], &0.5f32.to_be_bytes());
-        assert!(!dir.join("f.tmp").exists());
+        assert!(!dir.join("f.vtk.tmp").exists());
         std::fs::remove_dir_all(&dir).ok();
     }
 }

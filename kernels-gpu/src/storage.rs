@@ -9,7 +9,12 @@
 use crate::real::Real;
 
 /// A storage format for populations.
-pub trait Storage: Copy + Send + Sync + 'static {
+///
+/// # Safety
+/// Implementors must be plain old data: no padding, and every bit pattern a
+/// valid value. The host copies population buffers as raw bytes (device
+/// transfers, checkpoints).
+pub unsafe trait Storage: Copy + Send + Sync + 'static {
     /// The type the physics is computed in.
     type Real: Real;
     /// Name in kernel names and reports (`f32`, `f64`, `f16s`).
@@ -24,7 +29,8 @@ pub trait Storage: Copy + Send + Sync + 'static {
     fn store(v: Self::Real) -> Self;
 }
 
-impl Storage for f32 {
+// SAFETY: f32 is plain old data.
+unsafe impl Storage for f32 {
     type Real = f32;
     const NAME: &'static str = "f32";
     const BYTES: usize = 4;
@@ -39,7 +45,8 @@ impl Storage for f32 {
     }
 }
 
-impl Storage for f64 {
+// SAFETY: f64 is plain old data.
+unsafe impl Storage for f64 {
     type Real = f64;
     const NAME: &'static str = "f64";
     const BYTES: usize = 8;
@@ -63,7 +70,8 @@ pub const F16S_SCALE: f32 = 32768.0;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct F16s(pub u16);
 
-impl Storage for F16s {
+// SAFETY: F16s is a transparent u16.
+unsafe impl Storage for F16s {
     type Real = f32;
     const NAME: &'static str = "f16s";
     const BYTES: usize = 2;

@@ -2,8 +2,8 @@
 //! cavity for every chosen lattice, storage and scheme, in one run.
 
 use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchResult};
+use lbm::host::files::write_atomic;
 use lbm::host::solver::streaming_name;
-use lbm::host::vtk::write_atomic;
 use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::Streaming;
 use lbm::{BackendKind, Error, Result};

@@ -35,6 +35,12 @@ enum Command {
         /// Replace the output directory.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// Continue from the checkpoint in the output directory.
+        #[arg(long)]
+        resume: bool,
+        /// Progress reporting: a bar, quiet, or JSON lines for scripts.
+        #[arg(long, value_enum, default_value_t = run::Report::Bar)]
+        report: run::Report,
     },
     /// Measure the device copy bandwidth, then stream-collide MLUPS and the
     /// fraction of copy bandwidth for each lattice, storage and scheme.
@@ -98,6 +104,19 @@ impl BackendArgs {
     }
 }
 
+/// One line naming the backend and its device.
+pub fn describe_backend(backend: BackendKind) -> String {
+    match backend {
+        BackendKind::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
+        BackendKind::Gpu(i) => {
+            match lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active()).and_then(|d| d.info()) {
+                Ok(info) => format!("GPU {i} ({})", info.name),
+                Err(_) => format!("GPU {i}"),
+            }
+        }
+    }
+}
+
 /// Runs a parsed command line.
 pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
@@ -108,7 +127,22 @@ pub fn execute(cli: Cli) -> Result<()> {
             size,
             steps,
             output,
-        } => run::run(&case, backend.resolve()?, size, steps, output),
+            resume,
+            report,
+        } => {
+            let o = run::RunOptions {
+                backend: backend.resolve()?,
+                size,
+                steps,
+                output,
+                resume,
+                report,
+            };
+            match run::run(&case, o)? {
+                run::Outcome::Finished => Ok(()),
+                run::Outcome::Interrupted => std::process::exit(130),
+            }
+        }
         Command::Bench {
             backend,
             sizes,

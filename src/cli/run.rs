@@ -1,137 +1,295 @@
-//! `lbm run CASE.toml`
+//! `lbm run CASE.toml`: the time loop with outputs, health checks,
+//! checkpoints, Ctrl-C and resume.
 
-use indicatif::{ProgressBar, ProgressStyle};
-use lbm::host::case::Case;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use lbm::host::case::{Case, Setup};
+use lbm::host::fields::Fields;
+use lbm::host::files::write_atomic;
 use lbm::host::solver::streaming_name;
-use lbm::host::vtk;
-use lbm::{BackendKind, Error, Result};
+use lbm::host::{checkpoint, vtk};
+use lbm::{BackendKind, Error, Result, Solver};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
-pub fn run(
-    path: &Path,
-    backend: BackendKind,
-    size: Option<u32>,
-    steps: Option<u64>,
-    output: Option<PathBuf>,
-) -> Result<()> {
+/// Above this speed (lattice units, Mach 0.87) a run is taken as diverging.
+const RUNAWAY_SPEED: f64 = 0.5;
+
+/// How the run reports progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Report {
+    /// A progress bar with steps, MLUPS and time left.
+    Bar,
+    /// Only the final line (and errors).
+    Quiet,
+    /// One JSON object per line on stdout, for scripts.
+    JsonLines,
+}
+
+/// Command-line overrides of a case.
+pub struct RunOptions {
+    pub backend: BackendKind,
+    pub size: Option<u32>,
+    pub steps: Option<u64>,
+    pub output: Option<PathBuf>,
+    pub resume: bool,
+    pub report: Report,
+}
+
+/// How a run ended without error.
+pub enum Outcome {
+    Finished,
+    Interrupted,
+}
+
+pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let case = Case::load(path)?;
-    let mut setup = case.setup(path, size)?;
-    if let Some(s) = steps {
+    let mut setup = case.setup(path, o.size)?;
+    if let Some(s) = o.steps {
         setup.steps = s;
     }
-    if let Some(o) = output {
-        setup.output.directory = o;
+    if let Some(dir) = o.output.clone() {
+        setup.output.directory = dir;
     }
-    let c = &setup.config;
-    let d = c.domain.dims;
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("case")
         .to_string();
-    println!(
-        "{name}: {} {} {}, {}x{}x{} cells ({} fluid), {} steps",
-        c.lattice.name().to_uppercase(),
-        c.precision.name(),
-        streaming_name(c.streaming),
-        d.nx,
-        d.ny,
-        d.nz,
-        c.domain.fluid_cells(),
-        setup.steps
-    );
-    println!(
-        "physics: tau {:.4}, viscosity {:.5} (lattice units){}, wall Mach {:.3}",
-        c.tau,
-        setup.viscosity,
-        setup
-            .reynolds
-            .map(|r| format!(", Reynolds {r:.1}"))
-            .unwrap_or_default(),
-        setup.mach
-    );
-    println!(
-        "memory: {:.2} GiB of state ({} B per cell)",
-        c.state_bytes() as f64 / (1u64 << 30) as f64,
-        c.state_bytes() / d.cells()
-    );
-    let dir = &setup.output.directory;
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+    let say = |line: String| {
+        if o.report == Report::Bar {
+            println!("{line}");
+        }
+    };
+    for line in describe_setup(&name, &setup) {
+        say(line);
+    }
+    let dir = setup.output.directory.clone();
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
         path: dir.clone(),
         source,
     })?;
-    let mut solver = lbm::build_solver(setup.config.clone(), backend)?;
-    println!("backend: {}", describe(backend));
+    let checkpoint_path = dir.join("checkpoint.lbm");
+    let mut solver = lbm::build_solver(setup.config.clone(), o.backend)?;
+    let device = crate::cli::describe_backend(o.backend);
+    say(format!("backend: {device}"));
+    if o.resume {
+        let state = checkpoint::read(&checkpoint_path, &setup.config)?;
+        solver.restore_state(&state)?;
+        say(format!(
+            "resumed from {} at step {}",
+            checkpoint_path.display(),
+            state.time
+        ));
+    }
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        // A second handler cannot be installed in the same process (tests); ignore that.
+        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    }
 
     let total = setup.steps;
-    let every = if setup.output.every == 0 {
-        total.max(1)
-    } else {
-        setup.output.every
+    let every = setup.output.every;
+    let ckpt_every = setup.output.checkpoint_every;
+    let check_every = setup.output.check_every;
+    let due = |t: u64, n: u64| n > 0 && t % n == 0;
+    let next_event = |t: u64| {
+        [every, ckpt_every, check_every]
+            .into_iter()
+            .filter(|&n| n > 0)
+            .map(|n| (t / n + 1) * n)
+            .chain([total, t + (total / 100).max(1)])
+            .min()
+            .unwrap()
     };
-    let chunk = (total / 100).clamp(1, every);
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {msg}  eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let cells = d.cells() as f64;
+    let bar = progress_bar(total, o.report);
+    bar.set_position(solver.time());
+    let cells = setup.config.domain.dims.cells() as f64;
     let start = Instant::now();
-    let mut compute_secs = 0.0;
+    let (mut stepping, mut steps_run) = (0.0, 0u64);
+    let mut outcome = Outcome::Finished;
     while solver.time() < total {
-        let n = chunk
-            .min(total - solver.time())
-            .min(every - solver.time() % every);
+        let n = next_event(solver.time()).min(total) - solver.time();
         let t0 = Instant::now();
         solver.step(n)?;
         solver.synchronize()?;
         let dt = t0.elapsed().as_secs_f64();
-        compute_secs += dt;
-        bar.inc(n);
-        bar.set_message(format!("{:.0} MLUPS", cells * n as f64 / dt / 1e6));
-        if solver.time() % every == 0 || solver.time() == total {
+        stepping += dt;
+        steps_run += n;
+        let t = solver.time();
+        let mlups = cells * n as f64 / dt / 1e6;
+        bar.set_position(t);
+        bar.set_message(format!("{mlups:.0} MLUPS"));
+        if o.report == Report::JsonLines {
+            let eta = (total - t) as f64 * dt / n as f64;
+            println!("{{\"step\":{t},\"total\":{total},\"mlups\":{mlups:.1},\"eta_s\":{eta:.1}}}");
+        }
+        let stop = interrupted.load(Ordering::SeqCst);
+        let write_fields = due(t, every) || t == total;
+        let write_ckpt = due(t, ckpt_every) || t == total || stop;
+        if write_fields || write_ckpt || due(t, check_every) {
             let fields = solver.fields()?;
-            if let Some(bad) = fields
-                .rho
-                .iter()
-                .zip(&fields.u)
-                .position(|(r, u)| !r.is_finite() || u.iter().any(|v| !v.is_finite()))
-            {
+            if let Err(e) = check_health(&fields, t) {
                 bar.abandon();
-                return Err(Error::Diverged {
-                    step: solver.time(),
-                    cell: d.coords(bad as u32),
-                });
+                let kept = if checkpoint_path.exists() {
+                    format!(
+                        "; the last good checkpoint is {}",
+                        checkpoint_path.display()
+                    )
+                } else {
+                    String::new()
+                };
+                eprintln!("diverged{kept}");
+                return Err(e);
             }
-            let file = dir.join(format!("{name}_{:08}.vtk", solver.time()));
-            vtk::write_fields(
-                &file,
-                &fields,
-                &setup.config.domain.flags,
-                &format!("{name} step {}", solver.time()),
-            )?;
+            if write_fields {
+                let file = dir.join(format!("{name}_{t:08}.vtk"));
+                vtk::write_fields(
+                    &file,
+                    &fields,
+                    &setup.config.domain.flags,
+                    &format!("{name} step {t}"),
+                )?;
+            }
+            if write_ckpt {
+                checkpoint::write(&checkpoint_path, &setup.config, &solver.save_state()?)?;
+            }
+        }
+        if stop {
+            outcome = Outcome::Interrupted;
+            break;
         }
     }
-    bar.finish();
-    let mlups = cells * total as f64 / compute_secs / 1e6;
-    println!(
-        "done: {total} steps in {:.1} s ({:.1} s stepping), {mlups:.1} MLUPS; fields in {}",
+    bar.finish_and_clear();
+    let mlups = if stepping > 0.0 {
+        cells * steps_run as f64 / stepping / 1e6
+    } else {
+        0.0
+    };
+    write_summary(
+        &dir.join("summary.json"),
+        &name,
+        &setup,
+        &device,
+        solver.as_mut(),
         start.elapsed().as_secs_f64(),
-        compute_secs,
-        dir.display()
-    );
-    Ok(())
+        mlups,
+    )?;
+    match outcome {
+        Outcome::Finished => println!(
+            "done: step {} in {:.1} s ({:.1} s stepping), {mlups:.1} MLUPS; output in {}",
+            solver.time(),
+            start.elapsed().as_secs_f64(),
+            stepping,
+            dir.display()
+        ),
+        Outcome::Interrupted => eprintln!(
+            "interrupted at step {}: checkpoint written to {}; continue with `lbm run {} --resume`",
+            solver.time(),
+            checkpoint_path.display(),
+            path.display()
+        ),
+    }
+    Ok(outcome)
 }
 
-pub fn describe(backend: BackendKind) -> String {
-    match backend {
-        BackendKind::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
-        BackendKind::Gpu(i) => {
-            match lbm::host::gpu::GpuDevice::open(i, lbm::ptx::PTX).and_then(|d| d.info()) {
-                Ok(info) => format!("GPU {i} ({})", info.name),
-                Err(_) => format!("GPU {i}"),
-            }
-        }
+/// The lines describing a set-up before it runs.
+fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
+    let c = &s.config;
+    let d = c.domain.dims;
+    vec![
+        format!(
+            "{name}: {} {} {}, {}x{}x{} cells ({} fluid), {} steps",
+            c.lattice.name().to_uppercase(),
+            c.precision.name(),
+            streaming_name(c.streaming),
+            d.nx,
+            d.ny,
+            d.nz,
+            c.domain.fluid_cells(),
+            s.steps
+        ),
+        format!(
+            "physics: tau {:.4}, viscosity {:.5} (lattice units){}, wall Mach {:.3}",
+            c.tau,
+            s.viscosity,
+            s.reynolds
+                .map(|r| format!(", Reynolds {r:.1}"))
+                .unwrap_or_default(),
+            s.mach
+        ),
+        format!(
+            "memory: {:.2} GiB of state ({} B per cell)",
+            c.state_bytes() as f64 / (1u64 << 30) as f64,
+            c.state_bytes() / d.cells()
+        ),
+    ]
+}
+
+/// Fails on a non-finite value or a runaway velocity, naming the first bad cell.
+fn check_health(f: &Fields, step: u64) -> Result<()> {
+    let bad = f.rho.iter().zip(&f.u).position(|(r, u)| {
+        !r.is_finite()
+            || u.iter().any(|v| !v.is_finite())
+            || (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt() > RUNAWAY_SPEED
+    });
+    match bad {
+        Some(n) => Err(Error::Diverged {
+            step,
+            cell: f.dims.coords(n as u32),
+        }),
+        None => Ok(()),
     }
+}
+
+fn progress_bar(total: u64, report: Report) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    if report != Report::Bar {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {msg}  eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_summary(
+    path: &Path,
+    name: &str,
+    s: &Setup,
+    device: &str,
+    solver: &mut dyn Solver,
+    wall_seconds: f64,
+    mlups: f64,
+) -> Result<()> {
+    let c = &s.config;
+    let d = c.domain.dims;
+    let summary = serde_json::json!({
+        "case": name,
+        "lattice": c.lattice.name(),
+        "precision": c.precision.name(),
+        "streaming": streaming_name(c.streaming),
+        "size": [d.nx, d.ny, d.nz],
+        "fluid_cells": c.domain.fluid_cells(),
+        "units": {
+            "tau": c.tau,
+            "viscosity_lattice": s.viscosity,
+            "reynolds": s.reynolds,
+            "wall_mach": s.mach,
+            "force_lattice": c.force,
+        },
+        "steps": solver.time(),
+        "wall_time_s": wall_seconds,
+        "mlups": mlups,
+        "device": device,
+        "lbm_version": env!("CARGO_PKG_VERSION"),
+    });
+    let text = serde_json::to_string_pretty(&summary)
+        .map_err(|e| Error::Setup(format!("cannot encode the summary: {e}")))?;
+    write_atomic(path, text.as_bytes())
 }
