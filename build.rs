@@ -34,32 +34,17 @@ fn main() {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(manifest.join("kernels-gpu"))
-        .args([
-            "rustc",
-            "--release",
-            "--lib",
-            "--target",
-            "nvptx64-nvidia-cuda",
-        ])
+        .args(["rustc", "--release", "--lib", "--target", "nvptx64-nvidia-cuda"])
         .args(["-Zbuild-std=core", "--crate-type", "cdylib"])
         .arg("--target-dir")
         .arg(&target_dir)
-        .args([
-            "--",
-            "-C",
-            &format!("target-cpu={arch}"),
-            "-C",
-            "llvm-args=-unroll-threshold=4000",
-        ])
+        .args(["--", "-C", &format!("target-cpu={arch}"), "-C", "llvm-args=-unroll-threshold=4000"])
         .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
         .env("CARGO_PROFILE_RELEASE_LTO", "fat")
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")
         .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3")
         .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
-        .env(
-            "CARGO_TARGET_NVPTX64_NVIDIA_CUDA_LINKER",
-            manifest.join("kernels-gpu/nvptx-link.sh"),
-        )
+        .env("CARGO_TARGET_NVPTX64_NVIDIA_CUDA_LINKER", manifest.join("kernels-gpu/nvptx-link.sh"))
         .env("LBM_LLVM_BIN", &llvm_bin);
     if let Ok(keep) = env::var("LBM_KEEP_BITCODE") {
         // Developer knob: keep the optimised bitcode for experiments with llc.
@@ -78,15 +63,12 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd
-        .status()
-        .unwrap_or_else(|e| fail(&format!("cannot run cargo: {e}")));
+    let status = cmd.status().unwrap_or_else(|e| fail(&format!("cannot run cargo: {e}")));
     if !status.success() {
         fail("building kernels-gpu for nvptx64-nvidia-cuda failed (see the output above)");
     }
     let ptx = target_dir.join("nvptx64-nvidia-cuda/release/kernels_gpu.ptx");
-    let text = fs::read_to_string(&ptx)
-        .unwrap_or_else(|e| fail(&format!("no PTX at {}: {e}", ptx.display())));
+    let text = fs::read_to_string(&ptx).unwrap_or_else(|e| fail(&format!("no PTX at {}: {e}", ptx.display())));
     fs::write(out.join("kernels.ptx"), cap_registers(&text)).unwrap();
     println!("cargo:rustc-env=LBM_CUDA_ARCH={arch}");
 }
@@ -114,9 +96,7 @@ fn cap_registers(ptx: &str) -> String {
 }
 
 fn capture(cmd: &mut Command) -> String {
-    let o = cmd
-        .output()
-        .unwrap_or_else(|e| fail(&format!("{cmd:?}: {e}")));
+    let o = cmd.output().unwrap_or_else(|e| fail(&format!("{cmd:?}: {e}")));
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 

@@ -15,21 +15,14 @@ fn stream_collide(c: &mut Criterion) {
         targets.push((BackendKind::Gpu(0), "gpu", 256));
     }
     let mut group = c.benchmark_group("stream_collide");
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(5));
+    group.sample_size(10).measurement_time(Duration::from_secs(5));
     for (backend, name, n) in targets {
         for lattice in [LatticeKind::D3Q19, LatticeKind::D3Q27] {
             for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
-                let config =
-                    cavity_config(lattice, Precision::F32, streaming, n - 2, 1000.0, 0.05).unwrap();
+                let config = cavity_config(lattice, Precision::F32, streaming, n - 2, 1000.0, 0.05).unwrap();
                 let mut solver = lbm::build_solver(config, backend).unwrap();
                 group.throughput(Throughput::Elements((n as u64).pow(3)));
-                let id = format!(
-                    "{name}/{}/f32/{}",
-                    lattice.name(),
-                    lbm::host::solver::streaming_name(streaming)
-                );
+                let id = format!("{name}/{}/f32/{}", lattice.name(), lbm::host::solver::streaming_name(streaming));
                 group.bench_function(BenchmarkId::new(id, n), |b| {
                     b.iter_custom(|iters| {
                         solver.synchronize().unwrap();

@@ -14,10 +14,7 @@ pub fn active() -> std::borrow::Cow<'static, str> {
         Some(path) => match std::fs::read_to_string(&path) {
             Ok(text) => text.into(),
             Err(e) => {
-                eprintln!(
-                    "warning: LBM_PTX_FILE {}: {e}; using the embedded PTX",
-                    path.to_string_lossy()
-                );
+                eprintln!("warning: LBM_PTX_FILE {}: {e}; using the embedded PTX", path.to_string_lossy());
                 PTX.into()
             }
         },

@@ -18,27 +18,12 @@ fn scratch(name: &str) -> PathBuf {
 fn run_writes_fields_and_reports_mlups() {
     let out = scratch("run");
     let o = lbm()
-        .args([
-            "run",
-            "cases/cavity3d.toml",
-            "--backend",
-            "cpu",
-            "--size",
-            "12",
-            "--steps",
-            "20",
-            "--output",
-        ])
+        .args(["run", "cases/cavity3d.toml", "--backend", "cpu", "--size", "12", "--steps", "20", "--output"])
         .arg(&out)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "lbm run failed: {}{}",
-        stdout,
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "lbm run failed: {}{}", stdout, String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("MLUPS"), "{stdout}");
     let vtk = std::fs::read(out.join("cavity3d_00000020.vtk")).unwrap();
     assert!(vtk.starts_with(b"# vtk DataFile Version 3.0"));
@@ -54,8 +39,7 @@ fn every_example_case_is_valid() {
             continue;
         }
         let case = lbm::host::case::Case::load(&path).unwrap();
-        case.setup(&path, None)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        case.setup(&path, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }
 
@@ -65,21 +49,13 @@ fn bad_input_is_an_error_not_a_panic() {
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "[simulation]\nlattice = \"D3Q20\"\n").unwrap();
     for args in [
-        vec![
-            "run".to_string(),
-            bad.display().to_string(),
-            "--backend".into(),
-            "cpu".into(),
-        ],
+        vec!["run".to_string(), bad.display().to_string(), "--backend".into(), "cpu".into()],
         vec!["run".into(), dir.join("missing.toml").display().to_string()],
     ] {
         let o = lbm().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.starts_with("error: ") && !err.contains("panicked"),
-            "{args:?}: {err}"
-        );
+        assert!(err.starts_with("error: ") && !err.contains("panicked"), "{args:?}: {err}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -90,25 +66,15 @@ fn gpu_request_without_gpu_is_a_clear_error() {
         eprintln!("SKIPPED gpu_request_without_gpu_is_a_clear_error: this machine has a GPU");
         return;
     }
-    let o = lbm()
-        .args(["run", "cases/cavity3d.toml", "--backend", "gpu"])
-        .output()
-        .unwrap();
+    let o = lbm().args(["run", "cases/cavity3d.toml", "--backend", "gpu"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err.contains("no usable GPU") && err.contains("--backend cpu"),
-        "{err}"
-    );
+    assert!(err.contains("no usable GPU") && err.contains("--backend cpu"), "{err}");
 }
 
 fn run_ok(args: &[&str], out: &std::path::Path) -> String {
     let o = lbm().args(args).arg("--output").arg(out).output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "lbm {args:?} failed: {text}");
     text
 }
@@ -117,17 +83,7 @@ fn run_ok(args: &[&str], out: &std::path::Path) -> String {
 #[test]
 fn resume_is_bit_exact() {
     let (a, b) = (scratch("resume-a"), scratch("resume-b"));
-    let base = [
-        "run",
-        "cases/cavity3d.toml",
-        "--backend",
-        "cpu",
-        "--size",
-        "14",
-        "--report",
-        "quiet",
-        "--steps",
-    ];
+    let base = ["run", "cases/cavity3d.toml", "--backend", "cpu", "--size", "14", "--report", "quiet", "--steps"];
     let with = |steps: &str, extra: &[&'static str]| -> Vec<String> {
         base.iter()
             .map(|s| s.to_string())
@@ -153,18 +109,7 @@ fn resume_is_bit_exact() {
 fn resume_from_another_case_is_refused() {
     let out = scratch("resume-other");
     run_ok(
-        &[
-            "run",
-            "cases/cavity3d.toml",
-            "--backend",
-            "cpu",
-            "--size",
-            "12",
-            "--steps",
-            "4",
-            "--report",
-            "quiet",
-        ],
+        &["run", "cases/cavity3d.toml", "--backend", "cpu", "--size", "12", "--steps", "4", "--report", "quiet"],
         &out,
     );
     let o = lbm()
@@ -212,16 +157,10 @@ fn divergence_is_caught_and_the_last_checkpoint_kept() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("diverged at step") && err.contains("lower the velocity"),
-        "{err}"
-    );
+    assert!(err.contains("diverged at step") && err.contains("lower the velocity"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     let ckpt = dir.join("out/checkpoint.lbm");
-    assert!(
-        ckpt.exists(),
-        "the last good checkpoint was not kept: {err}"
-    );
+    assert!(ckpt.exists(), "the last good checkpoint was not kept: {err}");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -248,10 +187,7 @@ fn interrupt_writes_a_checkpoint() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(out.join("checkpoint.lbm").exists());

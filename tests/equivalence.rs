@@ -9,18 +9,9 @@ use lbm::kernels::stream::layout_probe_value;
 use lbm::kernels::{Dims, Streaming};
 use lbm::{BackendKind, SolverConfig};
 
-fn forced_cavity(
-    lattice: LatticeKind,
-    precision: Precision,
-    streaming: Streaming,
-    side: u32,
-) -> SolverConfig {
+fn forced_cavity(lattice: LatticeKind, precision: Precision, streaming: Streaming, side: u32) -> SolverConfig {
     let mut c = cavity_config(lattice, precision, streaming, side, 100.0, 0.08).unwrap();
-    c.force = [
-        2e-5,
-        1e-5,
-        if lattice.dimension() == 3 { -1e-5 } else { 0.0 },
-    ];
+    c.force = [2e-5, 1e-5, if lattice.dimension() == 3 { -1e-5 } else { 0.0 }];
     c
 }
 
@@ -29,26 +20,15 @@ fn forced_cavity(
 fn esoteric_pull_matches_two_lattice(backend: BackendKind) {
     for lattice in [LatticeKind::D2Q9, LatticeKind::D3Q19, LatticeKind::D3Q27] {
         let side = if lattice.dimension() == 2 { 40 } else { 14 };
-        let mut ep = lbm::build_solver(
-            forced_cavity(lattice, Precision::F64, Streaming::EsotericPull, side),
-            backend,
-        )
-        .unwrap();
-        let mut ab = lbm::build_solver(
-            forced_cavity(lattice, Precision::F64, Streaming::TwoLattice, side),
-            backend,
-        )
-        .unwrap();
+        let mut ep =
+            lbm::build_solver(forced_cavity(lattice, Precision::F64, Streaming::EsotericPull, side), backend).unwrap();
+        let mut ab =
+            lbm::build_solver(forced_cavity(lattice, Precision::F64, Streaming::TwoLattice, side), backend).unwrap();
         for steps in [1, 1, 100, 231] {
             ep.step(steps).unwrap();
             ab.step(steps).unwrap();
             let (fe, fa) = (ep.fields().unwrap(), ab.fields().unwrap());
-            assert_eq!(
-                fe,
-                fa,
-                "{lattice:?}: fields differ after {} steps",
-                ep.time()
-            );
+            assert_eq!(fe, fa, "{lattice:?}: fields differ after {} steps", ep.time());
         }
     }
 }
@@ -62,41 +42,11 @@ fn gpu_matches_cpu_bit_for_bit() {
         return;
     };
     let cases = [
-        (
-            LatticeKind::D3Q19,
-            Precision::F32,
-            Streaming::EsotericPull,
-            62,
-            1000,
-        ),
-        (
-            LatticeKind::D3Q19,
-            Precision::F32,
-            Streaming::TwoLattice,
-            30,
-            301,
-        ),
-        (
-            LatticeKind::D3Q27,
-            Precision::F64,
-            Streaming::EsotericPull,
-            30,
-            301,
-        ),
-        (
-            LatticeKind::D3Q27,
-            Precision::F32,
-            Streaming::TwoLattice,
-            30,
-            300,
-        ),
-        (
-            LatticeKind::D2Q9,
-            Precision::F64,
-            Streaming::EsotericPull,
-            100,
-            501,
-        ),
+        (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, 62, 1000),
+        (LatticeKind::D3Q19, Precision::F32, Streaming::TwoLattice, 30, 301),
+        (LatticeKind::D3Q27, Precision::F64, Streaming::EsotericPull, 30, 301),
+        (LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice, 30, 300),
+        (LatticeKind::D2Q9, Precision::F64, Streaming::EsotericPull, 100, 501),
     ];
     for (lattice, precision, streaming, side, steps) in cases {
         let c = forced_cavity(lattice, precision, streaming, side);
@@ -105,16 +55,13 @@ fn gpu_matches_cpu_bit_for_bit() {
         cpu.step(steps).unwrap();
         dev.step(steps).unwrap();
         let (a, b) = (cpu.populations().unwrap(), dev.populations().unwrap());
-        let differ = a
-            .iter()
-            .zip(&b)
-            .filter(|(x, y)| x.to_bits() != y.to_bits())
-            .count();
-        println!("{lattice:?} {precision:?} {streaming:?} {}^3 cells x {steps} steps: {differ} of {} populations differ", side + 2, a.len());
-        assert_eq!(
-            differ, 0,
-            "{lattice:?} {precision:?} {streaming:?}: GPU and CPU populations differ"
+        let differ = a.iter().zip(&b).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+        println!(
+            "{lattice:?} {precision:?} {streaming:?} {}^3 cells x {steps} steps: {differ} of {} populations differ",
+            side + 2,
+            a.len()
         );
+        assert_eq!(differ, 0, "{lattice:?} {precision:?} {streaming:?}: GPU and CPU populations differ");
     }
 }
 
@@ -134,11 +81,7 @@ fn device_layout_matches_host() {
             for x in 0..dims.nx {
                 for i in 0..q {
                     let at = population_index(dims.index(x, y, z) as u32, i, dims.cells() as u32);
-                    assert_eq!(
-                        out[at],
-                        layout_probe_value(x, y, z, i),
-                        "cell ({x},{y},{z}) population {i}"
-                    );
+                    assert_eq!(out[at], layout_probe_value(x, y, z, i), "cell ({x},{y},{z}) population {i}");
                 }
             }
         }
@@ -148,18 +91,8 @@ fn device_layout_matches_host() {
 /// Asking for a GPU that is not there is an error, not a panic.
 #[test]
 fn missing_gpu_is_a_clear_error() {
-    let c = forced_cavity(
-        LatticeKind::D2Q9,
-        Precision::F32,
-        Streaming::EsotericPull,
-        8,
-    );
-    let err = lbm::build_solver(c, BackendKind::Gpu(4096))
-        .err()
-        .expect("device 4096 cannot exist");
+    let c = forced_cavity(LatticeKind::D2Q9, Precision::F32, Streaming::EsotericPull, 8);
+    let err = lbm::build_solver(c, BackendKind::Gpu(4096)).err().expect("device 4096 cannot exist");
     let msg = err.to_string();
-    assert!(
-        msg.contains("no usable GPU") || msg.contains("4096"),
-        "unhelpful message: {msg}"
-    );
+    assert!(msg.contains("no usable GPU") || msg.contains("4096"), "unhelpful message: {msg}");
 }

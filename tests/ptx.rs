@@ -13,10 +13,7 @@ fn ptx_holds_every_kernel() {
         for l in LATTICES {
             for p in STORAGES {
                 let name = lbm::host::gpu::kernel_name(kind, l, p);
-                assert!(
-                    lbm::ptx::PTX.contains(&format!(".entry {name}(")),
-                    "kernel {name} missing from the PTX"
-                );
+                assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
             }
         }
     }
@@ -64,12 +61,7 @@ fn ptx_assembles_without_spills() {
     for k in &report {
         println!("{k}");
         if k.name.starts_with("stream_collide") {
-            assert_eq!(
-                (k.spill_stores, k.spill_loads, k.stack_frame),
-                (0, 0, 0),
-                "{} uses local memory",
-                k.name
-            );
+            assert_eq!((k.spill_stores, k.spill_loads, k.stack_frame), (0, 0, 0), "{} uses local memory", k.name);
         }
     }
     std::fs::remove_dir_all(&dir).ok();

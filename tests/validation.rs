@@ -4,9 +4,7 @@
 mod common;
 
 use common::factory;
-use lbm::host::reference::{
-    CAVITY3D_RE100_U, GHIA_RE1000_U, GHIA_RE1000_V, GHIA_RE100_U, GHIA_RE100_V,
-};
+use lbm::host::reference::{CAVITY3D_RE100_U, GHIA_RE1000_U, GHIA_RE1000_V, GHIA_RE100_U, GHIA_RE100_V};
 use lbm::host::validation::*;
 use lbm::host::{LatticeKind, Precision, Profile};
 use lbm::kernels::Streaming;
@@ -18,25 +16,16 @@ fn poiseuille_second_order(backend: BackendKind) {
     for lattice in [LatticeKind::D2Q9, LatticeKind::D3Q19] {
         let results: Vec<_> = [8, 16, 32, 64]
             .iter()
-            .map(|&w| {
-                poiseuille(factory(), backend, lattice, Precision::F64, w, 0.8, 0.01).unwrap()
-            })
+            .map(|&w| poiseuille(factory(), backend, lattice, Precision::F64, w, 0.8, 0.01).unwrap())
             .collect();
         let order = convergence_order(&results);
         println!(
             "{lattice:?} Poiseuille errors {:?} order {order:.3}",
             results.iter().map(|r| r.l2_error).collect::<Vec<_>>()
         );
-        assert!(
-            (order - 2.0).abs() < 0.1,
-            "{lattice:?}: order {order}, expected 2"
-        );
+        assert!((order - 2.0).abs() < 0.1, "{lattice:?}: order {order}, expected 2");
         // Fine enough to be more than a trend: under 0.1% at 64 cells.
-        assert!(
-            results[3].l2_error < 1e-3,
-            "{lattice:?}: error {} at width 64",
-            results[3].l2_error
-        );
+        assert!(results[3].l2_error < 1e-3, "{lattice:?}: error {} at width 64", results[3].l2_error);
     }
 }
 on_backends!(poiseuille_second_order);
@@ -57,10 +46,7 @@ fn taylor_green_viscosity(backend: BackendKind) {
                 "{lattice:?} {precision:?} tau {tau}: nu {} measured {} ({rel:.2e})",
                 r.nu_expected, r.nu_measured
             );
-            assert!(
-                rel.abs() < 0.01,
-                "{lattice:?} {precision:?} tau {tau}: viscosity off by {rel}"
-            );
+            assert!(rel.abs() < 0.01, "{lattice:?} {precision:?} tau {tau}: viscosity off by {rel}");
         }
     }
 }
@@ -80,33 +66,16 @@ fn cavity_errors(
     v_ref: Option<Profile>,
 ) -> (f64, Option<f64>) {
     let lid = 0.1;
-    let c = cavity_config(
-        lattice,
-        precision,
-        Streaming::EsotericPull,
-        side,
-        reynolds,
-        lid,
-    )
-    .unwrap();
+    let c = cavity_config(lattice, precision, Streaming::EsotericPull, side, reynolds, lid).unwrap();
     let mut s = lbm::build_solver(c, backend).unwrap();
     let (f, converged) = run_to_steady(s.as_mut(), 1000, max_steps, lid, 1e-5).unwrap();
     // 16-bit storage jitters at its rounding level (2^-11 of the stored
     // deviations), above the 1e-5 steadiness test: it runs to max_steps.
-    assert!(
-        converged || precision == Precision::F16,
-        "cavity Re {reynolds} not steady after {max_steps} steps"
-    );
+    assert!(converged || precision == Precision::F16, "cavity Re {reynolds} not steady after {max_steps} steps");
     let mid = cavity_coordinate(0.5, side);
     let z = if lattice.dimension() == 2 { 0.0 } else { mid };
-    let eu = profile_error(&f, u_ref, lid, 0, side, |s| {
-        [mid, cavity_coordinate(s, side), z]
-    });
-    let ev = v_ref.map(|r| {
-        profile_error(&f, r, lid, 1, side, |s| {
-            [cavity_coordinate(s, side), mid, z]
-        })
-    });
+    let eu = profile_error(&f, u_ref, lid, 0, side, |s| [mid, cavity_coordinate(s, side), z]);
+    let ev = v_ref.map(|r| profile_error(&f, r, lid, 1, side, |s| [cavity_coordinate(s, side), mid, z]));
     println!(
         "{lattice:?} {precision:?} cavity Re {reynolds}, {side} cells, {} steps: max error u {eu:.4}, v {ev:?}",
         s.time()
@@ -120,20 +89,9 @@ fn cavity_errors(
 
 /// 2D cavity at Re 100 against Ghia, Ghia & Shin (1982), Tables I and II.
 fn cavity_2d_ghia_re100(backend: BackendKind) {
-    let (eu, ev) = cavity_errors(
-        backend,
-        LatticeKind::D2Q9,
-        Precision::F32,
-        64,
-        100.0,
-        60_000,
-        GHIA_RE100_U,
-        Some(GHIA_RE100_V),
-    );
-    assert!(
-        eu < 0.02 && ev.unwrap() < 0.02,
-        "Re 100: u error {eu}, v error {ev:?}"
-    );
+    let (eu, ev) =
+        cavity_errors(backend, LatticeKind::D2Q9, Precision::F32, 64, 100.0, 60_000, GHIA_RE100_U, Some(GHIA_RE100_V));
+    assert!(eu < 0.02 && ev.unwrap() < 0.02, "Re 100: u error {eu}, v error {ev:?}");
 }
 on_backends!(cavity_2d_ghia_re100);
 
@@ -149,25 +107,13 @@ fn cavity_2d_ghia_re1000(backend: BackendKind) {
         GHIA_RE1000_U,
         Some(GHIA_RE1000_V),
     );
-    assert!(
-        eu < 0.03 && ev.unwrap() < 0.03,
-        "Re 1000: u error {eu}, v error {ev:?}"
-    );
+    assert!(eu < 0.03 && ev.unwrap() < 0.03, "Re 1000: u error {eu}, v error {ev:?}");
 }
 on_backends!(cavity_2d_ghia_re1000);
 
 /// 3D cubic cavity at Re 100 against Wong & Baker (2002), u on the vertical centre line.
 fn cavity_3d_wong_baker_re100(backend: BackendKind) {
-    let (eu, _) = cavity_errors(
-        backend,
-        LatticeKind::D3Q19,
-        Precision::F32,
-        40,
-        100.0,
-        40_000,
-        CAVITY3D_RE100_U,
-        None,
-    );
+    let (eu, _) = cavity_errors(backend, LatticeKind::D3Q19, Precision::F32, 40, 100.0, 40_000, CAVITY3D_RE100_U, None);
     assert!(eu < 0.03, "3D Re 100: u error {eu}");
 }
 on_backends!(cavity_3d_wong_baker_re100);
@@ -177,15 +123,7 @@ on_backends!(cavity_3d_wong_baker_re100);
 /// per step, eps * sqrt(steps), with a safety factor of 10.
 fn closed_box_conserves_mass(backend: BackendKind) {
     for precision in [Precision::F64, Precision::F32] {
-        let mut c = cavity_config(
-            LatticeKind::D3Q19,
-            precision,
-            Streaming::EsotericPull,
-            24,
-            100.0,
-            0.05,
-        )
-        .unwrap();
+        let mut c = cavity_config(LatticeKind::D3Q19, precision, Streaming::EsotericPull, 24, 100.0, 0.05).unwrap();
         c.force = [1e-5, -2e-5, 0.5e-5];
         let mut s = lbm::build_solver(c, backend).unwrap();
         let m0 = s.mass().unwrap();
@@ -195,10 +133,7 @@ fn closed_box_conserves_mass(backend: BackendKind) {
         let eps = precision.epsilon();
         let bound = 10.0 * eps * (steps as f64).sqrt();
         println!("{precision:?}: relative mass drift {drift:.3e} after {steps} steps (bound {bound:.1e})");
-        assert!(
-            drift < bound,
-            "{precision:?}: mass drift {drift} above {bound}"
-        );
+        assert!(drift < bound, "{precision:?}: mass drift {drift} above {bound}");
     }
 }
 on_backends!(closed_box_conserves_mass);
@@ -210,44 +145,14 @@ on_backends!(closed_box_conserves_mass);
 /// tolerance). Weakly forced flows are another matter; see the README.
 fn sixteen_bit_storage_keeps_the_physics(backend: BackendKind) {
     for tau in [0.6, 0.8, 1.2] {
-        let f16 = taylor_green(
-            factory(),
-            backend,
-            LatticeKind::D3Q19,
-            Precision::F16,
-            64,
-            tau,
-        )
-        .unwrap();
-        let f32 = taylor_green(
-            factory(),
-            backend,
-            LatticeKind::D3Q19,
-            Precision::F32,
-            64,
-            tau,
-        )
-        .unwrap();
-        let (e16, e32) = (
-            f16.nu_measured / f16.nu_expected - 1.0,
-            f32.nu_measured / f32.nu_expected - 1.0,
-        );
+        let f16 = taylor_green(factory(), backend, LatticeKind::D3Q19, Precision::F16, 64, tau).unwrap();
+        let f32 = taylor_green(factory(), backend, LatticeKind::D3Q19, Precision::F32, 64, tau).unwrap();
+        let (e16, e32) = (f16.nu_measured / f16.nu_expected - 1.0, f32.nu_measured / f32.nu_expected - 1.0);
         println!("Taylor-Green tau {tau}: viscosity error f16 {e16:.2e}, f32 {e32:.2e}");
         assert!(e16.abs() < 0.01, "f16 tau {tau}: viscosity off by {e16}");
     }
-    let (eu, ev) = cavity_errors(
-        backend,
-        LatticeKind::D2Q9,
-        Precision::F16,
-        64,
-        100.0,
-        20_000,
-        GHIA_RE100_U,
-        Some(GHIA_RE100_V),
-    );
-    assert!(
-        eu < 0.02 && ev.unwrap() < 0.02,
-        "f16 Re 100: u error {eu}, v error {ev:?}"
-    );
+    let (eu, ev) =
+        cavity_errors(backend, LatticeKind::D2Q9, Precision::F16, 64, 100.0, 20_000, GHIA_RE100_U, Some(GHIA_RE100_V));
+    assert!(eu < 0.02 && ev.unwrap() < 0.02, "f16 Re 100: u error {eu}, v error {ev:?}");
 }
 on_backends!(sixteen_bit_storage_keeps_the_physics);

@@ -63,12 +63,7 @@ pub fn measure(
     steps: u64,
     copy_bandwidth: Option<f64>,
 ) -> Result<BenchResult> {
-    let BenchCase {
-        lattice,
-        precision,
-        streaming,
-        size,
-    } = case;
+    let BenchCase { lattice, precision, streaming, size } = case;
     let config = cavity_config(lattice, precision, streaming, size - 2, 1000.0, 0.05)?;
     let mut s = make(config, backend)?;
     s.step(10)?;

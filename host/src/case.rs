@@ -110,6 +110,57 @@ pub struct OutputSection {
     /// many steps; 0 checks only when writing output or checkpoints.
     #[serde(default = "default_check_every")]
     pub check_every: u64,
+    /// Whether to write VTK fields at each output (default true).
+    #[serde(default = "default_true")]
+    pub vtk: bool,
+    /// PNG pictures of slices, written at each output.
+    #[serde(default, rename = "picture")]
+    pub pictures: Vec<PictureSpec>,
+    /// Line probes, written as CSV at each output.
+    #[serde(default, rename = "probe")]
+    pub probes: Vec<crate::probe::ProbeSpec>,
+}
+
+/// `[[output.picture]]`: a slice picture.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PictureSpec {
+    /// `"velocity"` (magnitude) or `"vorticity"` (magnitude).
+    pub quantity: crate::picture::Quantity,
+    /// Axis normal to the slice: `"x"`, `"y"` or `"z"` (default `"z"`).
+    #[serde(default = "default_normal")]
+    pub normal: String,
+    /// Position of the slice along the normal, as a fraction of the domain (default 0.5).
+    #[serde(default = "default_half")]
+    pub position: f64,
+}
+
+impl PictureSpec {
+    /// The slice in cells, or why it is not valid.
+    pub fn slice(&self, dims: Dims) -> std::result::Result<crate::picture::Slice, String> {
+        let normal = match self.normal.as_str() {
+            "x" => 0,
+            "y" => 1,
+            "z" => 2,
+            other => return Err(format!("picture normal `{other}`: use \"x\", \"y\" or \"z\"")),
+        };
+        if !(0.0..=1.0).contains(&self.position) {
+            return Err(format!("picture position {} must be a fraction between 0 and 1", self.position));
+        }
+        let n = [dims.nx, dims.ny, dims.nz][normal];
+        let index = ((self.position * (n - 1) as f64).round() as u32).min(n - 1);
+        Ok(crate::picture::Slice { normal, index })
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_normal() -> String {
+    "z".into()
+}
+fn default_half() -> f64 {
+    0.5
 }
 
 fn default_check_every() -> u64 {
@@ -123,6 +174,9 @@ impl Default for OutputSection {
             every: 0,
             checkpoint_every: 0,
             check_every: default_check_every(),
+            vtk: true,
+            pictures: Vec::new(),
+            probes: Vec::new(),
         }
     }
 }
@@ -145,9 +199,7 @@ pub fn parse_streaming(name: &str) -> std::result::Result<Streaming, String> {
     match name {
         "esoteric-pull" | "esoteric" => Ok(Streaming::EsotericPull),
         "two-lattice" | "ab" => Ok(Streaming::TwoLattice),
-        other => Err(format!(
-            "unknown streaming scheme `{other}`: use \"esoteric-pull\" or \"two-lattice\""
-        )),
+        other => Err(format!("unknown streaming scheme `{other}`: use \"esoteric-pull\" or \"two-lattice\"")),
     }
 }
 
@@ -171,23 +223,14 @@ pub struct Setup {
 impl Case {
     /// Reads and parses a case file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.into(),
-            source,
-        })?;
-        toml::from_str(&text).map_err(|e| Error::Case {
-            path: path.into(),
-            message: e.to_string(),
-        })
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
+        toml::from_str(&text).map_err(|e| Error::Case { path: path.into(), message: e.to_string() })
     }
 
     /// Checks the case and builds the solver configuration.
     /// `size_override` replaces the size of every axis longer than one cell.
     pub fn setup(&self, path: &Path, size_override: Option<u32>) -> Result<Setup> {
-        let bad = |message: String| Error::Case {
-            path: path.into(),
-            message,
-        };
+        let bad = |message: String| Error::Case { path: path.into(), message };
         let sim = &self.simulation;
         let mut size = sim.size;
         if let Some(n) = size_override {
@@ -195,8 +238,7 @@ impl Case {
                 *s = n;
             }
         }
-        let streaming = parse_streaming(&sim.streaming)
-            .map_err(|m| bad(format!("[simulation] streaming: {m}")))?;
+        let streaming = parse_streaming(&sim.streaming).map_err(|m| bad(format!("[simulation] streaming: {m}")))?;
         let b = &self.boundaries;
         let mut faces = [FaceBoundary::Wall; 6];
         for (k, (name, spec)) in [
@@ -233,9 +275,7 @@ impl Case {
         let p = &self.physics;
         let (viscosity, reynolds) = match (p.viscosity, p.reynolds) {
             (Some(nu), None) => {
-                let re = lid_length(&faces, size)
-                    .map(|l| speed * l / nu)
-                    .filter(|_| speed > 0.0);
+                let re = lid_length(&faces, size).map(|l| speed * l / nu).filter(|_| speed > 0.0);
                 (nu, re)
             }
             (None, Some(re)) => {
@@ -247,11 +287,7 @@ impl Case {
                 }
                 (speed * l / re, Some(re))
             }
-            _ => {
-                return Err(bad(
-                    "[physics]: give exactly one of `viscosity` and `reynolds`".into(),
-                ))
-            }
+            _ => return Err(bad("[physics]: give exactly one of `viscosity` and `reynolds`".into())),
         };
         let tau = 3.0 * viscosity + 0.5;
         if viscosity.is_nan() || viscosity <= 0.0 || tau <= 0.5 {
@@ -266,33 +302,37 @@ impl Case {
             tau,
             force: p.force,
             domain,
-            initial: Initial::Uniform {
-                rho: 1.0,
-                u: [0.0; 3],
-            },
+            initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
         };
         config.validate().map_err(|e| bad(e.to_string()))?;
-        Ok(Setup {
-            config,
-            viscosity,
-            reynolds,
-            mach,
-            steps: sim.steps,
-            output: self.output.clone(),
-        })
+        for p in &self.output.pictures {
+            p.slice(config.domain.dims).map_err(|m| bad(format!("[[output.picture]]: {m}")))?;
+        }
+        let d = config.domain.dims;
+        for p in &self.output.probes {
+            let inside = |q: [f64; 3]| q.iter().zip([d.nx, d.ny, d.nz]).all(|(v, n)| *v >= 0.0 && *v <= (n - 1) as f64);
+            if !inside(p.from) || !inside(p.to) {
+                return Err(bad(format!(
+                    "[[output.probe]] `{}`: points must lie inside the grid, 0..{} x 0..{} x 0..{} (cell coordinates)",
+                    p.name,
+                    d.nx - 1,
+                    d.ny - 1,
+                    d.nz - 1
+                )));
+            }
+            if p.samples < 2 {
+                return Err(bad(format!("[[output.probe]] `{}`: samples must be at least 2", p.name)));
+            }
+        }
+        Ok(Setup { config, viscosity, reynolds, mach, steps: sim.steps, output: self.output.clone() })
     }
 }
 
 /// Fluid cells between the moving wall and the face opposite to it.
 fn lid_length(faces: &[FaceBoundary; 6], size: [u32; 3]) -> Option<f64> {
-    let k = faces
-        .iter()
-        .position(|f| matches!(f, FaceBoundary::MovingWall(_)))?;
+    let k = faces.iter().position(|f| matches!(f, FaceBoundary::MovingWall(_)))?;
     let axis = k / 2;
-    let walls = faces[2 * axis..2 * axis + 2]
-        .iter()
-        .filter(|f| **f != FaceBoundary::Periodic)
-        .count();
+    let walls = faces[2 * axis..2 * axis + 2].iter().filter(|f| **f != FaceBoundary::Periodic).count();
     Some((size[axis] as usize - walls) as f64)
 }
 
@@ -315,10 +355,8 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
 "#;
 
     fn setup(text: &str) -> Result<Setup> {
-        let case: Case = toml::from_str(text).map_err(|e| Error::Case {
-            path: "t.toml".into(),
-            message: e.to_string(),
-        })?;
+        let case: Case =
+            toml::from_str(text).map_err(|e| Error::Case { path: "t.toml".into(), message: e.to_string() })?;
         case.setup(Path::new("t.toml"), None)
     }
 
@@ -336,10 +374,7 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let fast = CAVITY.replace("0.1, 0.0", "0.5, 0.0");
         assert!(setup(&fast).unwrap_err().to_string().contains("Mach"));
         let both = CAVITY.replace("reynolds = 100.0", "reynolds = 100.0\nviscosity = 0.1");
-        assert!(setup(&both)
-            .unwrap_err()
-            .to_string()
-            .contains("exactly one"));
+        assert!(setup(&both).unwrap_err().to_string().contains("exactly one"));
         let face = CAVITY.replace("x_min = \"wall\"", "x_min = \"wal\"");
         assert!(setup(&face).unwrap_err().to_string().contains("x_min"));
         let size3d = CAVITY.replace("[34, 34, 1]", "[34, 34, 4]");

@@ -57,24 +57,15 @@ pub fn write(path: &Path, config: &SolverConfig, state: &SavedState) -> Result<(
 /// Reads a checkpoint for a solver built from `config`, checking that it is
 /// complete, uncorrupted and from the same set-up.
 pub fn read(path: &Path, config: &SolverConfig) -> Result<SavedState> {
-    let bad = |message: String| Error::Case {
-        path: path.into(),
-        message,
-    };
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })?;
+    let bad = |message: String| Error::Case { path: path.into(), message };
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
         return Err(bad("not an lbm checkpoint (bad header)".into()));
     }
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
     if u32_at(8) != VERSION {
-        return Err(bad(format!(
-            "checkpoint format {} is not supported (this lbm writes {VERSION})",
-            u32_at(8)
-        )));
+        return Err(bad(format!("checkpoint format {} is not supported (this lbm writes {VERSION})", u32_at(8))));
     }
     if bytes[16..48] != fingerprint(config) {
         return Err(bad(
@@ -93,14 +84,9 @@ pub fn read(path: &Path, config: &SolverConfig) -> Result<SavedState> {
         )));
     }
     if Sha256::digest(payload)[..] != bytes[64..96] {
-        return Err(bad(
-            "checkpoint is corrupted (checksum mismatch): use an older one or restart".into(),
-        ));
+        return Err(bad("checkpoint is corrupted (checksum mismatch): use an older one or restart".into()));
     }
-    Ok(SavedState {
-        time,
-        populations: payload.to_vec(),
-    })
+    Ok(SavedState { time, populations: payload.to_vec() })
 }
 
 #[cfg(test)]
@@ -112,19 +98,8 @@ mod tests {
 
     #[test]
     fn round_trip_and_every_kind_of_damage_is_refused() {
-        let config = cavity_config(
-            LatticeKind::D2Q9,
-            Precision::F32,
-            Streaming::EsotericPull,
-            6,
-            10.0,
-            0.05,
-        )
-        .unwrap();
-        let state = SavedState {
-            time: 17,
-            populations: (0..=255u8).cycle().take(9 * 64 * 4).collect(),
-        };
+        let config = cavity_config(LatticeKind::D2Q9, Precision::F32, Streaming::EsotericPull, 6, 10.0, 0.05).unwrap();
+        let state = SavedState { time: 17, populations: (0..=255u8).cycle().take(9 * 64 * 4).collect() };
         let dir = std::env::temp_dir().join(format!("lbm-ckpt-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("c.lbm");
@@ -135,34 +110,14 @@ mod tests {
         let mut flipped = good.clone();
         *flipped.last_mut().unwrap() ^= 1;
         std::fs::write(&path, &flipped).unwrap();
-        assert!(read(&path, &config)
-            .unwrap_err()
-            .to_string()
-            .contains("corrupted"));
+        assert!(read(&path, &config).unwrap_err().to_string().contains("corrupted"));
         std::fs::write(&path, &good[..good.len() - 10]).unwrap();
-        assert!(read(&path, &config)
-            .unwrap_err()
-            .to_string()
-            .contains("truncated"));
+        assert!(read(&path, &config).unwrap_err().to_string().contains("truncated"));
         std::fs::write(&path, b"hello").unwrap();
-        assert!(read(&path, &config)
-            .unwrap_err()
-            .to_string()
-            .contains("not an lbm checkpoint"));
+        assert!(read(&path, &config).unwrap_err().to_string().contains("not an lbm checkpoint"));
         std::fs::write(&path, &good).unwrap();
-        let other = cavity_config(
-            LatticeKind::D2Q9,
-            Precision::F32,
-            Streaming::EsotericPull,
-            6,
-            20.0,
-            0.05,
-        )
-        .unwrap();
-        assert!(read(&path, &other)
-            .unwrap_err()
-            .to_string()
-            .contains("different set-up"));
+        let other = cavity_config(LatticeKind::D2Q9, Precision::F32, Streaming::EsotericPull, 6, 20.0, 0.05).unwrap();
+        assert!(read(&path, &other).unwrap_err().to_string().contains("different set-up"));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

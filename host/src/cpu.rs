@@ -3,9 +3,7 @@
 
 use crate::error::Result;
 use crate::fields::Fields;
-use crate::solver::{
-    mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig,
-};
+use crate::solver::{mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
 use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
 use kernels_gpu::{Dims, Lattice, Real, StepParams, Storage};
@@ -34,10 +32,7 @@ impl<T> Shared<T> {
 
 /// Runs `body(cell)` for every cell in parallel.
 fn for_each_cell(dims: Dims, body: impl Fn(Cell) + Sync + Send) {
-    (0..dims.cells() as u32)
-        .into_par_iter()
-        .with_min_len(CELLS_PER_TASK)
-        .for_each(|n| body(Cell::from_index(dims, n)));
+    (0..dims.cells() as u32).into_par_iter().with_min_len(CELLS_PER_TASK).for_each(|n| body(Cell::from_index(dims, n)));
 }
 
 /// Whether this CPU has fused multiply-add. The physics is written with
@@ -57,12 +52,10 @@ fn has_fma() -> bool {
 
 /// Runs `body` over consecutive ranges of cells in parallel.
 fn for_each_range(cells: usize, body: impl Fn(Range<u32>) + Sync + Send) {
-    (0..cells.div_ceil(CELLS_PER_TASK))
-        .into_par_iter()
-        .for_each(|k| {
-            let start = k * CELLS_PER_TASK;
-            body(start as u32..(start + CELLS_PER_TASK).min(cells) as u32)
-        });
+    (0..cells.div_ceil(CELLS_PER_TASK)).into_par_iter().for_each(|k| {
+        let start = k * CELLS_PER_TASK;
+        body(start as u32..(start + CELLS_PER_TASK).min(cells) as u32)
+    });
 }
 
 /// One time step of the cells in `range` (both schemes); inlined into the
@@ -90,13 +83,7 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage>(
                 stream::stream_collide_esoteric::<L, Q, S>(p, f.get(), flags.get(), cell)
             },
             Streaming::TwoLattice => unsafe {
-                stream::stream_collide_two_lattice::<L, Q, S>(
-                    p,
-                    f.get(),
-                    dst.get(),
-                    flags.get(),
-                    cell,
-                )
+                stream::stream_collide_two_lattice::<L, Q, S>(p, f.get(), dst.get(), flags.get(), cell)
             },
         }
     }
@@ -145,26 +132,13 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
         };
         let planes = config.initial_planes::<S::Real>();
         let p = config.step_params::<S::Real>(0);
-        let (fl, fp, pl) = (
-            Shared::new(flags.as_ptr()),
-            Shared(f.as_mut_ptr()),
-            Shared::new(planes.as_ptr()),
-        );
+        let (fl, fp, pl) = (Shared::new(flags.as_ptr()), Shared(f.as_mut_ptr()), Shared::new(planes.as_ptr()));
         let scheme = config.streaming;
         for_each_cell(dims, |n| {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
-            unsafe {
-                stream::init_equilibrium::<L, Q, S>(scheme, &p, fp.get(), fl.get(), pl.get(), n)
-            }
+            unsafe { stream::init_equilibrium::<L, Q, S>(scheme, &p, fp.get(), fl.get(), pl.get(), n) }
         });
-        Ok(Self {
-            config,
-            flags,
-            f,
-            f_next,
-            t: 0,
-            _lattice: PhantomData,
-        })
+        Ok(Self { config, flags, f, f_next, t: 0, _lattice: PhantomData })
     }
 }
 
@@ -176,10 +150,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
         for _ in 0..steps {
             let p = self.config.step_params::<S::Real>(self.t);
             let scheme = self.config.streaming;
-            let (f, dst) = (
-                Shared(self.f.as_mut_ptr()),
-                Shared(self.f_next.as_mut_ptr()),
-            );
+            let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
             for_each_range(cells, |range| {
                 // SAFETY: buffers sized for the domain in `new`; ranges are
                 // disjoint; FMA use checked by `has_fma`.
@@ -217,11 +188,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
         let cells = dims.cells();
         let mut out = vec![S::Real::ZERO; FIELD_COMPONENTS * cells];
         let p = self.config.step_params::<S::Real>(self.t);
-        let (o, f, flags) = (
-            Shared(out.as_mut_ptr()),
-            Shared::new(self.f.as_ptr()),
-            Shared::new(self.flags.as_ptr()),
-        );
+        let (o, f, flags) = (Shared(out.as_mut_ptr()), Shared::new(self.f.as_ptr()), Shared::new(self.flags.as_ptr()));
         let scheme = self.config.streaming;
         for_each_cell(dims, |n| {
             // SAFETY: reads only; each cell writes its own output entries.
@@ -235,10 +202,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
     }
 
     fn save_state(&mut self) -> Result<SavedState> {
-        Ok(SavedState {
-            time: self.t,
-            populations: storage_bytes(&self.f).to_vec(),
-        })
+        Ok(SavedState { time: self.t, populations: storage_bytes(&self.f).to_vec() })
     }
 
     fn restore_state(&mut self, state: &SavedState) -> Result<()> {
@@ -266,8 +230,6 @@ pub(crate) fn planes_to_fields<T: Real>(dims: kernels_gpu::Dims, planes: &[T]) -
     Fields {
         dims,
         rho: planes[..cells].iter().map(|v| v.to_f64()).collect(),
-        u: (0..cells)
-            .map(|n| [1, 2, 3].map(|a| planes[a * cells + n].to_f64()))
-            .collect(),
+        u: (0..cells).map(|n| [1, 2, 3].map(|a| planes[a * cells + n].to_f64())).collect(),
     }
 }

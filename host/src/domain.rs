@@ -23,14 +23,7 @@ pub enum Face {
 
 impl Face {
     /// All faces in the order x-, x+, y-, y+, z-, z+.
-    pub const ALL: [Face; 6] = [
-        Face::XMin,
-        Face::XMax,
-        Face::YMin,
-        Face::YMax,
-        Face::ZMin,
-        Face::ZMax,
-    ];
+    pub const ALL: [Face; 6] = [Face::XMin, Face::XMax, Face::YMin, Face::YMax, Face::ZMin, Face::ZMax];
 
     /// Axis (0, 1, 2) normal to the face.
     pub const fn axis(self) -> usize {
@@ -88,11 +81,7 @@ impl Domain {
                 kernels_gpu::layout::MAX_CELLS
             )));
         }
-        Ok(Self {
-            dims,
-            flags: vec![CellKind::Fluid.to_flag(); dims.cells()],
-            wall_velocities: Vec::new(),
-        })
+        Ok(Self { dims, flags: vec![CellKind::Fluid.to_flag(); dims.cells()], wall_velocities: Vec::new() })
     }
 
     /// A box closed by the given boundaries on its faces (order of [`Face::ALL`]).
@@ -179,10 +168,7 @@ impl Domain {
                 continue;
             }
             let (x, y, z) = d.coords(n as u32);
-            if D3Q27::C
-                .iter()
-                .any(|&c| is_solid(self.flags[d.neighbour(x, y, z, c) as usize]))
-            {
+            if D3Q27::C.iter().any(|&c| is_solid(self.flags[d.neighbour(x, y, z, c) as usize])) {
                 *flag |= NEAR_SOLID;
             }
         }
@@ -191,10 +177,7 @@ impl Domain {
 
     /// Number of fluid cells.
     pub fn fluid_cells(&self) -> usize {
-        self.flags
-            .iter()
-            .filter(|&&f| f == CellKind::Fluid.to_flag())
-            .count()
+        self.flags.iter().filter(|&&f| f == CellKind::Fluid.to_flag()).count()
     }
 
     /// Largest moving-wall speed, if any wall moves.
@@ -215,10 +198,7 @@ mod tests {
         let mut faces = [FaceBoundary::Wall; 6];
         faces[3] = FaceBoundary::MovingWall([0.1, 0.0, 0.0]);
         let d = Domain::with_faces(Dims::new(5, 5, 5), faces).unwrap();
-        assert_eq!(
-            d.flags[d.dims.index(0, 4, 0)],
-            CellKind::MovingWall(0).to_flag()
-        );
+        assert_eq!(d.flags[d.dims.index(0, 4, 0)], CellKind::MovingWall(0).to_flag());
         assert_eq!(d.flags[d.dims.index(0, 0, 0)], CellKind::Wall.to_flag());
         assert_eq!(d.fluid_cells(), 27);
         faces[0] = FaceBoundary::Periodic;
@@ -228,20 +208,8 @@ mod tests {
         assert!(Domain::new(Dims::new(1 << 11, 1 << 11, 1 << 10)).is_err());
         let k = d.kernel_flags();
         let near = kernels_gpu::flags::NEAR_SOLID;
-        assert_eq!(
-            k[d.dims.index(1, 1, 1)],
-            near,
-            "corner fluid cell touches walls"
-        );
-        assert_eq!(
-            k[d.dims.index(2, 2, 2)],
-            0,
-            "centre cell of a 3^3 fluid block touches none"
-        );
-        assert_eq!(
-            k[d.dims.index(0, 4, 0)],
-            d.flags[d.dims.index(0, 4, 0)],
-            "solid cells keep their flag"
-        );
+        assert_eq!(k[d.dims.index(1, 1, 1)], near, "corner fluid cell touches walls");
+        assert_eq!(k[d.dims.index(2, 2, 2)], 0, "centre cell of a 3^3 fluid block touches none");
+        assert_eq!(k[d.dims.index(0, 4, 0)], d.flags[d.dims.index(0, 4, 0)], "solid cells keep their flag");
     }
 }

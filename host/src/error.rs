@@ -67,9 +67,6 @@ pub(crate) trait CudaContextExt<T> {
 
 impl<T> CudaContextExt<T> for std::result::Result<T, cudarc::driver::DriverError> {
     fn ctx(self, context: impl Into<String>) -> Result<T> {
-        self.map_err(|source| Error::Cuda {
-            context: context.into(),
-            source,
-        })
+        self.map_err(|source| Error::Cuda { context: context.into(), source })
     }
 }

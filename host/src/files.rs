@@ -7,14 +7,8 @@ use std::path::Path;
 /// Writes `bytes` to `path` through a temporary file in the same directory,
 /// flushed to disk, then renamed over `path` (atomic on POSIX file systems).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |source| Error::Io {
-        path: path.into(),
-        source,
-    };
-    let mut tmp_name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
+    let io = |source| Error::Io { path: path.into(), source };
+    let mut tmp_name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     tmp_name.push(".tmp");
     let tmp = path.with_file_name(tmp_name);
     let mut f = std::fs::File::create(&tmp).map_err(io)?;

@@ -4,12 +4,10 @@
 use crate::cpu::planes_to_fields;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::Fields;
-use crate::solver::{
-    mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig,
-};
+use crate::solver::{mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig,
-    PushKernelArg, ValidAsZeroBits,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::stream::FIELD_COMPONENTS;
@@ -55,13 +53,9 @@ unsafe impl<P: Copy> DeviceRepr for ByValue<P> {}
 pub fn device_count() -> Result<usize> {
     // SAFETY: only probes whether libcuda can be loaded.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(Error::NoGpu(
-            "the CUDA driver library (libcuda.so) was not found".into(),
-        ));
+        return Err(Error::NoGpu("the CUDA driver library (libcuda.so) was not found".into()));
     }
-    let n = CudaContext::device_count()
-        .ctx("counting CUDA devices")
-        .map_err(|e| Error::NoGpu(e.to_string()))?;
+    let n = CudaContext::device_count().ctx("counting CUDA devices").map_err(|e| Error::NoGpu(e.to_string()))?;
     if n <= 0 {
         return Err(Error::NoGpu("the CUDA driver reports no devices".into()));
     }
@@ -98,9 +92,7 @@ impl GpuDevice {
     pub fn open(ordinal: usize, ptx: &str) -> Result<Self> {
         let count = device_count()?;
         if ordinal >= count {
-            return Err(Error::NoGpu(format!(
-                "device {ordinal} asked for, but only {count} device(s) exist"
-            )));
+            return Err(Error::NoGpu(format!("device {ordinal} asked for, but only {count} device(s) exist")));
         }
         let ctx = CudaContext::new(ordinal).ctx(format!("opening device {ordinal}"))?;
         // One stream per device and explicit synchronisation: cudarc's
@@ -108,16 +100,10 @@ impl GpuDevice {
         // SAFETY: no buffer of this context is used from a second stream.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
-        let module = ctx.load_module(Ptx::from_src(ptx)).ctx(format!(
-            "loading the kernels on device {ordinal} (built for {})",
-            "the PTX target"
-        ))?;
-        Ok(Self {
-            ctx,
-            stream,
-            module,
-            ordinal,
-        })
+        let module = ctx
+            .load_module(Ptx::from_src(ptx))
+            .ctx(format!("loading the kernels on device {ordinal} (built for {})", "the PTX target"))?;
+        Ok(Self { ctx, stream, module, ordinal })
     }
 
     /// The device's properties.
@@ -127,10 +113,7 @@ impl GpuDevice {
         Ok(DeviceInfo {
             ordinal: self.ordinal,
             name: self.ctx.name().ctx("reading the device name")?,
-            compute_capability: self
-                .ctx
-                .compute_capability()
-                .ctx("reading compute capability")?,
+            compute_capability: self.ctx.compute_capability().ctx("reading compute capability")?,
             multiprocessors: self
                 .ctx
                 .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -142,16 +125,11 @@ impl GpuDevice {
 
     /// Looks a kernel up by its full name.
     pub fn function(&self, name: &str) -> Result<CudaFunction> {
-        self.module.load_function(name).ctx(format!(
-            "looking up kernel `{name}` (is the embedded PTX out of date?)"
-        ))
+        self.module.load_function(name).ctx(format!("looking up kernel `{name}` (is the embedded PTX out of date?)"))
     }
 
     /// The kernel `kind` for lattice `L` and precision `T`.
-    pub fn kernel<L: Lattice<Q>, const Q: usize, S: Storage>(
-        &self,
-        kind: KernelKind,
-    ) -> Result<CudaFunction> {
+    pub fn kernel<L: Lattice<Q>, const Q: usize, S: Storage>(&self, kind: KernelKind) -> Result<CudaFunction> {
         self.function(&kernel_name(kind, L::NAME, S::NAME))
     }
 
@@ -164,21 +142,13 @@ impl GpuDevice {
     /// counted), from `reps` copies of a `bytes` buffer timed with events.
     pub fn copy_bandwidth(&self, bytes: usize, reps: usize) -> Result<f64> {
         let s = &self.stream;
-        let src = s
-            .alloc_zeros::<u8>(bytes)
-            .ctx("allocating the bandwidth test buffer")?;
-        let mut dst = s
-            .alloc_zeros::<u8>(bytes)
-            .ctx("allocating the bandwidth test buffer")?;
+        let src = s.alloc_zeros::<u8>(bytes).ctx("allocating the bandwidth test buffer")?;
+        let mut dst = s.alloc_zeros::<u8>(bytes).ctx("allocating the bandwidth test buffer")?;
         s.memcpy_dtod(&src, &mut dst).ctx("warm-up copy")?;
-        let start = self
-            .ctx
-            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .ctx("creating an event")?;
-        let stop = self
-            .ctx
-            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .ctx("creating an event")?;
+        let start =
+            self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")?;
+        let stop =
+            self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")?;
         start.record(s).ctx("recording an event")?;
         for _ in 0..reps {
             s.memcpy_dtod(&src, &mut dst).ctx("timed copy")?;
@@ -196,9 +166,7 @@ impl GpuDevice {
 
     /// A new timing event on this device.
     pub fn event(&self) -> Result<cudarc::driver::CudaEvent> {
-        self.ctx
-            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .ctx("creating an event")
+        self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")
     }
 }
 
@@ -285,51 +253,28 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             });
         }
         let s = device.stream().clone();
-        let alloc = |what: &str| {
-            s.alloc_zeros::<S::Elem>(Q * cells)
-                .ctx(format!("allocating {what}"))
-        };
+        let alloc = |what: &str| s.alloc_zeros::<S::Elem>(Q * cells).ctx(format!("allocating {what}"));
         let mut f = alloc("populations")?;
         let f_next = match config.streaming {
             Streaming::TwoLattice => Some(alloc("the second population buffer")?),
             Streaming::EsotericPull => None,
         };
-        let flags = s
-            .clone_htod(&config.kernel_flags())
-            .ctx("uploading cell flags")?;
-        let planes = s
-            .clone_htod(&config.initial_planes::<S::Real>())
-            .ctx("uploading initial fields")?;
+        let flags = s.clone_htod(&config.kernel_flags()).ctx("uploading cell flags")?;
+        let planes = s.clone_htod(&config.initial_planes::<S::Real>()).ctx("uploading initial fields")?;
         let init = device.kernel::<L, Q, S>(KernelKind::InitEquilibrium)?;
         let p = ByValue(config.step_params::<S::Real>(0));
         let scheme = config.streaming as u32;
         let mut launch = s.launch_builder(&init);
-        launch
-            .arg(&mut f)
-            .arg(&flags)
-            .arg(&planes)
-            .arg(&p)
-            .arg(&scheme);
+        launch.arg(&mut f).arg(&flags).arg(&planes).arg(&p).arg(&scheme);
         // SAFETY: argument list matches the `init_equilibrium_*` entry points.
-        unsafe { launch.launch(launch_config(config.domain.dims)) }
-            .ctx("launching initialisation")?;
+        unsafe { launch.launch(launch_config(config.domain.dims)) }.ctx("launching initialisation")?;
         s.synchronize().ctx("initialising populations")?;
         let step_kernel = device.kernel::<L, Q, S>(match config.streaming {
             Streaming::EsotericPull => KernelKind::StreamCollideEsoteric,
             Streaming::TwoLattice => KernelKind::StreamCollideTwoLattice,
         })?;
         let fields_kernel = device.kernel::<L, Q, S>(KernelKind::Fields)?;
-        Ok(Self {
-            config,
-            device,
-            f,
-            f_next,
-            flags,
-            step_kernel,
-            fields_kernel,
-            t: 0,
-            _lattice: PhantomData,
-        })
+        Ok(Self { config, device, f, f_next, flags, step_kernel, fields_kernel, t: 0, _lattice: PhantomData })
     }
 
     /// The device this solver runs on.
@@ -342,11 +287,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
     }
 
     fn read_populations(&self) -> Result<Vec<S>> {
-        let host = self
-            .device
-            .stream()
-            .clone_dtoh(&self.f)
-            .ctx("reading populations back")?;
+        let host = self.device.stream().clone_dtoh(&self.f).ctx("reading populations back")?;
         Ok(host.into_iter().map(S::from_elem).collect())
     }
 }
@@ -387,58 +328,36 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
     fn fields(&mut self) -> Result<Fields> {
         let cells = self.config.domain.dims.cells();
         let s = self.device.stream().clone();
-        let mut out = s
-            .alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells)
-            .ctx("allocating the fields buffer")?;
+        let mut out = s.alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
         let p = self.params();
         let scheme = self.config.streaming as u32;
         let mut launch = s.launch_builder(&self.fields_kernel);
-        launch
-            .arg(&self.f)
-            .arg(&self.flags)
-            .arg(&mut out)
-            .arg(&p)
-            .arg(&scheme);
+        launch.arg(&self.f).arg(&self.flags).arg(&mut out).arg(&p).arg(&scheme);
         // SAFETY: argument list matches the `fields_*` entry points.
-        unsafe { launch.launch(launch_config(self.config.domain.dims)) }
-            .ctx("launching the fields kernel")?;
+        unsafe { launch.launch(launch_config(self.config.domain.dims)) }.ctx("launching the fields kernel")?;
         let host = s.clone_dtoh(&out).ctx("reading fields back")?;
         Ok(planes_to_fields(self.config.domain.dims, &host))
     }
 
     fn populations(&mut self) -> Result<Vec<f64>> {
-        Ok(self
-            .read_populations()?
-            .iter()
-            .map(|v| v.load().to_f64())
-            .collect())
+        Ok(self.read_populations()?.iter().map(|v| v.load().to_f64()).collect())
     }
 
     fn save_state(&mut self) -> Result<SavedState> {
-        Ok(SavedState {
-            time: self.t,
-            populations: storage_bytes(&self.read_populations()?).to_vec(),
-        })
+        Ok(SavedState { time: self.t, populations: storage_bytes(&self.read_populations()?).to_vec() })
     }
 
     fn restore_state(&mut self, state: &SavedState) -> Result<()> {
         let mut host = vec![S::ZERO; self.f.len()];
         restore_storage(&mut host, &state.populations)?;
         let elems: Vec<S::Elem> = host.iter().map(|&v| S::to_elem(v)).collect();
-        self.device
-            .stream()
-            .memcpy_htod(&elems, &mut self.f)
-            .ctx("uploading a saved state")?;
+        self.device.stream().memcpy_htod(&elems, &mut self.f).ctx("uploading a saved state")?;
         self.t = state.time;
         Ok(())
     }
 
     fn mass(&mut self) -> Result<f64> {
-        Ok(mass_of::<L, Q, S>(
-            &self.config,
-            &self.read_populations()?,
-            self.t,
-        ))
+        Ok(mass_of::<L, Q, S>(&self.config, &self.read_populations()?, self.t))
     }
 
     fn backend(&self) -> BackendKind {
@@ -449,20 +368,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
         use cudarc::driver::sys::CUdevice_attribute as A;
         let block = block_size();
         let registers = self.step_kernel.num_regs().ok()? as u32;
-        let blocks = self
-            .step_kernel
-            .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
-            .ok()?;
-        let max_threads = self
-            .device
-            .ctx
-            .attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
-            .ok()?;
-        Some(KernelReport {
-            registers,
-            block_size: block,
-            occupancy: (blocks * block) as f64 / max_threads as f64,
-        })
+        let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
+        let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
+        Some(KernelReport { registers, block_size: block, occupancy: (blocks * block) as f64 / max_threads as f64 })
     }
 
     fn config(&self) -> &SolverConfig {
@@ -475,9 +383,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
 pub fn layout_probe(device: &GpuDevice, dims: kernels_gpu::Dims, q: usize) -> Result<Vec<u64>> {
     let s = device.stream();
     let f = device.function(kernels_gpu::kernels::LAYOUT_PROBE_KERNEL)?;
-    let mut out = s
-        .alloc_zeros::<u64>(q * dims.cells())
-        .ctx("allocating the probe buffer")?;
+    let mut out = s.alloc_zeros::<u64>(q * dims.cells()).ctx("allocating the probe buffer")?;
     let d = ByValue(dims);
     let qq = q as u32;
     let mut launch = s.launch_builder(&f);

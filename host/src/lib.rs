@@ -11,6 +11,8 @@ pub mod error;
 pub mod fields;
 pub mod files;
 pub mod gpu;
+pub mod picture;
+pub mod probe;
 pub mod ptxas;
 pub mod reference;
 pub mod solver;
@@ -27,18 +29,11 @@ use kernels_gpu::{Lattice, Storage};
 
 /// Builds a solver for `config` on `backend`; `ptx` is the kernels' PTX
 /// (embedded by the `lbm` crate).
-pub fn build_solver(
-    config: SolverConfig,
-    backend: BackendKind,
-    ptx: &str,
-) -> Result<Box<dyn Solver>> {
+pub fn build_solver(config: SolverConfig, backend: BackendKind, ptx: &str) -> Result<Box<dyn Solver>> {
     fn cpu<L: Lattice<Q>, const Q: usize, S: Storage>(c: SolverConfig) -> Result<Box<dyn Solver>> {
         Ok(Box::new(CpuSolver::<L, Q, S>::new(c)?))
     }
-    fn gpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
-        c: SolverConfig,
-        d: GpuDevice,
-    ) -> Result<Box<dyn Solver>> {
+    fn gpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(c: SolverConfig, d: GpuDevice) -> Result<Box<dyn Solver>> {
         Ok(Box::new(GpuSolver::<L, Q, S>::new(c, d)?))
     }
     let (lattice, precision) = (config.lattice, config.precision);

@@ -68,14 +68,6 @@ mod tests {
                    ptxas info    : Used 96 registers, used 0 barriers, 80 bytes cmem[0]\n";
         let r = super::parse_report(log);
         assert_eq!(r.len(), 1);
-        assert_eq!(
-            (
-                r[0].registers,
-                r[0].stack_frame,
-                r[0].spill_stores,
-                r[0].spill_loads
-            ),
-            (96, 8, 4, 4)
-        );
+        assert_eq!((r[0].registers, r[0].stack_frame, r[0].spill_stores, r[0].spill_loads), (96, 8, 4, 4));
     }
 }

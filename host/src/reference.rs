@@ -396,28 +396,22 @@ pub fn interpolate(profile: Profile, position: f64) -> f64 {
 mod tests {
     use super::*;
 
-    const GHIA_U: [(&str, Profile); 3] = [
-        ("GHIA_RE100_U", GHIA_RE100_U),
-        ("GHIA_RE400_U", GHIA_RE400_U),
-        ("GHIA_RE1000_U", GHIA_RE1000_U),
-    ];
-    const GHIA_V: [(&str, Profile); 3] = [
-        ("GHIA_RE100_V", GHIA_RE100_V),
-        ("GHIA_RE400_V", GHIA_RE400_V),
-        ("GHIA_RE1000_V", GHIA_RE1000_V),
-    ];
+    const GHIA_U: [(&str, Profile); 3] =
+        [("GHIA_RE100_U", GHIA_RE100_U), ("GHIA_RE400_U", GHIA_RE400_U), ("GHIA_RE1000_U", GHIA_RE1000_U)];
+    const GHIA_V: [(&str, Profile); 3] =
+        [("GHIA_RE100_V", GHIA_RE100_V), ("GHIA_RE400_V", GHIA_RE400_V), ("GHIA_RE1000_V", GHIA_RE1000_V)];
     const CAVITY3D_U: [(&str, Profile); 1] = [("CAVITY3D_RE1000_U", CAVITY3D_RE1000_U)];
     const CAVITY3D_V: [(&str, Profile); 1] = [("CAVITY3D_RE1000_V", CAVITY3D_RE1000_V)];
 
     /// Ghia's Table I positions (y), in increasing order.
     const GHIA_Y: [f64; 17] = [
-        0.0, 0.0547, 0.0625, 0.0703, 0.1016, 0.1719, 0.2813, 0.4531, 0.5, 0.6172, 0.7344, 0.8516,
-        0.9531, 0.9609, 0.9688, 0.9766, 1.0,
+        0.0, 0.0547, 0.0625, 0.0703, 0.1016, 0.1719, 0.2813, 0.4531, 0.5, 0.6172, 0.7344, 0.8516, 0.9531, 0.9609,
+        0.9688, 0.9766, 1.0,
     ];
     /// Ghia's Table II positions (x), in increasing order.
     const GHIA_X: [f64; 17] = [
-        0.0, 0.0625, 0.0703, 0.0781, 0.0938, 0.1563, 0.2266, 0.2344, 0.5, 0.8047, 0.8594, 0.9063,
-        0.9453, 0.9531, 0.9609, 0.9688, 1.0,
+        0.0, 0.0625, 0.0703, 0.0781, 0.0938, 0.1563, 0.2266, 0.2344, 0.5, 0.8047, 0.8594, 0.9063, 0.9453, 0.9531,
+        0.9609, 0.9688, 1.0,
     ];
 
     fn all_u() -> impl Iterator<Item = (&'static str, Profile)> {
@@ -431,19 +425,10 @@ mod tests {
     }
 
     fn min_point(p: Profile) -> (f64, f64) {
-        p.iter().copied().fold(
-            (f64::NAN, f64::INFINITY),
-            |a, b| if b.1 < a.1 { b } else { a },
-        )
+        p.iter().copied().fold((f64::NAN, f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a })
     }
     fn max_interior_point(p: Profile) -> (f64, f64) {
-        p[1..p.len() - 1]
-            .iter()
-            .copied()
-            .fold(
-                (f64::NAN, f64::NEG_INFINITY),
-                |a, b| if b.1 > a.1 { b } else { a },
-            )
+        p[1..p.len() - 1].iter().copied().fold((f64::NAN, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a })
     }
 
     #[test]
@@ -457,22 +442,11 @@ mod tests {
     fn positions_strictly_increase_within_the_unit_interval() {
         for (name, p) in all() {
             for &(s, v) in p {
-                assert!(
-                    (0.0..=1.0).contains(&s),
-                    "{name}: position {s} outside [0, 1]"
-                );
-                assert!(
-                    v.is_finite() && v.abs() <= 1.0,
-                    "{name}: |velocity| {v} > lid speed"
-                );
+                assert!((0.0..=1.0).contains(&s), "{name}: position {s} outside [0, 1]");
+                assert!(v.is_finite() && v.abs() <= 1.0, "{name}: |velocity| {v} > lid speed");
             }
             for w in p.windows(2) {
-                assert!(
-                    w[1].0 > w[0].0,
-                    "{name}: positions {} then {}",
-                    w[0].0,
-                    w[1].0
-                );
+                assert!(w[1].0 > w[0].0, "{name}: positions {} then {}", w[0].0, w[1].0);
             }
         }
     }
@@ -519,16 +493,10 @@ mod tests {
         }
         for (name, p) in all_v() {
             for &(x, v) in &p[1..8] {
-                assert!(
-                    v > 0.0,
-                    "{name}: v({x}) = {v} should rise at the upstream wall"
-                );
+                assert!(v > 0.0, "{name}: v({x}) = {v} should rise at the upstream wall");
             }
             for &(x, v) in &p[9..16] {
-                assert!(
-                    v < 0.0,
-                    "{name}: v({x}) = {v} should sink at the downstream wall"
-                );
+                assert!(v < 0.0, "{name}: v({x}) = {v} should sink at the downstream wall");
             }
         }
     }
@@ -620,10 +588,7 @@ mod tests {
             if name == "GHIA_RE400_V" {
                 assert_eq!(outliers, vec![GHIA_RE400_V_SUSPECT_X], "{name}");
             } else {
-                assert!(
-                    outliers.is_empty(),
-                    "{name}: isolated outliers at {outliers:?}"
-                );
+                assert!(outliers.is_empty(), "{name}: isolated outliers at {outliers:?}");
             }
         }
     }

@@ -159,15 +159,11 @@ impl SolverConfig {
             )));
         }
         if self.lattice.dimension() == 2 && self.force[2] != 0.0 {
-            return Err(Error::Setup(
-                "a 2D lattice cannot take a force along z".into(),
-            ));
+            return Err(Error::Setup("a 2D lattice cannot take a force along z".into()));
         }
         if let Initial::Fields { rho, u } = &self.initial {
             if rho.len() != self.domain.dims.cells() || u.len() != self.domain.dims.cells() {
-                return Err(Error::Setup(
-                    "initial fields do not match the domain size".into(),
-                ));
+                return Err(Error::Setup("initial fields do not match the domain size".into()));
             }
         }
         Ok(())
@@ -248,9 +244,7 @@ pub fn restore_storage<S: Storage>(dst: &mut [S], bytes: &[u8]) -> Result<()> {
         )));
     }
     // SAFETY: sizes checked; `Storage` types accept every bit pattern.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.as_mut_ptr() as *mut u8, bytes.len())
-    };
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.as_mut_ptr() as *mut u8, bytes.len()) };
     Ok(())
 }
 
@@ -306,19 +300,11 @@ macro_rules! dispatch {
 
 /// Total fluid mass of a population buffer in the given scheme and parity,
 /// summed in f64 from the shifted populations (`rho = 1 + sum fbar_i`).
-pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
-    config: &SolverConfig,
-    f: &[S],
-    t: u64,
-) -> f64 {
+pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(config: &SolverConfig, f: &[S], t: u64) -> f64 {
     use kernels_gpu::stream::{load, neighbours};
     let p = config.step_params::<S::Real>(t);
     let flags = &config.domain.flags;
-    assert_eq!(
-        f.len(),
-        Q * flags.len(),
-        "population buffer does not match the domain"
-    );
+    assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
     let mut mass = 0.0;
     for n in 0..flags.len() as u32 {
         if !kernels_gpu::flags::is_fluid(flags[n as usize]) {
@@ -326,9 +312,7 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
         }
         let nb = neighbours::<L, Q>(p.dims, kernels_gpu::layout::Cell::from_index(p.dims, n));
         // SAFETY: `f` and `flags` are sized for the domain (asserted above).
-        let fi = unsafe {
-            load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb)
-        };
+        let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb) };
         mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
     }
     mass

@@ -51,10 +51,7 @@ pub fn poiseuille(
         tau,
         force: [force, 0.0, 0.0],
         domain: Domain::with_faces(dims, faces)?,
-        initial: Initial::Uniform {
-            rho: 1.0,
-            u: [0.0; 3],
-        },
+        initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
     };
     let mut s = make(config, backend)?;
     // The slowest mode decays as exp(-nu pi^2 t / H^2): run 25 e-foldings.
@@ -69,18 +66,12 @@ pub fn poiseuille(
         num += (u - exact).powi(2);
         den += exact * exact;
     }
-    Ok(PoiseuilleResult {
-        width,
-        l2_error: (num / den).sqrt(),
-    })
+    Ok(PoiseuilleResult { width, l2_error: (num / den).sqrt() })
 }
 
 /// Least-squares slope of `ln error` against `ln width`, negated: the order of convergence.
 pub fn convergence_order(results: &[PoiseuilleResult]) -> f64 {
-    let pts: Vec<(f64, f64)> = results
-        .iter()
-        .map(|r| ((r.width as f64).ln(), r.l2_error.ln()))
-        .collect();
+    let pts: Vec<(f64, f64)> = results.iter().map(|r| ((r.width as f64).ln(), r.l2_error.ln())).collect();
     let n = pts.len() as f64;
     let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
     let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
@@ -152,12 +143,9 @@ pub fn taylor_green(
     let m = pts.len() as f64;
     let mt = pts.iter().map(|p| p.0).sum::<f64>() / m;
     let me = pts.iter().map(|p| p.1).sum::<f64>() / m;
-    let slope = pts.iter().map(|p| (p.0 - mt) * (p.1 - me)).sum::<f64>()
-        / pts.iter().map(|p| (p.0 - mt).powi(2)).sum::<f64>();
-    Ok(TaylorGreenResult {
-        nu_expected: nu,
-        nu_measured: -slope / (4.0 * k * k),
-    })
+    let slope =
+        pts.iter().map(|p| (p.0 - mt) * (p.1 - me)).sum::<f64>() / pts.iter().map(|p| (p.0 - mt).powi(2)).sum::<f64>();
+    Ok(TaylorGreenResult { nu_expected: nu, nu_measured: -slope / (4.0 * k * k) })
 }
 
 /// A lid-driven cavity: lid at the y-max face moving in +x, walls elsewhere
@@ -170,11 +158,7 @@ pub fn cavity_config(
     reynolds: f64,
     lid_speed: f64,
 ) -> Result<SolverConfig> {
-    let nz = if lattice.dimension() == 2 {
-        1
-    } else {
-        side + 2
-    };
+    let nz = if lattice.dimension() == 2 { 1 } else { side + 2 };
     let dims = Dims::new(side + 2, side + 2, nz);
     let mut faces = [FaceBoundary::Wall; 6];
     faces[3] = FaceBoundary::MovingWall([lid_speed, 0.0, 0.0]);
@@ -190,10 +174,7 @@ pub fn cavity_config(
         tau: tau_for_viscosity(nu),
         force: [0.0; 3],
         domain: Domain::with_faces(dims, faces)?,
-        initial: Initial::Uniform {
-            rho: 1.0,
-            u: [0.0; 3],
-        },
+        initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
     })
 }
 

@@ -30,6 +30,10 @@ pub fn write_fields(path: &Path, fields: &Fields, flags: &[u8], title: &str) -> 
             buf.extend_from_slice(&(*c as f32).to_be_bytes());
         }
     }
+    buf.extend_from_slice(b"\nSCALARS vorticity_magnitude float 1\nLOOKUP_TABLE default\n");
+    for w in fields.vorticity_magnitude(flags) {
+        buf.extend_from_slice(&(w as f32).to_be_bytes());
+    }
     buf.extend_from_slice(b"\nSCALARS flags unsigned_char 1\nLOOKUP_TABLE default\n");
     buf.extend_from_slice(flags);
     buf.push(b'\n');
@@ -44,11 +48,7 @@ mod tests {
     #[test]
     fn header_and_payload_sizes() {
         let dims = Dims::new(3, 2, 1);
-        let f = Fields {
-            dims,
-            rho: vec![1.0; 6],
-            u: vec![[0.5, 0.0, -0.25]; 6],
-        };
+        let f = Fields { dims, rho: vec![1.0; 6], u: vec![[0.5, 0.0, -0.25]; 6] };
         let dir = std::env::temp_dir().join(format!("lbm-vtk-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f.vtk");

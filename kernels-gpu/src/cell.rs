@@ -46,10 +46,7 @@ pub fn moments<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q]) -> (T, [T; 3]
 /// Density and velocity of a cell, with the half-force correction of Guo et
 /// al. (2002): `u = (j + F/2) / rho`.
 #[inline(always)]
-pub fn density_velocity<L: Lattice<Q>, const Q: usize, T: Real>(
-    f: &[T; Q],
-    force: [T; 3],
-) -> (T, [T; 3]) {
+pub fn density_velocity<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q], force: [T; 3]) -> (T, [T; 3]) {
     let (rho_bar, j) = moments::<L, Q, T>(f);
     let rho = T::ONE + rho_bar;
     let inv_rho = T::ONE / rho;
@@ -124,17 +121,9 @@ mod tests {
         let u = [0.05, -0.02, if L::D == 3 { 0.03 } else { 0.0 }];
         let feq = equilibrium::<L, Q, f64>(rho, u);
         let (r, j) = moments::<L, Q, f64>(&feq);
-        assert!(
-            (1.0 + r - rho).abs() < 1e-14,
-            "{}: equilibrium density",
-            L::NAME
-        );
+        assert!((1.0 + r - rho).abs() < 1e-14, "{}: equilibrium density", L::NAME);
         for a in 0..3 {
-            assert!(
-                (j[a] - rho * u[a]).abs() < 1e-14,
-                "{}: equilibrium momentum",
-                L::NAME
-            );
+            assert!((j[a] - rho * u[a]).abs() < 1e-14, "{}: equilibrium momentum", L::NAME);
         }
         // Collision conserves mass; momentum changes by exactly the force.
         let force = [1e-4, 2e-4, if L::D == 3 { -1e-4 } else { 0.0 }];
@@ -147,11 +136,7 @@ mod tests {
         let (r1, j1) = moments::<L, Q, f64>(&f);
         assert!((r1 - r0).abs() < 1e-15, "{}: collision mass", L::NAME);
         for a in 0..3 {
-            assert!(
-                (j1[a] - j0[a] - force[a]).abs() < 1e-15,
-                "{}: collision momentum",
-                L::NAME
-            );
+            assert!((j1[a] - j0[a] - force[a]).abs() < 1e-15, "{}: collision momentum", L::NAME);
         }
     }
 

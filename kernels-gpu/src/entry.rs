@@ -14,13 +14,7 @@ use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, 
 #[inline(always)]
 fn this_cell(dims: Dims) -> Option<Cell> {
     // SAFETY: reading special registers has no preconditions.
-    let (x, y, z) = unsafe {
-        (
-            _block_idx_x() * _block_dim_x() + _thread_idx_x(),
-            _block_idx_y(),
-            _block_idx_z(),
-        )
-    };
+    let (x, y, z) = unsafe { (_block_idx_x() * _block_dim_x() + _thread_idx_x(), _block_idx_y(), _block_idx_z()) };
     if x < dims.nx {
         Some(Cell::at(dims, x, y, z))
     } else {
@@ -32,11 +26,7 @@ macro_rules! entry_points {
     ($lattice:ty, $q:literal, $s:ty, $ep:ident, $ab:ident, $init:ident, $fields:ident) => {
         /// Esoteric Pull stream-collide, one thread per cell.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $ep(
-            f: *mut $s,
-            flags: *const u8,
-            p: StepParams<<$s as Storage>::Real>,
-        ) {
+        pub unsafe extern "ptx-kernel" fn $ep(f: *mut $s, flags: *const u8, p: StepParams<<$s as Storage>::Real>) {
             if let Some(n) = this_cell(p.dims) {
                 stream::stream_collide_esoteric::<$lattice, $q, $s>(&p, f, flags, n);
             }
@@ -65,14 +55,7 @@ macro_rules! entry_points {
             scheme: u32,
         ) {
             if let Some(n) = this_cell(p.dims) {
-                stream::init_equilibrium::<$lattice, $q, $s>(
-                    Streaming::from_u32(scheme),
-                    &p,
-                    f,
-                    flags,
-                    fields,
-                    n,
-                );
+                stream::init_equilibrium::<$lattice, $q, $s>(Streaming::from_u32(scheme), &p, f, flags, fields, n);
             }
         }
 
@@ -86,14 +69,7 @@ macro_rules! entry_points {
             scheme: u32,
         ) {
             if let Some(n) = this_cell(p.dims) {
-                stream::fields::<$lattice, $q, $s>(
-                    Streaming::from_u32(scheme),
-                    &p,
-                    f,
-                    flags,
-                    out,
-                    n,
-                );
+                stream::fields::<$lattice, $q, $s>(Streaming::from_u32(scheme), &p, f, flags, out, n);
             }
         }
     };

@@ -84,17 +84,9 @@ mod tests {
 
     #[test]
     fn flags_round_trip() {
-        for kind in [
-            CellKind::Fluid,
-            CellKind::Wall,
-            CellKind::MovingWall(0),
-            CellKind::MovingWall(3),
-        ] {
+        for kind in [CellKind::Fluid, CellKind::Wall, CellKind::MovingWall(0), CellKind::MovingWall(3)] {
             assert_eq!(CellKind::from_flag(kind.to_flag()), Some(kind));
         }
-        assert_eq!(
-            CellKind::from_flag(MOVING_WALL + MAX_MOVING_WALLS as u8),
-            None
-        );
+        assert_eq!(CellKind::from_flag(MOVING_WALL + MAX_MOVING_WALLS as u8), None);
     }
 }

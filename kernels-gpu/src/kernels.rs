@@ -55,9 +55,8 @@ pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u3
 pub fn register_cap_for_entry(name: &str) -> Option<u32> {
     // The prefix must end at a `_`, so one kernel's prefix never claims
     // another kernel whose name merely starts the same way.
-    let (kind, rest) = KernelKind::ALL
-        .into_iter()
-        .find_map(|k| Some((k, name.strip_prefix(k.prefix())?.strip_prefix('_')?)))?;
+    let (kind, rest) =
+        KernelKind::ALL.into_iter().find_map(|k| Some((k, name.strip_prefix(k.prefix())?.strip_prefix('_')?)))?;
     let (lattice, storage) = rest.split_once('_')?;
     let q = match lattice {
         "d2q9" => 9,
@@ -83,18 +82,9 @@ mod tests {
 
     #[test]
     fn register_caps_follow_entry_names() {
-        assert_eq!(
-            register_cap_for_entry("stream_collide_ep_d3q19_f32"),
-            Some(64)
-        );
-        assert_eq!(
-            register_cap_for_entry("stream_collide_ep_d3q27_f32"),
-            Some(96)
-        );
-        assert_eq!(
-            register_cap_for_entry("stream_collide_ab_d3q19_f16s"),
-            Some(80)
-        );
+        assert_eq!(register_cap_for_entry("stream_collide_ep_d3q19_f32"), Some(64));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_d3q27_f32"), Some(96));
+        assert_eq!(register_cap_for_entry("stream_collide_ab_d3q19_f16s"), Some(80));
         // A name that merely starts like a kernel's prefix is not that kernel.
         assert_eq!(register_cap_for_entry("stream_collide_epx_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_d3q19_f64"), None);

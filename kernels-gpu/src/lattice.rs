@@ -37,28 +37,10 @@ pub struct D2Q9;
 impl Lattice<9> for D2Q9 {
     const D: usize = 2;
     const NAME: &'static str = "d2q9";
-    const C: [[i32; 3]; 9] = [
-        [0, 0, 0],
-        [1, 0, 0],
-        [-1, 0, 0],
-        [0, 1, 0],
-        [0, -1, 0],
-        [1, 1, 0],
-        [-1, -1, 0],
-        [1, -1, 0],
-        [-1, 1, 0],
-    ];
-    const W: [f64; 9] = [
-        4.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 36.0,
-        1.0 / 36.0,
-        1.0 / 36.0,
-        1.0 / 36.0,
-    ];
+    const C: [[i32; 3]; 9] =
+        [[0, 0, 0], [1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [1, 1, 0], [-1, -1, 0], [1, -1, 0], [-1, 1, 0]];
+    const W: [f64; 9] =
+        [4.0 / 9.0, 1.0 / 9.0, 1.0 / 9.0, 1.0 / 9.0, 1.0 / 9.0, 1.0 / 36.0, 1.0 / 36.0, 1.0 / 36.0, 1.0 / 36.0];
 }
 
 const W19_E: f64 = 1.0 / 18.0;
@@ -213,27 +195,15 @@ mod tests {
             let m1: f64 = (0..Q).map(|i| L::W[i] * L::C[i][a] as f64).sum();
             assert!(m1.abs() < 1e-15);
             for b in 0..dims {
-                let m2: f64 = (0..Q)
-                    .map(|i| L::W[i] * (L::C[i][a] * L::C[i][b]) as f64)
-                    .sum();
-                assert!(
-                    (m2 - CS2 * d(a, b)).abs() < 1e-15,
-                    "{} second moment",
-                    L::NAME
-                );
+                let m2: f64 = (0..Q).map(|i| L::W[i] * (L::C[i][a] * L::C[i][b]) as f64).sum();
+                assert!((m2 - CS2 * d(a, b)).abs() < 1e-15, "{} second moment", L::NAME);
                 for c in 0..dims {
-                    let m3: f64 = (0..Q)
-                        .map(|i| L::W[i] * (L::C[i][a] * L::C[i][b] * L::C[i][c]) as f64)
-                        .sum();
+                    let m3: f64 = (0..Q).map(|i| L::W[i] * (L::C[i][a] * L::C[i][b] * L::C[i][c]) as f64).sum();
                     assert!(m3.abs() < 1e-15);
                     for e in 0..dims {
-                        let m4: f64 = (0..Q)
-                            .map(|i| {
-                                L::W[i] * (L::C[i][a] * L::C[i][b] * L::C[i][c] * L::C[i][e]) as f64
-                            })
-                            .sum();
-                        let want =
-                            CS2 * CS2 * (d(a, b) * d(c, e) + d(a, c) * d(b, e) + d(a, e) * d(b, c));
+                        let m4: f64 =
+                            (0..Q).map(|i| L::W[i] * (L::C[i][a] * L::C[i][b] * L::C[i][c] * L::C[i][e]) as f64).sum();
+                        let want = CS2 * CS2 * (d(a, b) * d(c, e) + d(a, c) * d(b, e) + d(a, e) * d(b, c));
                         assert!((m4 - want).abs() < 1e-15, "{} fourth moment", L::NAME);
                     }
                 }

@@ -49,11 +49,7 @@ impl Dims {
     /// cells in the grid, so a fluid cell never reaches across a wrap there.
     #[inline(always)]
     pub fn neighbour(&self, x: u32, y: u32, z: u32, c: [i32; 3]) -> u32 {
-        let (xx, yy, zz) = (
-            wrap(x, c[0], self.nx),
-            wrap(y, c[1], self.ny),
-            wrap(z, c[2], self.nz),
-        );
+        let (xx, yy, zz) = (wrap(x, c[0], self.nx), wrap(y, c[1], self.ny), wrap(z, c[2], self.nz));
         xx + self.nx * (yy + self.ny * zz)
     }
 }
@@ -75,12 +71,7 @@ impl Cell {
     /// The cell at `(x, y, z)`.
     #[inline(always)]
     pub const fn at(dims: Dims, x: u32, y: u32, z: u32) -> Self {
-        Self {
-            n: x + dims.nx * (y + dims.ny * z),
-            x,
-            y,
-            z,
-        }
+        Self { n: x + dims.nx * (y + dims.ny * z), x, y, z }
     }
 
     /// The cell with index `n` (divides: for host loops).
@@ -97,23 +88,11 @@ impl Cell {
     pub fn neighbours<const Q: usize>(self, dims: Dims, c: &[[i32; 3]; Q]) -> [u32; Q] {
         let plane = dims.nx * dims.ny;
         let axis = |pos: u32, len: u32, stride: u32| -> [u32; 3] {
-            let down = if pos == 0 {
-                (len - 1) * stride
-            } else {
-                stride.wrapping_neg()
-            };
-            let up = if pos + 1 == len {
-                ((len - 1) * stride).wrapping_neg()
-            } else {
-                stride
-            };
+            let down = if pos == 0 { (len - 1) * stride } else { stride.wrapping_neg() };
+            let up = if pos + 1 == len { ((len - 1) * stride).wrapping_neg() } else { stride };
             [down, 0, up]
         };
-        let (ox, oy, oz) = (
-            axis(self.x, dims.nx, 1),
-            axis(self.y, dims.ny, dims.nx),
-            axis(self.z, dims.nz, plane),
-        );
+        let (ox, oy, oz) = (axis(self.x, dims.nx, 1), axis(self.y, dims.ny, dims.nx), axis(self.z, dims.nz, plane));
         let mut nb = [0u32; Q];
         for i in 0..Q {
             let [cx, cy, cz] = c[i];
@@ -184,11 +163,7 @@ mod tests {
             assert_eq!(Cell::at(d, cell.x, cell.y, cell.z), cell);
             let nb = cell.neighbours(d, &all);
             for (k, c) in all.iter().enumerate() {
-                assert_eq!(
-                    nb[k],
-                    d.neighbour(cell.x, cell.y, cell.z, *c),
-                    "cell {n} offset {c:?}"
-                );
+                assert_eq!(nb[k], d.neighbour(cell.x, cell.y, cell.z, *c), "cell {n} offset {c:?}");
             }
         }
     }

@@ -20,7 +20,5 @@ pub struct StepParams<T> {
 }
 
 // The host sends these bytes verbatim: pin the sizes so a layout change is seen.
-const _: () =
-    assert!(core::mem::size_of::<StepParams<f32>>() == 16 + 4 + 12 + 12 * MAX_MOVING_WALLS);
-const _: () =
-    assert!(core::mem::size_of::<StepParams<f64>>() == 16 + 8 + 24 + 24 * MAX_MOVING_WALLS);
+const _: () = assert!(core::mem::size_of::<StepParams<f32>>() == 16 + 4 + 12 + 12 * MAX_MOVING_WALLS);
+const _: () = assert!(core::mem::size_of::<StepParams<f64>>() == 16 + 8 + 24 + 24 * MAX_MOVING_WALLS);

@@ -95,10 +95,7 @@ mod tests {
         for &v in &[0.0f32, 1e-4, -3.3e-3, 0.05, -0.3, 1.5] {
             let back = F16s::store(v).load();
             // 11 significant bits: relative error at most 2^-11.
-            assert!(
-                (back - v).abs() <= v.abs() * 2f32.powi(-11),
-                "{v} -> {back}"
-            );
+            assert!((back - v).abs() <= v.abs() * 2f32.powi(-11), "{v} -> {back}");
         }
         assert_eq!(F16s::store(0.0), F16s::ZERO);
     }

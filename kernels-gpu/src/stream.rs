@@ -81,11 +81,7 @@ fn collide<L: Lattice<Q>, const Q: usize, T: Real>(f: &mut [T; Q], p: &StepParam
 
 /// Ladd's moving-wall term for population `i` bounced off a wall with flag `flag`.
 #[inline(always)]
-fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(
-    p: &StepParams<T>,
-    flag: u8,
-    i: usize,
-) -> T {
+fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(p: &StepParams<T>, flag: u8, i: usize) -> T {
     match moving_wall_id(flag) {
         Some(k) => T::from_f64(6.0 * L::W[i]) * dot_c(L::C[i], wall_velocity(p, k)),
         None => T::ZERO,
@@ -129,14 +125,7 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
     let (solid, term) = if CHECK_WALLS {
         let source_flag = *flags.add(source as usize);
         let solid = is_solid(source_flag);
-        (
-            solid,
-            if solid {
-                wall_momentum::<L, Q, T>(p, source_flag, i)
-            } else {
-                T::ZERO
-            },
-        )
+        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { T::ZERO })
     } else {
         (false, T::ZERO)
     };
@@ -281,11 +270,7 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
     let cells = p.dims.cells();
     let m = n as usize;
     let rho = *fields.add(m);
-    let u = [
-        *fields.add(cells + m),
-        *fields.add(2 * cells + m),
-        *fields.add(3 * cells + m),
-    ];
+    let u = [*fields.add(cells + m), *fields.add(2 * cells + m), *fields.add(3 * cells + m)];
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
     let nb = neighbours::<L, Q>(p.dims, cell);
     for i in 0..Q {
@@ -344,7 +329,6 @@ pub const fn layout_probe_value(x: u32, y: u32, z: u32, i: usize) -> u64 {
 #[inline(always)]
 pub unsafe fn write_layout_probe(dims: Dims, q: usize, out: *mut u64, cell: Cell) {
     for i in 0..q {
-        *out.add(population_index(cell.n, i, dims.cells() as u32)) =
-            layout_probe_value(cell.x, cell.y, cell.z, i);
+        *out.add(population_index(cell.n, i, dims.cells() as u32)) = layout_probe_value(cell.x, cell.y, cell.z, i);
     }
 }

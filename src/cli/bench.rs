@@ -38,60 +38,28 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             let d = lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active())?;
             let info = d.info()?;
             let bw = d.copy_bandwidth(COPY_BYTES, 20)?;
-            (
-                format!("GPU {i} {}", info.name),
-                Some(bw),
-                Some(d.memory()?.0),
-            )
+            (format!("GPU {i} {}", info.name), Some(bw), Some(d.memory()?.0))
         }
-        BackendKind::Cpu => (
-            format!("CPU ({} threads)", rayon::current_num_threads()),
-            None,
-            None,
-        ),
+        BackendKind::Cpu => (format!("CPU ({} threads)", rayon::current_num_threads()), None, None),
     };
     println!("device: {device}");
     match copy {
-        Some(bw) => println!(
-            "copy bandwidth: {:.1} GB/s (cuMemcpyDtoD of 4 GiB x 20, bytes read + written)",
-            bw / 1e9
-        ),
+        Some(bw) => println!("copy bandwidth: {:.1} GB/s (cuMemcpyDtoD of 4 GiB x 20, bytes read + written)", bw / 1e9),
         None => println!("copy bandwidth: not measured on the CPU"),
     }
     let formula = "bytes per cell update = 2 x Q x bytes per population + 1 flag byte";
     println!("{formula}; fraction = MLUPS x bytes per cell update / copy bandwidth");
     println!(
         "{:<6} {:<4} {:<13} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5}",
-        "lattice",
-        "prec",
-        "streaming",
-        "size",
-        "MLUPS",
-        "B/cel",
-        "GB/s",
-        "of copy",
-        "regs",
-        "block",
-        "occ"
+        "lattice", "prec", "streaming", "size", "MLUPS", "B/cel", "GB/s", "of copy", "regs", "block", "occ"
     );
     let mut results = Vec::new();
     for &size in &o.sizes {
         for &lattice in &o.lattices {
             for &precision in &o.precisions {
                 for &streaming in &o.streaming {
-                    let case = BenchCase {
-                        lattice,
-                        precision,
-                        streaming,
-                        size,
-                    };
-                    let r = measure(
-                        &|c, b| lbm::build_solver(c, b),
-                        backend,
-                        case,
-                        o.steps,
-                        copy,
-                    );
+                    let case = BenchCase { lattice, precision, streaming, size };
+                    let r = measure(&|c, b| lbm::build_solver(c, b), backend, case, o.steps, copy);
                     let r = match r {
                         Ok(r) => r,
                         Err(Error::OutOfMemory { .. }) => {
@@ -116,15 +84,10 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
                         r.mlups,
                         r.bytes_per_cell,
                         r.gb_per_s,
-                        r.fraction_of_copy
-                            .map(|f| format!("{:.1}%", 100.0 * f))
-                            .unwrap_or_else(|| "-".into()),
-                        k.map(|k| k.registers.to_string())
-                            .unwrap_or_else(|| "-".into()),
-                        k.map(|k| k.block_size.to_string())
-                            .unwrap_or_else(|| "-".into()),
-                        k.map(|k| format!("{:.0}%", 100.0 * k.occupancy))
-                            .unwrap_or_else(|| "-".into()),
+                        r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
+                        k.map(|k| k.registers.to_string()).unwrap_or_else(|| "-".into()),
+                        k.map(|k| k.block_size.to_string()).unwrap_or_else(|| "-".into()),
+                        k.map(|k| format!("{:.0}%", 100.0 * k.occupancy)).unwrap_or_else(|| "-".into()),
                     );
                     results.push(r);
                 }
@@ -134,7 +97,10 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
     let mut cubes = Vec::new();
     if o.max_size {
         let free = free.ok_or_else(|| Error::Setup("--max-size needs the GPU backend".into()))?;
-        println!("largest cube that fits ({:.1} GiB free), Esoteric Pull, state = populations + flag byte:", free as f64 / (1u64 << 30) as f64);
+        println!(
+            "largest cube that fits ({:.1} GiB free), Esoteric Pull, state = populations + flag byte:",
+            free as f64 / (1u64 << 30) as f64
+        );
         for &lattice in &o.lattices {
             for &precision in &o.precisions {
                 let n = max_cube(lattice, precision, free);

@@ -13,10 +13,7 @@ pub fn info() -> Result<()> {
         lbm::ptx::CUDA_ARCH,
         lbm::ptx::PTX.matches(".entry ").count()
     );
-    println!(
-        "CPU backend: {} threads (rayon; set RAYON_NUM_THREADS to change)",
-        rayon_threads()
-    );
+    println!("CPU backend: {} threads (rayon; set RAYON_NUM_THREADS to change)", rayon_threads());
     match device_count() {
         Err(e) => println!("GPUs: none ({e})"),
         Ok(n) => {
@@ -45,10 +42,5 @@ fn rayon_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .max(
-            std::env::var("RAYON_NUM_THREADS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-        )
+        .max(std::env::var("RAYON_NUM_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
 }

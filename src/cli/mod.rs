@@ -108,12 +108,10 @@ impl BackendArgs {
 pub fn describe_backend(backend: BackendKind) -> String {
     match backend {
         BackendKind::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
-        BackendKind::Gpu(i) => {
-            match lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active()).and_then(|d| d.info()) {
-                Ok(info) => format!("GPU {i} ({})", info.name),
-                Err(_) => format!("GPU {i}"),
-            }
-        }
+        BackendKind::Gpu(i) => match lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active()).and_then(|d| d.info()) {
+            Ok(info) => format!("GPU {i} ({})", info.name),
+            Err(_) => format!("GPU {i}"),
+        },
     }
 }
 
@@ -121,38 +119,14 @@ pub fn describe_backend(backend: BackendKind) -> String {
 pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Info => info::info(),
-        Command::Run {
-            case,
-            backend,
-            size,
-            steps,
-            output,
-            resume,
-            report,
-        } => {
-            let o = run::RunOptions {
-                backend: backend.resolve()?,
-                size,
-                steps,
-                output,
-                resume,
-                report,
-            };
+        Command::Run { case, backend, size, steps, output, resume, report } => {
+            let o = run::RunOptions { backend: backend.resolve()?, size, steps, output, resume, report };
             match run::run(&case, o)? {
                 run::Outcome::Finished => Ok(()),
                 run::Outcome::Interrupted => std::process::exit(130),
             }
         }
-        Command::Bench {
-            backend,
-            sizes,
-            steps,
-            lattices,
-            precisions,
-            streaming,
-            json,
-            max_size,
-        } => {
+        Command::Bench { backend, sizes, steps, lattices, precisions, streaming, json, max_size } => {
             let bad = |what: &str, v: &str| lbm::Error::Setup(format!("unknown {what} `{v}`"));
             let lattices = lattices
                 .iter()
@@ -181,15 +155,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             }
             bench::bench(
                 backend.resolve()?,
-                bench::BenchOptions {
-                    sizes,
-                    steps,
-                    lattices,
-                    precisions,
-                    streaming,
-                    json,
-                    max_size,
-                },
+                bench::BenchOptions { sizes, steps, lattices, precisions, streaming, json, max_size },
             )
         }
     }

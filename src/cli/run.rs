@@ -6,7 +6,7 @@ use lbm::host::case::{Case, Setup};
 use lbm::host::fields::Fields;
 use lbm::host::files::write_atomic;
 use lbm::host::solver::streaming_name;
-use lbm::host::{checkpoint, vtk};
+use lbm::host::{checkpoint, picture, probe, vtk};
 use lbm::{BackendKind, Error, Result, Solver};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,11 +52,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     if let Some(dir) = o.output.clone() {
         setup.output.directory = dir;
     }
-    let name = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("case")
-        .to_string();
+    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("case").to_string();
     let say = |line: String| {
         if o.report == Report::Bar {
             println!("{line}");
@@ -66,10 +62,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         say(line);
     }
     let dir = setup.output.directory.clone();
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-        path: dir.clone(),
-        source,
-    })?;
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let checkpoint_path = dir.join("checkpoint.lbm");
     let mut solver = lbm::build_solver(setup.config.clone(), o.backend)?;
     let device = crate::cli::describe_backend(o.backend);
@@ -77,11 +70,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     if o.resume {
         let state = checkpoint::read(&checkpoint_path, &setup.config)?;
         solver.restore_state(&state)?;
-        say(format!(
-            "resumed from {} at step {}",
-            checkpoint_path.display(),
-            state.time
-        ));
+        say(format!("resumed from {} at step {}", checkpoint_path.display(), state.time));
     }
 
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -135,10 +124,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             if let Err(e) = check_health(&fields, t) {
                 bar.abandon();
                 let kept = if checkpoint_path.exists() {
-                    format!(
-                        "; the last good checkpoint is {}",
-                        checkpoint_path.display()
-                    )
+                    format!("; the last good checkpoint is {}", checkpoint_path.display())
                 } else {
                     String::new()
                 };
@@ -146,13 +132,20 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
                 return Err(e);
             }
             if write_fields {
-                let file = dir.join(format!("{name}_{t:08}.vtk"));
-                vtk::write_fields(
-                    &file,
-                    &fields,
-                    &setup.config.domain.flags,
-                    &format!("{name} step {t}"),
-                )?;
+                let flags = &setup.config.domain.flags;
+                if setup.output.vtk {
+                    let file = dir.join(format!("{name}_{t:08}.vtk"));
+                    vtk::write_fields(&file, &fields, flags, &format!("{name} step {t}"))?;
+                }
+                for p in &setup.output.pictures {
+                    let slice = p.slice(fields.dims).map_err(Error::Setup)?;
+                    let quantity = format!("{:?}", p.quantity).to_lowercase();
+                    let file = dir.join(format!("{name}_{quantity}_{}{}_{t:08}.png", p.normal, slice.index));
+                    picture::write_slice(&file, &fields, flags, p.quantity, slice)?;
+                }
+                for p in &setup.output.probes {
+                    probe::write_csv(&dir.join(format!("{name}_probe_{}_{t:08}.csv", p.name)), &fields, p, t, None)?;
+                }
             }
             if write_ckpt {
                 checkpoint::write(&checkpoint_path, &setup.config, &solver.save_state()?)?;
@@ -164,11 +157,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         }
     }
     bar.finish_and_clear();
-    let mlups = if stepping > 0.0 {
-        cells * steps_run as f64 / stepping / 1e6
-    } else {
-        0.0
-    };
+    let mlups = if stepping > 0.0 { cells * steps_run as f64 / stepping / 1e6 } else { 0.0 };
     write_summary(
         &dir.join("summary.json"),
         &name,
@@ -216,9 +205,7 @@ fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
             "physics: tau {:.4}, viscosity {:.5} (lattice units){}, wall Mach {:.3}",
             c.tau,
             s.viscosity,
-            s.reynolds
-                .map(|r| format!(", Reynolds {r:.1}"))
-                .unwrap_or_default(),
+            s.reynolds.map(|r| format!(", Reynolds {r:.1}")).unwrap_or_default(),
             s.mach
         ),
         format!(
@@ -237,10 +224,7 @@ fn check_health(f: &Fields, step: u64) -> Result<()> {
             || (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt() > RUNAWAY_SPEED
     });
     match bad {
-        Some(n) => Err(Error::Diverged {
-            step,
-            cell: f.dims.coords(n as u32),
-        }),
+        Some(n) => Err(Error::Diverged { step, cell: f.dims.coords(n as u32) }),
         None => Ok(()),
     }
 }
@@ -289,7 +273,7 @@ fn write_summary(
         "device": device,
         "lbm_version": env!("CARGO_PKG_VERSION"),
     });
-    let text = serde_json::to_string_pretty(&summary)
-        .map_err(|e| Error::Setup(format!("cannot encode the summary: {e}")))?;
+    let text =
+        serde_json::to_string_pretty(&summary).map_err(|e| Error::Setup(format!("cannot encode the summary: {e}")))?;
     write_atomic(path, text.as_bytes())
 }
