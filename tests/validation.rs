@@ -46,7 +46,7 @@ fn taylor_green_viscosity(backend: BackendKind) {
                 "{lattice:?} {precision:?} tau {tau}: nu {} measured {} ({rel:.2e})",
                 r.nu_expected, r.nu_measured
             );
-            assert!(rel.abs() < 0.01, "{lattice:?} {precision:?} tau {tau}: viscosity off by {rel}");
+            assert!(rel.abs() < TAYLOR_GREEN_TOLERANCE, "{lattice:?} {precision:?} tau {tau}: viscosity off by {rel}");
         }
     }
 }
@@ -91,7 +91,7 @@ fn cavity_errors(
 fn cavity_2d_ghia_re100(backend: BackendKind) {
     let (eu, ev) =
         cavity_errors(backend, LatticeKind::D2Q9, Precision::F32, 64, 100.0, 60_000, GHIA_RE100_U, Some(GHIA_RE100_V));
-    assert!(eu < 0.02 && ev.unwrap() < 0.02, "Re 100: u error {eu}, v error {ev:?}");
+    assert!(eu < GHIA_TOLERANCE_RE100 && ev.unwrap() < GHIA_TOLERANCE_RE100, "Re 100: u error {eu}, v error {ev:?}");
 }
 on_backends!(cavity_2d_ghia_re100);
 
@@ -107,7 +107,7 @@ fn cavity_2d_ghia_re1000(backend: BackendKind) {
         GHIA_RE1000_U,
         Some(GHIA_RE1000_V),
     );
-    assert!(eu < 0.03 && ev.unwrap() < 0.03, "Re 1000: u error {eu}, v error {ev:?}");
+    assert!(eu < GHIA_TOLERANCE_RE1000 && ev.unwrap() < GHIA_TOLERANCE_RE1000, "Re 1000: u error {eu}, v error {ev:?}");
 }
 on_backends!(cavity_2d_ghia_re1000);
 
@@ -153,6 +153,6 @@ fn sixteen_bit_storage_keeps_the_physics(backend: BackendKind) {
     }
     let (eu, ev) =
         cavity_errors(backend, LatticeKind::D2Q9, Precision::F16, 64, 100.0, 20_000, GHIA_RE100_U, Some(GHIA_RE100_V));
-    assert!(eu < 0.02 && ev.unwrap() < 0.02, "f16 Re 100: u error {eu}, v error {ev:?}");
+    assert!(eu < GHIA_TOLERANCE_RE100 && ev.unwrap() < GHIA_TOLERANCE_RE100, "f16 Re 100: u error {eu}, v error {ev:?}");
 }
 on_backends!(sixteen_bit_storage_keeps_the_physics);

@@ -232,3 +232,91 @@ pub fn profile_error(
 pub fn cavity_coordinate(s: f64, side: u32) -> f64 {
     0.5 + s * side as f64
 }
+
+/// One line of the validation table.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Check {
+    /// What was compared.
+    pub case: String,
+    /// The measured deviation (or order).
+    pub value: f64,
+    /// What it is compared against.
+    pub criterion: String,
+    /// Whether it passed.
+    pub pass: bool,
+}
+
+/// Max deviation from Ghia et al. allowed at lid speed 0.1: the O(Ma^2) = 3 U^2
+/// compressibility error (3%), and Ghia's own accuracy (about 1%).
+pub const GHIA_TOLERANCE_RE100: f64 = 0.02;
+/// As [`GHIA_TOLERANCE_RE100`], at Re 1000.
+pub const GHIA_TOLERANCE_RE1000: f64 = 0.03;
+/// Relative viscosity error allowed for the Taylor-Green vortex.
+pub const TAYLOR_GREEN_TOLERANCE: f64 = 0.01;
+
+/// The validation suite a user runs with `lbm validate`: Poiseuille order,
+/// Taylor-Green viscosity, the Ghia cavity at Re 100 (and Re 1000 when
+/// `full`), and the 3D cavity against Wong & Baker.
+pub fn suite(make: Factory, backend: BackendKind, precision: Precision, full: bool) -> Result<Vec<Check>> {
+    let mut checks = Vec::new();
+    let results: Vec<_> = [8, 16, 32, 64]
+        .iter()
+        .map(|&w| poiseuille(make, backend, LatticeKind::D2Q9, Precision::F64, w, 0.8, 0.01))
+        .collect::<Result<_>>()?;
+    let order = convergence_order(&results);
+    checks.push(Check {
+        case: "Poiseuille D2Q9 f64, order of convergence".into(),
+        value: order,
+        criterion: "2 +- 0.1".into(),
+        pass: (order - 2.0).abs() < 0.1,
+    });
+    let tg = taylor_green(make, backend, LatticeKind::D3Q19, precision, 64, 0.8)?;
+    let rel = tg.nu_measured / tg.nu_expected - 1.0;
+    checks.push(Check {
+        case: format!("Taylor-Green D3Q19 {}, viscosity error", precision.name()),
+        value: rel,
+        criterion: format!("|.| < {TAYLOR_GREEN_TOLERANCE}"),
+        pass: rel.abs() < TAYLOR_GREEN_TOLERANCE,
+    });
+    let mut cavity = |lattice: LatticeKind, side: u32, re: f64, max: u64, refs: [Option<Profile>; 2], tol: f64, name: &str| {
+        let lid = 0.1;
+        let c = cavity_config(lattice, precision, Streaming::EsotericPull, side, re, lid)?;
+        let mut s = make(c, backend)?;
+        let (f, _) = run_to_steady(s.as_mut(), 1000, max, lid, 1e-5)?;
+        let mid = cavity_coordinate(0.5, side);
+        let z = if lattice.dimension() == 2 { 0.0 } else { mid };
+        for (component, reference) in refs.into_iter().enumerate() {
+            let Some(reference) = reference else { continue };
+            let e = profile_error(&f, reference, lid, component, side, |s| {
+                let t = cavity_coordinate(s, side);
+                if component == 0 {
+                    [mid, t, z]
+                } else {
+                    [t, mid, z]
+                }
+            });
+            checks.push(Check {
+                case: format!("{name} {}, max |{}| deviation / lid", precision.name(), ["u", "v"][component]),
+                value: e,
+                criterion: format!("< {tol}"),
+                pass: e < tol,
+            });
+        }
+        Ok::<(), crate::Error>(())
+    };
+    use crate::reference::*;
+    cavity(LatticeKind::D2Q9, 64, 100.0, 60_000, [Some(GHIA_RE100_U), Some(GHIA_RE100_V)], GHIA_TOLERANCE_RE100, "Ghia Re 100")?;
+    if full {
+        cavity(
+            LatticeKind::D2Q9,
+            128,
+            1000.0,
+            200_000,
+            [Some(GHIA_RE1000_U), Some(GHIA_RE1000_V)],
+            GHIA_TOLERANCE_RE1000,
+            "Ghia Re 1000",
+        )?;
+    }
+    cavity(LatticeKind::D3Q19, 40, 100.0, 40_000, [Some(CAVITY3D_RE100_U), None], 0.03, "3D cavity Re 100 (Wong & Baker)")?;
+    Ok(checks)
+}

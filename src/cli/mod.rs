@@ -42,6 +42,18 @@ enum Command {
         #[arg(long, value_enum, default_value_t = run::Report::Bar)]
         report: run::Report,
     },
+    /// Run the built-in validation cases (Poiseuille, Taylor-Green, lid-driven
+    /// cavities against Ghia et al. and Wong & Baker) and print their errors.
+    Validate {
+        #[command(flatten)]
+        backend: BackendArgs,
+        /// Storage precision (f32, f64, f16).
+        #[arg(long, default_value = "f32")]
+        precision: String,
+        /// Also run the Re 1000 cavity (a few seconds on a GPU, minutes on a CPU).
+        #[arg(long)]
+        full: bool,
+    },
     /// Measure the device copy bandwidth, then stream-collide MLUPS and the
     /// fraction of copy bandwidth for each lattice, storage and scheme.
     Bench {
@@ -125,6 +137,25 @@ pub fn execute(cli: Cli) -> Result<()> {
                 run::Outcome::Finished => Ok(()),
                 run::Outcome::Interrupted => std::process::exit(130),
             }
+        }
+        Command::Validate { backend, precision, full } => {
+            let precision = lbm::host::Precision::ALL
+                .into_iter()
+                .find(|q| q.name() == precision)
+                .ok_or_else(|| lbm::Error::Setup(format!("unknown precision `{precision}`: use f32, f64 or f16")))?;
+            let backend = backend.resolve()?;
+            println!("validating on {}", describe_backend(backend));
+            let checks = lbm::host::validation::suite(&|c, b| lbm::build_solver(c, b), backend, precision, full)?;
+            println!("{:<58} {:>11}  {:<10} result", "case", "measured", "criterion");
+            for c in &checks {
+                println!("{:<58} {:>11.4e}  {:<10} {}", c.case, c.value, c.criterion, if c.pass { "pass" } else { "FAIL" });
+            }
+            let failed = checks.iter().filter(|c| !c.pass).count();
+            if failed > 0 {
+                return Err(lbm::Error::Setup(format!("{failed} validation check(s) failed")));
+            }
+            println!("all {} checks passed", checks.len());
+            Ok(())
         }
         Command::Bench { backend, sizes, steps, lattices, precisions, streaming, json, max_size } => {
             let bad = |what: &str, v: &str| lbm::Error::Setup(format!("unknown {what} `{v}`"));
