@@ -153,6 +153,9 @@ fn sixteen_bit_storage_keeps_the_physics(backend: BackendKind) {
     }
     let (eu, ev) =
         cavity_errors(backend, LatticeKind::D2Q9, Precision::F16, 64, 100.0, 20_000, GHIA_RE100_U, Some(GHIA_RE100_V));
-    assert!(eu < GHIA_TOLERANCE_RE100 && ev.unwrap() < GHIA_TOLERANCE_RE100, "f16 Re 100: u error {eu}, v error {ev:?}");
+    assert!(
+        eu < GHIA_TOLERANCE_RE100 && ev.unwrap() < GHIA_TOLERANCE_RE100,
+        "f16 Re 100: u error {eu}, v error {ev:?}"
+    );
 }
 on_backends!(sixteen_bit_storage_keeps_the_physics);

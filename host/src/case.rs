@@ -8,6 +8,10 @@ use kernels_gpu::{Dims, Streaming};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
+/// Smallest relaxation time accepted: BGK needs tau above 1/2, and within a
+/// few thousandths of it is unstable at any practical resolution.
+pub const MIN_TAU: f64 = 0.501;
+
 /// Largest lattice Mach number (|u| / c_s) accepted for walls: above it the
 /// compressibility error (O(Ma^2)) dominates and BGK turns unstable.
 pub const MAX_MACH: f64 = 0.4;
@@ -25,6 +29,42 @@ pub struct Case {
     /// Where and how often to write fields.
     #[serde(default)]
     pub output: OutputSection,
+    /// Physical units: when present, velocities, viscosity and force in the
+    /// case are SI (m/s, m^2/s, m/s^2) and converted to lattice units.
+    pub units: Option<UnitsSection>,
+}
+
+/// `[units]`: how lattice units map to SI.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnitsSection {
+    /// A physical length, m ...
+    pub length: f64,
+    /// ... spanned by this many cells: dx = length / cells.
+    pub cells: f64,
+    /// A characteristic velocity, m/s (e.g. the lid speed) ...
+    pub velocity: f64,
+    /// ... and the lattice velocity it becomes: dt = lattice_velocity dx / velocity.
+    /// Sets the Mach number (lattice_velocity sqrt 3); 0.05 to 0.1 is usual.
+    pub lattice_velocity: f64,
+    /// Fluid density, kg/m^3 (for reports).
+    #[serde(default = "default_density")]
+    pub density: f64,
+}
+
+fn default_density() -> f64 {
+    1000.0
+}
+
+/// The conversion between lattice and SI units.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct UnitConversion {
+    /// Cell size, m.
+    pub dx: f64,
+    /// Time step, s.
+    pub dt: f64,
+    /// Density, kg/m^3.
+    pub density: f64,
 }
 
 /// `[simulation]`
@@ -218,6 +258,8 @@ pub struct Setup {
     pub steps: u64,
     /// Output settings.
     pub output: OutputSection,
+    /// SI conversion, when the case gives `[units]`.
+    pub units: Option<UnitConversion>,
 }
 
 impl Case {
@@ -239,6 +281,21 @@ impl Case {
             }
         }
         let streaming = parse_streaming(&sim.streaming).map_err(|m| bad(format!("[simulation] streaming: {m}")))?;
+        let units = match &self.units {
+            None => None,
+            Some(u) => {
+                let positive = |v: f64| v.is_finite() && v > 0.0;
+                if ![u.length, u.cells, u.velocity, u.lattice_velocity, u.density].into_iter().all(positive) {
+                    return Err(bad(
+                        "[units]: length, cells, velocity, lattice_velocity and density must be positive".into()
+                    ));
+                }
+                let dx = u.length / u.cells;
+                Some(UnitConversion { dx, dt: u.lattice_velocity * dx / u.velocity, density: u.density })
+            }
+        };
+        // SI to lattice units (identity without [units]).
+        let to_lattice_velocity = |v: f64| units.map_or(v, |c| v * c.dt / c.dx);
         let b = &self.boundaries;
         let mut faces = [FaceBoundary::Wall; 6];
         for (k, (name, spec)) in [
@@ -260,7 +317,7 @@ impl Case {
                         "[boundaries] {name} = \"{s}\": use \"wall\", \"periodic\" or {{ moving_wall = [ux, uy, uz] }}"
                     )))
                 }
-                FaceSpec::Moving { moving_wall } => FaceBoundary::MovingWall(*moving_wall),
+                FaceSpec::Moving { moving_wall } => FaceBoundary::MovingWall(moving_wall.map(to_lattice_velocity)),
             };
         }
         let domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)
@@ -273,7 +330,15 @@ impl Case {
             )));
         }
         let p = &self.physics;
-        let (viscosity, reynolds) = match (p.viscosity, p.reynolds) {
+        let knob = if units.is_some() {
+            "raise the resolution ([units] cells) or lattice_velocity"
+        } else {
+            "raise the viscosity, lower the Reynolds number or raise the resolution"
+        };
+        let (viscosity, reynolds) = match (
+            p.viscosity.map(|nu| units.map_or(nu, |c| nu * c.dt / (c.dx * c.dx))),
+            p.reynolds,
+        ) {
             (Some(nu), None) => {
                 let re = lid_length(&faces, size).map(|l| speed * l / nu).filter(|_| speed > 0.0);
                 (nu, re)
@@ -290,9 +355,9 @@ impl Case {
             _ => return Err(bad("[physics]: give exactly one of `viscosity` and `reynolds`".into())),
         };
         let tau = 3.0 * viscosity + 0.5;
-        if viscosity.is_nan() || viscosity <= 0.0 || tau <= 0.5 {
+        if viscosity.is_nan() || viscosity <= 0.0 || tau < MIN_TAU {
             return Err(bad(format!(
-                "viscosity {viscosity} gives tau = {tau}, which must be above 1/2: raise the viscosity, lower the Reynolds number or raise the resolution"
+                "viscosity {viscosity:.3e} (lattice units) gives tau = {tau:.6}; BGK needs tau of at least {MIN_TAU} (above 1/2): {knob}"
             )));
         }
         let config = SolverConfig {
@@ -300,7 +365,7 @@ impl Case {
             precision: sim.precision,
             streaming,
             tau,
-            force: p.force,
+            force: p.force.map(|a| units.map_or(a, |c| a * c.dt * c.dt / c.dx)),
             domain,
             initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
         };
@@ -324,7 +389,7 @@ impl Case {
                 return Err(bad(format!("[[output.probe]] `{}`: samples must be at least 2", p.name)));
             }
         }
-        Ok(Setup { config, viscosity, reynolds, mach, steps: sim.steps, output: self.output.clone() })
+        Ok(Setup { config, viscosity, reynolds, mach, steps: sim.steps, output: self.output.clone(), units })
     }
 }
 
@@ -365,6 +430,23 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let s = setup(CAVITY).unwrap();
         assert!((s.viscosity - 0.1 * 32.0 / 100.0).abs() < 1e-15);
         assert_eq!(s.config.domain.fluid_cells(), 32 * 32);
+    }
+
+    #[test]
+    fn si_units_convert_to_lattice_units() {
+        // 1 m cavity over 32 cells, lid 1 m/s -> lattice 0.1: dx = 1/32 m, dt = 0.1 dx / 1 = dx / 10.
+        let si = CAVITY.replace("reynolds = 100.0", "viscosity = 0.01").replace("[0.1, 0.0, 0.0]", "[1.0, 0.0, 0.0]")
+            + "[units]\nlength = 1.0\ncells = 32\nvelocity = 1.0\nlattice_velocity = 0.1\n";
+        let s = setup(&si).unwrap();
+        let c = s.units.unwrap();
+        assert!((c.dx - 1.0 / 32.0).abs() < 1e-15 && (c.dt - c.dx / 10.0).abs() < 1e-15);
+        assert!((s.config.domain.wall_velocities[0][0] - 0.1).abs() < 1e-15, "lid in lattice units");
+        // nu_lb = nu dt / dx^2 = 0.01 * (1/320) * 1024 = 0.032, the same as Re = U L / nu = 100 at 32 cells.
+        assert!((s.viscosity - 0.032).abs() < 1e-12);
+        assert!((s.reynolds.unwrap() - 100.0).abs() < 1e-9);
+        let unstable = si.replace("viscosity = 0.01", "viscosity = 1e-9");
+        let e = setup(&unstable).unwrap_err().to_string();
+        assert!(e.contains("tau") && e.contains("lattice_velocity"), "{e}");
     }
 
     #[test]

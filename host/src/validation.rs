@@ -278,34 +278,43 @@ pub fn suite(make: Factory, backend: BackendKind, precision: Precision, full: bo
         criterion: format!("|.| < {TAYLOR_GREEN_TOLERANCE}"),
         pass: rel.abs() < TAYLOR_GREEN_TOLERANCE,
     });
-    let mut cavity = |lattice: LatticeKind, side: u32, re: f64, max: u64, refs: [Option<Profile>; 2], tol: f64, name: &str| {
-        let lid = 0.1;
-        let c = cavity_config(lattice, precision, Streaming::EsotericPull, side, re, lid)?;
-        let mut s = make(c, backend)?;
-        let (f, _) = run_to_steady(s.as_mut(), 1000, max, lid, 1e-5)?;
-        let mid = cavity_coordinate(0.5, side);
-        let z = if lattice.dimension() == 2 { 0.0 } else { mid };
-        for (component, reference) in refs.into_iter().enumerate() {
-            let Some(reference) = reference else { continue };
-            let e = profile_error(&f, reference, lid, component, side, |s| {
-                let t = cavity_coordinate(s, side);
-                if component == 0 {
-                    [mid, t, z]
-                } else {
-                    [t, mid, z]
-                }
-            });
-            checks.push(Check {
-                case: format!("{name} {}, max |{}| deviation / lid", precision.name(), ["u", "v"][component]),
-                value: e,
-                criterion: format!("< {tol}"),
-                pass: e < tol,
-            });
-        }
-        Ok::<(), crate::Error>(())
-    };
+    let mut cavity =
+        |lattice: LatticeKind, side: u32, re: f64, max: u64, refs: [Option<Profile>; 2], tol: f64, name: &str| {
+            let lid = 0.1;
+            let c = cavity_config(lattice, precision, Streaming::EsotericPull, side, re, lid)?;
+            let mut s = make(c, backend)?;
+            let (f, _) = run_to_steady(s.as_mut(), 1000, max, lid, 1e-5)?;
+            let mid = cavity_coordinate(0.5, side);
+            let z = if lattice.dimension() == 2 { 0.0 } else { mid };
+            for (component, reference) in refs.into_iter().enumerate() {
+                let Some(reference) = reference else { continue };
+                let e = profile_error(&f, reference, lid, component, side, |s| {
+                    let t = cavity_coordinate(s, side);
+                    if component == 0 {
+                        [mid, t, z]
+                    } else {
+                        [t, mid, z]
+                    }
+                });
+                checks.push(Check {
+                    case: format!("{name} {}, max |{}| deviation / lid", precision.name(), ["u", "v"][component]),
+                    value: e,
+                    criterion: format!("< {tol}"),
+                    pass: e < tol,
+                });
+            }
+            Ok::<(), crate::Error>(())
+        };
     use crate::reference::*;
-    cavity(LatticeKind::D2Q9, 64, 100.0, 60_000, [Some(GHIA_RE100_U), Some(GHIA_RE100_V)], GHIA_TOLERANCE_RE100, "Ghia Re 100")?;
+    cavity(
+        LatticeKind::D2Q9,
+        64,
+        100.0,
+        60_000,
+        [Some(GHIA_RE100_U), Some(GHIA_RE100_V)],
+        GHIA_TOLERANCE_RE100,
+        "Ghia Re 100",
+    )?;
     if full {
         cavity(
             LatticeKind::D2Q9,
@@ -317,6 +326,14 @@ pub fn suite(make: Factory, backend: BackendKind, precision: Precision, full: bo
             "Ghia Re 1000",
         )?;
     }
-    cavity(LatticeKind::D3Q19, 40, 100.0, 40_000, [Some(CAVITY3D_RE100_U), None], 0.03, "3D cavity Re 100 (Wong & Baker)")?;
+    cavity(
+        LatticeKind::D3Q19,
+        40,
+        100.0,
+        40_000,
+        [Some(CAVITY3D_RE100_U), None],
+        0.03,
+        "3D cavity Re 100 (Wong & Baker)",
+    )?;
     Ok(checks)
 }

@@ -148,7 +148,13 @@ pub fn execute(cli: Cli) -> Result<()> {
             let checks = lbm::host::validation::suite(&|c, b| lbm::build_solver(c, b), backend, precision, full)?;
             println!("{:<58} {:>11}  {:<10} result", "case", "measured", "criterion");
             for c in &checks {
-                println!("{:<58} {:>11.4e}  {:<10} {}", c.case, c.value, c.criterion, if c.pass { "pass" } else { "FAIL" });
+                println!(
+                    "{:<58} {:>11.4e}  {:<10} {}",
+                    c.case,
+                    c.value,
+                    c.criterion,
+                    if c.pass { "pass" } else { "FAIL" }
+                );
             }
             let failed = checks.iter().filter(|c| !c.pass).count();
             if failed > 0 {

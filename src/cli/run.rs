@@ -144,7 +144,8 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
                     picture::write_slice(&file, &fields, flags, p.quantity, slice)?;
                 }
                 for p in &setup.output.probes {
-                    probe::write_csv(&dir.join(format!("{name}_probe_{}_{t:08}.csv", p.name)), &fields, p, t, None)?;
+                    let si = setup.units.map(|u| (u.dx, u.dt));
+                    probe::write_csv(&dir.join(format!("{name}_probe_{}_{t:08}.csv", p.name)), &fields, p, t, si)?;
                 }
             }
             if write_ckpt {
@@ -208,6 +209,16 @@ fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
             s.reynolds.map(|r| format!(", Reynolds {r:.1}")).unwrap_or_default(),
             s.mach
         ),
+        match s.units {
+            Some(u) => format!(
+                "units: dx = {:.4e} m, dt = {:.4e} s, lattice velocity 1 = {:.4e} m/s, density {} kg/m^3",
+                u.dx,
+                u.dt,
+                u.dx / u.dt,
+                u.density
+            ),
+            None => "units: lattice units (give [units] in the case file for SI)".to_string(),
+        },
         format!(
             "memory: {:.2} GiB of state ({} B per cell)",
             c.state_bytes() as f64 / (1u64 << 30) as f64,
@@ -266,6 +277,7 @@ fn write_summary(
             "reynolds": s.reynolds,
             "wall_mach": s.mach,
             "force_lattice": c.force,
+            "si": s.units,
         },
         "steps": solver.time(),
         "wall_time_s": wall_seconds,
