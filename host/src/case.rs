@@ -32,6 +32,27 @@ pub struct Case {
     /// Physical units: when present, velocities, viscosity and force in the
     /// case are SI (m/s, m^2/s, m/s^2) and converted to lattice units.
     pub units: Option<UnitsSection>,
+    /// Solid objects voxelised onto the grid.
+    #[serde(default)]
+    pub geometry: Vec<crate::geometry::GeometrySpec>,
+    /// Initial state (default: at rest, density 1).
+    pub initial: Option<InitialSection>,
+}
+
+/// `[initial]`: a uniform initial state.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitialSection {
+    /// Velocity (lattice units, or m/s with `[units]`).
+    #[serde(default)]
+    pub velocity: [f64; 3],
+    /// Density relative to the reference density (default 1).
+    #[serde(default = "default_one")]
+    pub density: f64,
+}
+
+fn default_one() -> f64 {
+    1.0
 }
 
 /// `[units]`: how lattice units map to SI.
@@ -260,6 +281,10 @@ pub struct Setup {
     pub output: OutputSection,
     /// SI conversion, when the case gives `[units]`.
     pub units: Option<UnitConversion>,
+    /// The voxelised objects, for force reports.
+    pub objects: Vec<crate::geometry::Object>,
+    /// Their specifications (reference area and velocity).
+    pub geometry: Vec<crate::geometry::GeometrySpec>,
 }
 
 impl Case {
@@ -320,8 +345,17 @@ impl Case {
                 FaceSpec::Moving { moving_wall } => FaceBoundary::MovingWall(moving_wall.map(to_lattice_velocity)),
             };
         }
-        let domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)
+        let mut domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)
             .map_err(|e| bad(format!("[simulation] size / [boundaries]: {e}")))?;
+        let case_dir = path.parent().unwrap_or(Path::new("."));
+        let cell_size = units.map_or(1.0, |u| u.dx);
+        let mut objects = Vec::new();
+        for g in &self.geometry {
+            objects.push(
+                g.apply(&mut domain, case_dir, cell_size, to_lattice_velocity)
+                    .map_err(|m| bad(format!("[[geometry]]: {m}")))?,
+            );
+        }
         let speed = domain.max_wall_speed().unwrap_or(0.0);
         let mach = speed * 3f64.sqrt();
         if mach > MAX_MACH {
@@ -367,7 +401,19 @@ impl Case {
             tau,
             force: p.force.map(|a| units.map_or(a, |c| a * c.dt * c.dt / c.dx)),
             domain,
-            initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
+            initial: match &self.initial {
+                None => Initial::Uniform { rho: 1.0, u: [0.0; 3] },
+                Some(i) => {
+                    if !(i.density.is_finite() && i.density > 0.0) {
+                        return Err(bad(format!("[initial] density {} must be positive", i.density)));
+                    }
+                    let u = i.velocity.map(to_lattice_velocity);
+                    if (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt() * 3f64.sqrt() > MAX_MACH {
+                        return Err(bad(format!("[initial] velocity is above Mach {MAX_MACH}: lower it")));
+                    }
+                    Initial::Uniform { rho: i.density, u }
+                }
+            },
         };
         config.validate().map_err(|e| bad(e.to_string()))?;
         for p in &self.output.pictures {
@@ -389,7 +435,17 @@ impl Case {
                 return Err(bad(format!("[[output.probe]] `{}`: samples must be at least 2", p.name)));
             }
         }
-        Ok(Setup { config, viscosity, reynolds, mach, steps: sim.steps, output: self.output.clone(), units })
+        Ok(Setup {
+            config,
+            viscosity,
+            reynolds,
+            mach,
+            steps: sim.steps,
+            output: self.output.clone(),
+            units,
+            objects,
+            geometry: self.geometry.clone(),
+        })
     }
 }
 

@@ -201,6 +201,10 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
         Ok(self.f.iter().map(|v| v.load().to_f64()).collect())
     }
 
+    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
+        Ok(crate::forces::momentum_exchange::<L, Q, S>(&self.config, &self.f, self.t, objects))
+    }
+
     fn save_state(&mut self) -> Result<SavedState> {
         Ok(SavedState { time: self.t, populations: storage_bytes(&self.f).to_vec() })
     }

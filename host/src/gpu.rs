@@ -343,6 +343,12 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
         Ok(self.read_populations()?.iter().map(|v| v.load().to_f64()).collect())
     }
 
+    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
+        // Reads the populations back: fine at output intervals, not per step.
+        let f = self.read_populations()?;
+        Ok(crate::forces::momentum_exchange::<L, Q, S>(&self.config, &f, self.t, objects))
+    }
+
     fn save_state(&mut self) -> Result<SavedState> {
         Ok(SavedState { time: self.t, populations: storage_bytes(&self.read_populations()?).to_vec() })
     }

@@ -10,13 +10,17 @@ pub mod domain;
 pub mod error;
 pub mod fields;
 pub mod files;
+pub mod forces;
+pub mod geometry;
 pub mod gpu;
 pub mod picture;
 pub mod probe;
 pub mod ptxas;
 pub mod reference;
 pub mod solver;
+pub mod stl;
 pub mod validation;
+pub mod voxel;
 pub mod vtk;
 
 pub use error::{Error, Result};

@@ -90,8 +90,8 @@ pub fn write_slice(path: &Path, fields: &Fields, flags: &[u8], quantity: Quantit
             }
         }
     }
-    // Scale small grids up so the picture is at least ~512 pixels across.
-    let scale = (512 / w.max(h)).clamp(1, 16);
+    // Scale small grids up so the picture is at least ~1024 pixels across.
+    let scale = (1024 / w.max(h)).clamp(1, 16);
     let bar_w = 90;
     let (img_w, img_h) = (w * scale + bar_w, (h * scale).max(120));
     let mut img = RgbImage::from_pixel(img_w, img_h, BACKGROUND);
@@ -184,7 +184,7 @@ mod tests {
         let path = dir.join("s.png");
         write_slice(&path, &f, &flags, Quantity::Velocity, Slice { normal: 2, index: 0 }).unwrap();
         let img = image::open(&path).unwrap().to_rgb8();
-        let scale = (512 / 20u32).clamp(1, 16);
+        let scale = (1024 / 20u32).clamp(1, 16);
         assert_eq!(img.width(), 20 * scale + 90);
         assert_eq!(*img.get_pixel(0, (10 * scale) - 1), SOLID, "cell (0,0) is at the bottom left");
         assert_eq!(*img.get_pixel(5 * scale, (10 - 1 - 5) * scale), Rgb(VIRIDIS[8]));

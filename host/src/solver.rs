@@ -266,6 +266,9 @@ pub trait Solver: Send {
     fn backend(&self) -> BackendKind;
     /// The configuration it was built from.
     fn config(&self) -> &SolverConfig;
+    /// Force on each object (`objects[k][n]`: cell `n` belongs to object
+    /// `k`) by momentum exchange, lattice units; see [`crate::forces`].
+    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>>;
     /// The state a checkpoint needs: the time and the current population
     /// buffer exactly as stored.
     fn save_state(&mut self) -> Result<SavedState>;

@@ -61,6 +61,14 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     for line in describe_setup(&name, &setup) {
         say(line);
     }
+    for o in &setup.objects {
+        say(format!("geometry `{}`: {} cells", o.name, o.cells.iter().filter(|&&c| c).count()));
+        for note in &o.notes {
+            eprintln!("warning: {note}");
+        }
+    }
+    let masks: Vec<Vec<bool>> = setup.objects.iter().map(|o| o.cells.clone()).collect();
+    let mut force_rows = String::new();
     let dir = setup.output.directory.clone();
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let checkpoint_path = dir.join("checkpoint.lbm");
@@ -142,6 +150,14 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
                     let quantity = format!("{:?}", p.quantity).to_lowercase();
                     let file = dir.join(format!("{name}_{quantity}_{}{}_{t:08}.png", p.normal, slice.index));
                     picture::write_slice(&file, &fields, flags, p.quantity, slice)?;
+                }
+                if !masks.is_empty() {
+                    let forces = solver.forces(&masks)?;
+                    force_rows.push_str(&force_lines(&setup, t, &forces));
+                    write_atomic(
+                        &dir.join(format!("{name}_forces.csv")),
+                        format!("{}{force_rows}", force_header(&setup)).as_bytes(),
+                    )?;
                 }
                 for p in &setup.output.probes {
                     let si = setup.units.map(|u| (u.dx, u.dt));
@@ -288,4 +304,37 @@ fn write_summary(
     let text =
         serde_json::to_string_pretty(&summary).map_err(|e| Error::Setup(format!("cannot encode the summary: {e}")))?;
     write_atomic(path, text.as_bytes())
+}
+
+fn force_header(s: &Setup) -> String {
+    let si = if s.units.is_some() { ",fx_N,fy_N,fz_N" } else { "" };
+    format!("step,object,fx,fy,fz{si},c_x,c_y,c_z\n")
+}
+
+/// One CSV line per object: force in lattice units (and newtons with
+/// `[units]`), and the coefficients 2 F / (rho U^2 A) when the object gives a
+/// reference area and velocity (drag and lift are the components along and
+/// across the flow).
+fn force_lines(s: &Setup, step: u64, forces: &[[f64; 3]]) -> String {
+    let mut out = String::new();
+    for ((o, g), f) in s.objects.iter().zip(&s.geometry).zip(forces) {
+        out.push_str(&format!("{step},{},{:e},{:e},{:e}", o.name, f[0], f[1], f[2]));
+        if let Some(u) = s.units {
+            let newton = u.density * u.dx.powi(4) / (u.dt * u.dt);
+            out.push_str(&format!(",{:e},{:e},{:e}", f[0] * newton, f[1] * newton, f[2] * newton));
+        }
+        match (g.reference_area, g.reference_velocity) {
+            (Some(area), Some(vel)) => {
+                // To lattice units: area in cells^2, velocity in cells per step.
+                let (a, v) = match s.units {
+                    Some(u) => (area / (u.dx * u.dx), vel * u.dt / u.dx),
+                    None => (area, vel),
+                };
+                let q = 0.5 * v * v * a;
+                out.push_str(&format!(",{:e},{:e},{:e}\n", f[0] / q, f[1] / q, f[2] / q));
+            }
+            _ => out.push_str(",,,\n"),
+        }
+    }
+    out
 }
