@@ -92,7 +92,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let every = setup.output.every;
     let ckpt_every = setup.output.checkpoint_every;
     let check_every = setup.output.check_every;
-    let due = |t: u64, n: u64| n > 0 && t % n == 0;
+    let due = |t: u64, n: u64| n > 0 && t.is_multiple_of(n);
     let next_event = |t: u64| {
         [every, ckpt_every, check_every]
             .into_iter()
