@@ -44,6 +44,21 @@ fn every_example_case_is_valid() {
 }
 
 #[test]
+fn bad_input_leaves_no_output_directory() {
+    let dir = scratch("no-output");
+    let bad = dir.join("bad.toml");
+    let text = std::fs::read_to_string("cases/cavity3d.toml").unwrap().replace("steps = 7000", "steps = -5");
+    std::fs::write(&bad, text).unwrap();
+    let out = dir.join("out");
+    let o = lbm().arg("run").arg(&bad).args(["--backend", "cpu", "--output"]).arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("bad.toml") && err.contains("steps"), "{err}");
+    assert!(!out.exists(), "a refused case must not create its output directory");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn bad_input_is_an_error_not_a_panic() {
     let dir = scratch("bad");
     let bad = dir.join("bad.toml");

@@ -520,4 +520,65 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let negative = CAVITY.replace("[34, 34, 1]", "[-3, 34, 1]");
         assert!(setup(&negative).is_err());
     }
+
+    fn with_geometry(extra: &str) -> String {
+        format!("{CAVITY}\n[[geometry]]\nname = \"obstacle\"\n{extra}\n")
+    }
+
+    #[test]
+    fn geometry_is_voxelised_as_walls() {
+        let s = setup(&with_geometry("shape = \"sphere\"\ncentre = [16.0, 16.0, 0.0]\nradius = 5.0")).unwrap();
+        let solid = s.objects[0].cells.iter().filter(|&&c| c).count();
+        // A disc of radius 5 in the z = 0 layer: about pi r^2 = 78.5 cells.
+        assert!((70..=90).contains(&solid), "{solid} cells");
+        assert_eq!(s.config.domain.fluid_cells(), 32 * 32 - solid);
+        let boxed = setup(&with_geometry("shape = \"box\"\nmin = [4.5, 4.5, -0.5]\nmax = [8.5, 6.5, 0.5]\nmoving_wall = [0.0, 0.01, 0.0]")).unwrap();
+        assert_eq!(boxed.objects[0].cells.iter().filter(|&&c| c).count(), 8);
+        assert_eq!(boxed.config.domain.wall_velocities.len(), 2, "lid and the moving box");
+    }
+
+    #[test]
+    fn every_class_of_bad_geometry_is_refused_with_a_reason() {
+        let dir = std::env::temp_dir().join(format!("lbm-case-geo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let try_case = |text: String| -> String {
+            let path = dir.join("c.toml");
+            std::fs::write(&path, &text).unwrap();
+            let case = Case::load(&path);
+            match case {
+                Err(e) => e.to_string(),
+                Ok(case) => case.setup(&path, None).err().map(|e| e.to_string()).unwrap_or_default(),
+            }
+        };
+        let missing = try_case(with_geometry("shape = \"stl\"\nfile = \"nowhere.stl\""));
+        assert!(missing.contains("nowhere.stl") && missing.contains("c.toml"), "{missing}");
+        std::fs::write(dir.join("broken.stl"), b"solid x\nfacet normal 0 0 1\nouter loop\nvertex 0 0").unwrap();
+        let broken = try_case(with_geometry("shape = \"stl\"\nfile = \"broken.stl\""));
+        assert!(broken.contains("broken.stl"), "{broken}");
+        let outside = try_case(with_geometry("shape = \"sphere\"\ncentre = [500.0, 16.0, 0.0]\nradius = 5.0"));
+        assert!(outside.contains("outside the domain") && outside.contains("obstacle"), "{outside}");
+        let incomplete = try_case(with_geometry("shape = \"sphere\"\ncentre = [16.0, 16.0, 0.0]"));
+        assert!(incomplete.contains("needs `radius`"), "{incomplete}");
+        let unknown = try_case(with_geometry("shape = \"torus\""));
+        assert!(unknown.contains("unknown shape"), "{unknown}");
+        let wrong_type = try_case(CAVITY.replace("steps = 10", "steps = \"ten\""));
+        assert!(wrong_type.contains("steps") && wrong_type.contains("line"), "{wrong_type}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Any text, and any mutation of a valid case, is parsed or refused; never a panic.
+        #[test]
+        fn case_parser_never_panics(text in "\\PC{0,400}", cut in 0usize..600, byte in 0u8..128) {
+            let _ = setup(&text);
+            let mut mutated = CAVITY.as_bytes().to_vec();
+            if cut < mutated.len() {
+                mutated[cut] = byte;
+            }
+            let _ = setup(&String::from_utf8_lossy(&mutated));
+            let _ = setup(&CAVITY[..cut.min(CAVITY.len())]);
+        }
+    }
 }
