@@ -158,9 +158,9 @@ fn divergence_is_caught_and_the_last_checkpoint_kept() {
     std::fs::write(
         &case,
         "[simulation]\nlattice = \"D2Q9\"\nsize = [66, 66, 1]\nsteps = 200000\n\
-         [physics]\nviscosity = 1e-5\n\
-         [boundaries]\nx_min = \"wall\"\nx_max = \"wall\"\ny_min = \"wall\"\ny_max = { moving_wall = [0.1, 0.0, 0.0] }\n\
-         [output]\ncheckpoint_every = 100\ncheck_every = 100\n",
+         [physics]\nviscosity = 0.00034\n\
+         [boundaries]\nx_min = \"wall\"\nx_max = \"wall\"\ny_min = \"wall\"\ny_max = { moving_wall = [0.2, 0.0, 0.0] }\n\
+         [output]\ncheckpoint_every = 20\ncheck_every = 20\nvtk = false\n",
     )
     .unwrap();
     let o = lbm()

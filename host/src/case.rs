@@ -422,7 +422,8 @@ impl Case {
         let d = config.domain.dims;
         for p in &self.output.probes {
             let inside = |q: [f64; 3]| q.iter().zip([d.nx, d.ny, d.nz]).all(|(v, n)| *v >= 0.0 && *v <= (n - 1) as f64);
-            if !inside(p.from) || !inside(p.to) {
+            let (from, to) = p.ends(d);
+            if !inside(from) || !inside(to) {
                 return Err(bad(format!(
                     "[[output.probe]] `{}`: points must lie inside the grid, 0..{} x 0..{} x 0..{} (cell coordinates)",
                     p.name,
@@ -532,7 +533,10 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         // A disc of radius 5 in the z = 0 layer: about pi r^2 = 78.5 cells.
         assert!((70..=90).contains(&solid), "{solid} cells");
         assert_eq!(s.config.domain.fluid_cells(), 32 * 32 - solid);
-        let boxed = setup(&with_geometry("shape = \"box\"\nmin = [4.5, 4.5, -0.5]\nmax = [8.5, 6.5, 0.5]\nmoving_wall = [0.0, 0.01, 0.0]")).unwrap();
+        let boxed = setup(&with_geometry(
+            "shape = \"box\"\nmin = [4.5, 4.5, -0.5]\nmax = [8.5, 6.5, 0.5]\nmoving_wall = [0.0, 0.01, 0.0]",
+        ))
+        .unwrap();
         assert_eq!(boxed.objects[0].cells.iter().filter(|&&c| c).count(), 8);
         assert_eq!(boxed.config.domain.wall_velocities.len(), 2, "lid and the moving box");
     }

@@ -3,6 +3,7 @@
 use crate::error::Result;
 use crate::fields::Fields;
 use crate::files::write_atomic;
+use kernels_gpu::Dims;
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -20,16 +21,30 @@ pub struct ProbeSpec {
     pub to: [f64; 3],
     /// Number of samples, both ends included (at least 2).
     pub samples: u32,
+    /// Give `from` and `to` as fractions of the domain (0..1 along each
+    /// axis), so the probe follows `--size`.
+    #[serde(default)]
+    pub relative: bool,
 }
 
 impl ProbeSpec {
-    /// The sample points.
-    pub fn points(&self) -> Vec<[f64; 3]> {
+    /// End points in cell coordinates for a grid of `dims`.
+    pub fn ends(&self, dims: Dims) -> ([f64; 3], [f64; 3]) {
+        if !self.relative {
+            return (self.from, self.to);
+        }
+        let span = [dims.nx, dims.ny, dims.nz].map(|n| (n - 1) as f64);
+        ([0, 1, 2].map(|a| self.from[a] * span[a]), [0, 1, 2].map(|a| self.to[a] * span[a]))
+    }
+
+    /// The sample points in cell coordinates.
+    pub fn points(&self, dims: Dims) -> Vec<[f64; 3]> {
         let n = self.samples.max(2);
+        let (from, to) = self.ends(dims);
         (0..n)
             .map(|k| {
                 let t = k as f64 / (n - 1) as f64;
-                [0, 1, 2].map(|a| self.from[a] + t * (self.to[a] - self.from[a]))
+                [0, 1, 2].map(|a| from[a] + t * (to[a] - from[a]))
             })
             .collect()
     }
@@ -43,7 +58,7 @@ pub fn write_csv(path: &Path, fields: &Fields, spec: &ProbeSpec, step: u64, si: 
         out.push_str(",x_m,y_m,z_m,ux_m_s,uy_m_s,uz_m_s");
     }
     out.push('\n');
-    for p in spec.points() {
+    for p in spec.points(fields.dims) {
         let u = fields.velocity_at(p);
         write!(out, "{step},{},{},{},{:e},{:e},{:e}", p[0], p[1], p[2], u[0], u[1], u[2]).unwrap();
         if let Some((dx, dt)) = si {
@@ -68,14 +83,16 @@ pub fn write_csv(path: &Path, fields: &Fields, spec: &ProbeSpec, step: u64, si: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kernels_gpu::Dims;
 
     #[test]
     fn samples_a_linear_field_exactly() {
         let dims = Dims::new(5, 5, 1);
         let u = (0..dims.cells()).map(|n| [dims.coords(n as u32).1 as f64 * 0.01, 0.0, 0.0]).collect();
         let f = Fields { dims, rho: vec![1.0; dims.cells()], u };
-        let spec = ProbeSpec { name: "c".into(), from: [2.0, 0.0, 0.0], to: [2.0, 4.0, 0.0], samples: 9 };
+        let spec =
+            ProbeSpec { name: "c".into(), from: [2.0, 0.0, 0.0], to: [2.0, 4.0, 0.0], samples: 9, relative: false };
+        let rel = ProbeSpec { from: [0.5, 0.0, 0.0], to: [0.5, 1.0, 0.0], relative: true, ..spec.clone() };
+        assert_eq!(rel.ends(dims), ([2.0, 0.0, 0.0], [2.0, 4.0, 0.0]));
         let dir = std::env::temp_dir().join(format!("lbm-probe-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p.csv");
