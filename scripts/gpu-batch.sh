@@ -23,6 +23,8 @@ status=0
     "$bin/$t" --test-threads 1 --nocapture "$filter" || status=1
   done
   echo "tests exit status: $status"
+  echo "=== lbm validate --backend gpu --full ==="
+  "$bin/lbm" validate --backend gpu --full || status=1
   echo "=== lbm run cases/cavity3d.toml ==="
   "$bin/lbm" run cases/cavity3d.toml --backend gpu --output "$out/cavity3d" || status=1
   echo "=== lbm bench --sizes $sizes ==="
