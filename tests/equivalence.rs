@@ -134,5 +134,5 @@ fn gpu_forces_match_cpu() {
     let mut dev = lbm::build_solver(c, gpu).unwrap();
     cpu.step(50).unwrap();
     dev.step(50).unwrap();
-    assert_eq!(cpu.forces(&[walls.clone()]).unwrap(), dev.forces(&[walls]).unwrap());
+    assert_eq!(cpu.forces(std::slice::from_ref(&walls)).unwrap(), dev.forces(&[walls]).unwrap());
 }
