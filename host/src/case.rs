@@ -174,6 +174,12 @@ pub struct OutputSection {
     /// Whether to write VTK fields at each output (default true).
     #[serde(default = "default_true")]
     pub vtk: bool,
+    /// Write VTK only for this box of cells, `{ min = [x, y, z], max = [x, y, z] }`
+    /// (inclusive cell indices); whole-domain dumps of large runs are too big to keep.
+    pub region: Option<RegionSpec>,
+    /// Units of the VTK fields: `"lattice"` (default) or `"physical"` (needs `[units]`).
+    #[serde(default = "default_lattice")]
+    pub vtk_units: String,
     /// PNG pictures of slices, written at each output.
     #[serde(default, rename = "picture")]
     pub pictures: Vec<PictureSpec>,
@@ -214,6 +220,20 @@ impl PictureSpec {
     }
 }
 
+/// An inclusive box of cells.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSpec {
+    /// Lowest cell.
+    pub min: [u32; 3],
+    /// Highest cell.
+    pub max: [u32; 3],
+}
+
+fn default_lattice() -> String {
+    "lattice".into()
+}
+
 fn default_true() -> bool {
     true
 }
@@ -236,6 +256,8 @@ impl Default for OutputSection {
             checkpoint_every: 0,
             check_every: default_check_every(),
             vtk: true,
+            region: None,
+            vtk_units: default_lattice(),
             pictures: Vec::new(),
             probes: Vec::new(),
         }
@@ -418,6 +440,22 @@ impl Case {
         config.validate().map_err(|e| bad(e.to_string()))?;
         for p in &self.output.pictures {
             p.slice(config.domain.dims).map_err(|m| bad(format!("[[output.picture]]: {m}")))?;
+        }
+        if let Some(r) = self.output.region {
+            let n = [config.domain.dims.nx, config.domain.dims.ny, config.domain.dims.nz];
+            if (0..3).any(|a| r.min[a] > r.max[a] || r.max[a] >= n[a]) {
+                return Err(bad(format!(
+                    "[output] region {:?} .. {:?} must satisfy min <= max < size {:?} on every axis (cell indices)",
+                    r.min, r.max, n
+                )));
+            }
+        }
+        match (self.output.vtk_units.as_str(), units) {
+            ("lattice", _) | ("physical", Some(_)) => {}
+            ("physical", None) => return Err(bad("[output] vtk_units = \"physical\" needs a [units] section".into())),
+            (other, _) => {
+                return Err(bad(format!("[output] vtk_units = \"{other}\": use \"lattice\" or \"physical\"")))
+            }
         }
         let d = config.domain.dims;
         for p in &self.output.probes {

@@ -143,7 +143,11 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
                 let flags = &setup.config.domain.flags;
                 if setup.output.vtk {
                     let file = dir.join(format!("{name}_{t:08}.vtk"));
-                    vtk::write_fields(&file, &fields, flags, &format!("{name} step {t}"))?;
+                    let view = vtk::View {
+                        region: setup.output.region.map(|r| (r.min, r.max)),
+                        si: if setup.output.vtk_units == "physical" { setup.units } else { None },
+                    };
+                    vtk::write_fields(&file, &fields, flags, &format!("{name} step {t}"), &view)?;
                 }
                 for p in &setup.output.pictures {
                     let slice = p.slice(fields.dims).map_err(Error::Setup)?;
