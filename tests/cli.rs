@@ -208,3 +208,29 @@ fn interrupt_writes_a_checkpoint() {
     assert!(out.join("checkpoint.lbm").exists());
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// With `steady_tolerance` the run stops once the flow is steady, well before
+/// its step limit, and still writes its outputs.
+#[test]
+fn steady_state_criterion_stops_the_run() {
+    let dir = scratch("steady");
+    let case = dir.join("steady.toml");
+    std::fs::write(
+        &case,
+        "[simulation]\nlattice = \"D2Q9\"\nsize = [18, 18, 1]\nsteps = 200000\nsteady_tolerance = 1e-4\n\
+         [physics]\nreynolds = 10.0\n\
+         [boundaries]\nx_min = \"wall\"\nx_max = \"wall\"\ny_min = \"wall\"\ny_max = { moving_wall = [0.05, 0.0, 0.0] }\n\
+         [output]\ncheck_every = 200\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = lbm().arg("run").arg(&case).args(["--backend", "cpu", "--output"]).arg(&out).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("steady at step"), "{text}");
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let steps = summary["steps"].as_u64().unwrap();
+    assert!(steps < 200_000 && steps % 200 == 0, "stopped at {steps}");
+    assert!(out.join(format!("steady_{steps:08}.vtk")).exists());
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -102,8 +102,12 @@ pub struct SimulationSection {
     pub streaming: String,
     /// Cells along x, y, z, boundary layers included (z = 1 for 2D lattices).
     pub size: [u32; 3],
-    /// Time steps to run.
+    /// Time steps to run (at most, with `steady_tolerance`).
     pub steps: u64,
+    /// Stop early once the velocity field changes by less than this (largest
+    /// change of any velocity component between two divergence checks,
+    /// relative to the largest speed) : a steady-state criterion.
+    pub steady_tolerance: Option<f64>,
 }
 
 /// `[physics]`
@@ -299,6 +303,8 @@ pub struct Setup {
     pub mach: f64,
     /// Steps to run.
     pub steps: u64,
+    /// Steady-state criterion, see [`SimulationSection::steady_tolerance`].
+    pub steady_tolerance: Option<f64>,
     /// Output settings.
     pub output: OutputSection,
     /// SI conversion, when the case gives `[units]`.
@@ -441,6 +447,13 @@ impl Case {
         for p in &self.output.pictures {
             p.slice(config.domain.dims).map_err(|m| bad(format!("[[output.picture]]: {m}")))?;
         }
+        if let Some(tol) = sim.steady_tolerance {
+            if !(tol.is_finite() && tol > 0.0) || self.output.check_every == 0 {
+                return Err(bad(format!(
+                    "[simulation] steady_tolerance = {tol} needs a positive value and [output] check_every > 0 (the interval it is checked over)"
+                )));
+            }
+        }
         if let Some(r) = self.output.region {
             let n = [config.domain.dims.nx, config.domain.dims.ny, config.domain.dims.nz];
             if (0..3).any(|a| r.min[a] > r.max[a] || r.max[a] >= n[a]) {
@@ -480,6 +493,7 @@ impl Case {
             reynolds,
             mach,
             steps: sim.steps,
+            steady_tolerance: sim.steady_tolerance,
             output: self.output.clone(),
             units,
             objects,

@@ -108,6 +108,8 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let start = Instant::now();
     let (mut stepping, mut steps_run) = (0.0, 0u64);
     let mut outcome = Outcome::Finished;
+    let mut previous: Option<Vec<[f64; 3]>> = None;
+    let mut steady = false;
     while solver.time() < total {
         let n = next_event(solver.time()).min(total) - solver.time();
         let t0 = Instant::now();
@@ -139,6 +141,27 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
                 eprintln!("diverged{kept}");
                 return Err(e);
             }
+            if let Some(tol) = setup.steady_tolerance {
+                if due(t, check_every) {
+                    if let Some(prev) = &previous {
+                        let change = fields
+                            .u
+                            .iter()
+                            .zip(prev)
+                            .flat_map(|(a, b)| (0..3).map(move |k| (a[k] - b[k]).abs()))
+                            .fold(0.0, f64::max);
+                        let speed = fields
+                            .u
+                            .iter()
+                            .map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
+                            .fold(0.0, f64::max);
+                        steady = speed > 0.0 && change < tol * speed;
+                    }
+                    previous = Some(fields.u.clone());
+                }
+            }
+            let write_fields = write_fields || steady;
+            let write_ckpt = write_ckpt || steady;
             if write_fields {
                 let flags = &setup.config.domain.flags;
                 if setup.output.vtk {
@@ -171,6 +194,12 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             if write_ckpt {
                 checkpoint::write(&checkpoint_path, &setup.config, &solver.save_state()?)?;
             }
+        }
+        if steady {
+            say(format!(
+                "steady at step {t}: the velocity changed by less than the steady_tolerance since the last check"
+            ));
+            break;
         }
         if stop {
             outcome = Outcome::Interrupted;
