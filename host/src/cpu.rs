@@ -50,11 +50,11 @@ fn has_fma() -> bool {
     }
 }
 
-/// Runs `body` over consecutive ranges of cells in parallel.
-fn for_each_range(cells: usize, body: impl Fn(Range<u32>) + Sync + Send) {
-    (0..cells.div_ceil(CELLS_PER_TASK)).into_par_iter().for_each(|k| {
-        let start = k * CELLS_PER_TASK;
-        body(start as u32..(start + CELLS_PER_TASK).min(cells) as u32)
+/// Runs `body` over consecutive ranges of the cells `cells` in parallel.
+fn for_each_range(cells: Range<usize>, body: impl Fn(Range<u32>) + Sync + Send) {
+    (0..cells.len().div_ceil(CELLS_PER_TASK)).into_par_iter().for_each(|k| {
+        let start = cells.start + k * CELLS_PER_TASK;
+        body(start as u32..(start + CELLS_PER_TASK).min(cells.end) as u32)
     });
 }
 
@@ -114,6 +114,8 @@ pub struct CpuSolver<L: Lattice<Q>, const Q: usize, S: Storage> {
     f: Vec<S>,
     /// Second buffer of the two-lattice scheme.
     f_next: Vec<S>,
+    /// Cells a step updates (all; a partition's interior when partitioned).
+    active: Range<usize>,
     t: u64,
     _lattice: PhantomData<L>,
 }
@@ -138,7 +140,24 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
             unsafe { stream::init_equilibrium::<L, Q, S>(scheme, &p, fp.get(), fl.get(), pl.get(), n) }
         });
-        Ok(Self { config, flags, f, f_next, t: 0, _lattice: PhantomData })
+        Ok(Self { config, flags, f, f_next, active: 0..cells, t: 0, _lattice: PhantomData })
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
+    /// Restricts steps to the cells `cells` (a partition's interior).
+    pub(crate) fn set_active_cells(&mut self, cells: Range<usize>) {
+        self.active = cells;
+    }
+
+    /// The current population buffer.
+    pub(crate) fn buffer_mut(&mut self) -> &mut [S] {
+        &mut self.f
+    }
+
+    /// Flag bytes as the kernels see them.
+    pub(crate) fn kernel_flags(&self) -> &[u8] {
+        &self.flags
     }
 }
 
@@ -146,12 +165,12 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
     fn step(&mut self, steps: u64) -> Result<()> {
         let flags = Shared::new(self.flags.as_ptr());
         let fma = has_fma();
-        let cells = self.config.domain.dims.cells();
+        let cells = self.active.clone();
         for _ in 0..steps {
             let p = self.config.step_params::<S::Real>(self.t);
             let scheme = self.config.streaming;
             let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
-            for_each_range(cells, |range| {
+            for_each_range(cells.clone(), |range| {
                 // SAFETY: buffers sized for the domain in `new`; ranges are
                 // disjoint; FMA use checked by `has_fma`.
                 #[cfg(target_arch = "x86_64")]

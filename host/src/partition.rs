@@ -1,0 +1,342 @@
+//! The dense domain split along z (its slowest axis) into partitions with
+//! one halo layer on each side, exchanged by copies: the algorithm the
+//! multi-GPU path runs, on the CPU backend, so its logic is tested everywhere.
+//!
+//! **Import** (before every step): each partition's halo layers receive all
+//! populations of the neighbouring partitions' boundary layers. In the SoA
+//! layout a z-layer of one population is contiguous, so each copy is one slice.
+//!
+//! **Export** (after an Esoteric Pull step): a boundary cell `x` of this
+//! partition wrote slot `nb_slot(t)` (slot `b` on even steps, `a` on odd) of
+//! each halo cell `j = x + c_a` with `c_a` pointing into the halo, and, when
+//! `j` is solid, may use `j`'s other slot of that pair (bounce-back flips the
+//! parity). Exactly those slots go back to the partition owning `j`; no cell
+//! of that partition touches them in the same step (each slot belongs to one
+//! cell per step), so nothing is overwritten. Two-lattice pull writes only
+//! its own cells and needs no export.
+
+use crate::cpu::CpuSolver;
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use crate::fields::Fields;
+use crate::solver::{BackendKind, Initial, SavedState, Solver, SolverConfig};
+use kernels_gpu::flags::is_solid;
+use kernels_gpu::layout::population_index;
+use kernels_gpu::{Dims, Lattice, Storage, Streaming};
+use std::ops::Range;
+
+/// Thinnest partition accepted, in cells.
+pub const MIN_THICKNESS: u32 = 1;
+
+/// The z-ranges of `parts` partitions of `nz` layers: as even as possible,
+/// the remainder spread over the first partitions.
+pub fn split(nz: u32, parts: u32) -> Result<Vec<Range<u32>>> {
+    if parts == 0 || nz / parts < MIN_THICKNESS {
+        return Err(Error::Setup(format!(
+            "cannot split {nz} layers into {parts} partitions of at least {MIN_THICKNESS} layer: use at most {} partitions",
+            nz / MIN_THICKNESS
+        )));
+    }
+    let (base, extra) = (nz / parts, nz % parts);
+    let mut z = 0;
+    Ok((0..parts)
+        .map(|p| {
+            let len = base + u32::from(p < extra);
+            z += len;
+            z - len..z
+        })
+        .collect())
+}
+
+struct Part<L: Lattice<Q>, const Q: usize, S: Storage> {
+    /// Global z-layers this partition owns.
+    z: Range<u32>,
+    /// Solver over the owned layers plus one halo layer below and above.
+    solver: CpuSolver<L, Q, S>,
+}
+
+/// A simulation split into z-partitions on the CPU.
+pub struct PartitionedCpu<L: Lattice<Q>, const Q: usize, S: Storage> {
+    /// The whole domain: initialisation and every read-back go through it.
+    global: CpuSolver<L, Q, S>,
+    parts: Vec<Part<L, Q, S>>,
+    t: u64,
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
+    /// Splits `config`'s domain into `parts` partitions along z.
+    pub fn new(config: SolverConfig, parts: u32) -> Result<Self> {
+        let mut global = CpuSolver::<L, Q, S>::new(config.clone())?;
+        let d = config.domain.dims;
+        let mut out = Vec::new();
+        for z in split(d.nz, parts)? {
+            let local = Dims::new(d.nx, d.ny, z.len() as u32 + 2);
+            let mut domain = Domain::new(local)?;
+            domain.wall_velocities = config.domain.wall_velocities.clone();
+            let plane = (d.nx * d.ny) as usize;
+            for zl in 0..local.nz {
+                let zg = global_layer(z.start, zl, d.nz);
+                let src = zg as usize * plane;
+                domain.flags[zl as usize * plane..(zl as usize + 1) * plane]
+                    .copy_from_slice(&config.domain.flags[src..src + plane]);
+            }
+            let local_config =
+                SolverConfig { domain, initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] }, ..config.clone() };
+            let mut solver = CpuSolver::<L, Q, S>::new(local_config)?;
+            solver.set_active_cells(plane..plane * (z.len() + 1));
+            out.push(Part { z, solver });
+        }
+        let start = global.buffer_mut().to_vec();
+        let mut p = Self { parts: out, t: 0, global };
+        p.scatter(&start);
+        Ok(p)
+    }
+
+    /// Copies a global population buffer into every partition, halos included.
+    fn scatter(&mut self, f: &[S]) {
+        let d = self.global.config().domain.dims;
+        let (plane, cells) = ((d.nx * d.ny) as usize, d.cells());
+        for part in &mut self.parts {
+            let local_cells = plane * (part.z.len() + 2);
+            let buf = part.solver.buffer_mut();
+            for zl in 0..part.z.len() as u32 + 2 {
+                let zg = global_layer(part.z.start, zl, d.nz) as usize;
+                for i in 0..Q {
+                    let (dst, src) = (i * local_cells + zl as usize * plane, i * cells + zg * plane);
+                    buf[dst..dst + plane].copy_from_slice(&f[src..src + plane]);
+                }
+            }
+        }
+    }
+
+    /// The global population buffer, from every partition's own layers.
+    fn gather(&mut self) -> Vec<S> {
+        let d = self.global.config().domain.dims;
+        let (plane, cells) = ((d.nx * d.ny) as usize, d.cells());
+        let mut f = vec![S::ZERO; Q * cells];
+        for part in &mut self.parts {
+            let local_cells = plane * (part.z.len() + 2);
+            let buf = part.solver.buffer_mut();
+            for i in 0..Q {
+                let (dst, src) = (i * cells + part.z.start as usize * plane, i * local_cells + plane);
+                f[dst..dst + plane * part.z.len()].copy_from_slice(&buf[src..src + plane * part.z.len()]);
+            }
+        }
+        f
+    }
+
+    /// Halo import: every halo layer gets its neighbour's boundary layer.
+    fn import_halos(&mut self) {
+        let n = self.parts.len();
+        let plane = (self.global.config().domain.dims.nx * self.global.config().domain.dims.ny) as usize;
+        // Collect the boundary layers first (a partition may be its own neighbour).
+        let layers: Vec<(Vec<S>, Vec<S>)> = self
+            .parts
+            .iter_mut()
+            .map(|p| {
+                let len = p.z.len();
+                let local_cells = plane * (len + 2);
+                let buf = p.solver.buffer_mut();
+                let take = |zl: usize| {
+                    (0..Q).flat_map(|i| buf[i * local_cells + zl * plane..][..plane].to_vec()).collect::<Vec<S>>()
+                };
+                (take(1), take(len))
+            })
+            .collect();
+        for (k, p) in self.parts.iter_mut().enumerate() {
+            let len = p.z.len();
+            let local_cells = plane * (len + 2);
+            let (below, above) = (&layers[(k + n - 1) % n].1, &layers[(k + 1) % n].0);
+            let buf = p.solver.buffer_mut();
+            for i in 0..Q {
+                buf[i * local_cells..][..plane].copy_from_slice(&below[i * plane..][..plane]);
+                buf[i * local_cells + (len + 1) * plane..][..plane].copy_from_slice(&above[i * plane..][..plane]);
+            }
+        }
+    }
+
+    /// Halo export after an Esoteric Pull step of parity `parity`.
+    fn export_halos(&mut self, parity: u64) {
+        let n = self.parts.len();
+        let d = self.global.config().domain.dims;
+        let plane = (d.nx * d.ny) as usize;
+        // (target partition, target local layer, slot, cell in plane, value)
+        let mut sends: Vec<(usize, usize, usize, usize, S)> = Vec::new();
+        for (k, p) in self.parts.iter_mut().enumerate() {
+            let len = p.z.len();
+            let local_cells = (plane * (len + 2)) as u32;
+            let flags = p.solver.kernel_flags().to_vec();
+            let buf = p.solver.buffer_mut();
+            // (halo layer, direction of c_a.z into it, target partition, target layer)
+            for (halo, dz, target, target_layer) in
+                [(0usize, -1, (k + n - 1) % n, 0usize), (len + 1, 1, (k + 1) % n, 1)]
+            {
+                for a in (1..Q).step_by(2) {
+                    if L::C[a][2] != dz {
+                        continue;
+                    }
+                    let nb_slot = if parity.is_multiple_of(2) { a + 1 } else { a };
+                    for c in 0..plane {
+                        let cell = (halo * plane + c) as u32;
+                        let solid = is_solid(flags[cell as usize]);
+                        for slot in [a, a + 1] {
+                            if slot == nb_slot || solid {
+                                let v = buf[population_index(cell, slot, local_cells)];
+                                sends.push((target, target_layer, slot, c, v));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (target, layer, slot, c, v) in sends {
+            let p = &mut self.parts[target];
+            let len = p.z.len();
+            let local_cells = (plane * (len + 2)) as u32;
+            // Target layer 0 means "top own layer", 1 "bottom own layer".
+            let zl = if layer == 0 { len } else { 1 };
+            let cell = (zl * plane + c) as u32;
+            p.solver.buffer_mut()[population_index(cell, slot, local_cells)] = v;
+        }
+    }
+
+    /// Brings the global solver to the partitions' state, for read-backs.
+    fn sync_global(&mut self) -> Result<()> {
+        let f = self.gather();
+        let bytes = crate::solver::storage_bytes(&f).to_vec();
+        self.global.restore_state(&SavedState { time: self.t, populations: bytes })
+    }
+}
+
+/// Global layer of local layer `zl` of a partition starting at `z0` (halos wrap).
+fn global_layer(z0: u32, zl: u32, nz: u32) -> u32 {
+    (z0 + nz + zl - 1) % nz
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for PartitionedCpu<L, Q, S> {
+    fn step(&mut self, steps: u64) -> Result<()> {
+        let scheme = self.global.config().streaming;
+        for _ in 0..steps {
+            self.import_halos();
+            for p in &mut self.parts {
+                p.solver.step(1)?;
+            }
+            if scheme == Streaming::EsotericPull {
+                self.export_halos(self.t);
+            }
+            self.t += 1;
+        }
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn time(&self) -> u64 {
+        self.t
+    }
+
+    fn fields(&mut self) -> Result<Fields> {
+        self.sync_global()?;
+        self.global.fields()
+    }
+
+    fn populations(&mut self) -> Result<Vec<f64>> {
+        self.sync_global()?;
+        self.global.populations()
+    }
+
+    fn mass(&mut self) -> Result<f64> {
+        self.sync_global()?;
+        self.global.mass()
+    }
+
+    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
+        self.sync_global()?;
+        self.global.forces(objects)
+    }
+
+    fn save_state(&mut self) -> Result<SavedState> {
+        self.sync_global()?;
+        self.global.save_state()
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<()> {
+        self.global.restore_state(state)?;
+        self.t = state.time;
+        let f = self.global.buffer_mut().to_vec();
+        self.scatter(&f);
+        Ok(())
+    }
+
+    fn backend(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+
+    fn config(&self) -> &SolverConfig {
+        self.global.config()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validation::cavity_config;
+    use crate::{LatticeKind, Precision};
+    use kernels_gpu::{D3Q19, D3Q27};
+
+    fn forced_cavity(lattice: LatticeKind, precision: Precision, streaming: Streaming, side: u32) -> SolverConfig {
+        let mut c = cavity_config(lattice, precision, streaming, side, 100.0, 0.08).unwrap();
+        c.force = [2e-5, 1e-5, -1e-5];
+        c
+    }
+
+    /// N partitions give bit-identical populations to one, for both schemes,
+    /// after 1, 3, 40, 1000 and 1001 steps (odd and even), uneven partitions included (12 + 2
+    /// walls = 14 layers: 3 partitions of 5, 5, 4; 5 of 3, 3, 3, 3, 2).
+    fn check<L: Lattice<Q>, const Q: usize, S: Storage>(lattice: LatticeKind, precision: Precision) {
+        for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
+            let c = forced_cavity(lattice, precision, streaming, 12);
+            let mut one = CpuSolver::<L, Q, S>::new(c.clone()).unwrap();
+            let mut split_runs: Vec<_> =
+                (1..=5).map(|n| PartitionedCpu::<L, Q, S>::new(c.clone(), n).unwrap()).collect();
+            for steps in [1, 2, 37, 960, 1] {
+                one.step(steps).unwrap();
+                let want = one.populations().unwrap();
+                for (k, s) in split_runs.iter_mut().enumerate() {
+                    s.step(steps).unwrap();
+                    let got = s.populations().unwrap();
+                    let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+                    assert_eq!(
+                        differ,
+                        0,
+                        "{lattice:?} {streaming:?}, {} partitions, step {}: {differ} populations differ",
+                        k + 1,
+                        one.time()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn partitions_are_invisible() {
+        check::<D3Q19, 19, f32>(LatticeKind::D3Q19, Precision::F32);
+        check::<D3Q27, 27, f64>(LatticeKind::D3Q27, Precision::F64);
+    }
+
+    #[test]
+    fn one_layer_partitions_work_and_too_many_are_refused() {
+        let c = forced_cavity(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, 4);
+        // 6 layers into 6 partitions of one layer each.
+        let mut one = CpuSolver::<D3Q19, 19, f32>::new(c.clone()).unwrap();
+        let mut thin = PartitionedCpu::<D3Q19, 19, f32>::new(c.clone(), 6).unwrap();
+        one.step(11).unwrap();
+        thin.step(11).unwrap();
+        assert_eq!(one.populations().unwrap(), thin.populations().unwrap());
+        let err = PartitionedCpu::<D3Q19, 19, f32>::new(c, 7).err().expect("7 partitions of 6 layers");
+        assert!(err.to_string().contains("at most 6 partitions"), "{err}");
+        assert_eq!(split(14, 3).unwrap(), vec![0..5, 5..10, 10..14]);
+    }
+}
