@@ -100,9 +100,9 @@ impl GpuDevice {
         // SAFETY: no buffer of this context is used from a second stream.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
-        let module = ctx
-            .load_module(Ptx::from_src(ptx))
-            .ctx(format!("loading the kernels on device {ordinal} (built for {})", "the PTX target"))?;
+        let module = ctx.load_module(Ptx::from_src(ptx)).ctx(format!(
+            "loading the kernels on device {ordinal} (is the PTX built for this GPU? see LBM_CUDA_ARCH)"
+        ))?;
         Ok(Self { ctx, stream, module, ordinal })
     }
 
