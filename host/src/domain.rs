@@ -160,6 +160,7 @@ impl Domain {
     /// (periodic wrap, as the kernels see them).
     pub fn kernel_flags(&self) -> Vec<u8> {
         use kernels_gpu::flags::{is_fluid, is_solid, NEAR_SOLID};
+        use kernels_gpu::layout::Cell;
         use kernels_gpu::{Lattice, D3Q27};
         let d = self.dims;
         let mut out = self.flags.clone();
@@ -167,8 +168,8 @@ impl Domain {
             if !is_fluid(*flag) {
                 continue;
             }
-            let (x, y, z) = d.coords(n as u32);
-            if D3Q27::C.iter().any(|&c| is_solid(self.flags[d.neighbour(x, y, z, c) as usize])) {
+            let nb = Cell::from_index(d, n as u32).neighbours(d, &D3Q27::C);
+            if nb.iter().any(|&j| is_solid(self.flags[j as usize])) {
                 *flag |= NEAR_SOLID;
             }
         }

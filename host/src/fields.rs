@@ -87,11 +87,6 @@ impl Fields {
         }
         out
     }
-
-    /// Total mass (sum of densities) over the cells whose flag is fluid.
-    pub fn mass(&self, flags: &[u8]) -> f64 {
-        self.rho.iter().zip(flags).filter(|(_, &f)| kernels_gpu::flags::is_fluid(f)).map(|(r, _)| r).sum()
-    }
 }
 
 #[cfg(test)]

@@ -163,11 +163,6 @@ impl GpuDevice {
     pub fn memory(&self) -> Result<(usize, usize)> {
         self.ctx.mem_get_info().ctx("reading device memory")
     }
-
-    /// A new timing event on this device.
-    pub fn event(&self) -> Result<cudarc::driver::CudaEvent> {
-        self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")
-    }
 }
 
 /// Full entry-point name of a kernel (see [`KernelKind::prefix`]).
