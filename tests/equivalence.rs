@@ -2,7 +2,7 @@
 
 mod common;
 
-use lbm::host::validation::cavity_config;
+use lbm::host::validation::{cavity_config, channel_config, Channel};
 use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::layout::population_index;
 use lbm::kernels::stream::layout_probe_value;
@@ -31,6 +31,18 @@ fn esoteric_pull_matches_two_lattice(backend: BackendKind) {
             assert_eq!(fe, fa, "{lattice:?}: fields differ after {} steps", ep.time());
         }
     }
+    // Open boundaries: a channel with a velocity inlet and a pressure outlet.
+    for lattice in [LatticeKind::D2Q9, LatticeKind::D3Q27] {
+        let spec = Channel { width: 12, length: 40, tau: 0.7, u_in: 0.05 };
+        let channel = |s| channel_config(lattice, Precision::F64, s, spec).unwrap();
+        let mut ep = lbm::build_solver(channel(Streaming::EsotericPull), backend).unwrap();
+        let mut ab = lbm::build_solver(channel(Streaming::TwoLattice), backend).unwrap();
+        for steps in [1, 100, 231] {
+            ep.step(steps).unwrap();
+            ab.step(steps).unwrap();
+            assert_eq!(ep.fields().unwrap(), ab.fields().unwrap(), "{lattice:?} channel: fields differ");
+        }
+    }
 }
 on_backends!(esoteric_pull_matches_two_lattice);
 
@@ -48,8 +60,16 @@ fn gpu_matches_cpu_bit_for_bit() {
         (LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice, 30, 300),
         (LatticeKind::D2Q9, Precision::F64, Streaming::EsotericPull, 100, 501),
     ];
-    for (lattice, precision, streaming, side, steps) in cases {
-        let c = forced_cavity(lattice, precision, streaming, side);
+    let spec = Channel { width: 30, length: 100, tau: 0.6, u_in: 0.05 };
+    let channel = channel_config(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, spec);
+    let runs = cases
+        .into_iter()
+        .map(|(lattice, precision, streaming, side, steps)| {
+            (forced_cavity(lattice, precision, streaming, side), format!("{}^3 cavity", side + 2), steps)
+        })
+        .chain([(channel.unwrap(), "channel with inlet and outlet".to_string(), 1001)]);
+    for (c, name, steps) in runs {
+        let (lattice, precision, streaming) = (c.lattice, c.precision, c.streaming);
         let mut cpu = lbm::build_solver(c.clone(), BackendKind::Cpu).unwrap();
         let mut dev = lbm::build_solver(c, gpu).unwrap();
         cpu.step(steps).unwrap();
@@ -57,8 +77,7 @@ fn gpu_matches_cpu_bit_for_bit() {
         let (a, b) = (cpu.populations().unwrap(), dev.populations().unwrap());
         let differ = a.iter().zip(&b).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
         println!(
-            "{lattice:?} {precision:?} {streaming:?} {}^3 cells x {steps} steps: {differ} of {} populations differ",
-            side + 2,
+            "{lattice:?} {precision:?} {streaming:?} {name} x {steps} steps: {differ} of {} populations differ",
             a.len()
         );
         assert_eq!(differ, 0, "{lattice:?} {precision:?} {streaming:?}: GPU and CPU populations differ");

@@ -124,7 +124,8 @@ pub struct PhysicsSection {
     pub force: [f64; 3],
 }
 
-/// One face: `"wall"`, `"periodic"` or `{ moving_wall = [ux, uy, uz] }`.
+/// One face: `"wall"`, `"periodic"`, `{ moving_wall = [ux, uy, uz] }`,
+/// `{ velocity_inlet = [ux, uy, uz] }` or `{ pressure_outlet = p }`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
 pub enum FaceSpec {
@@ -132,10 +133,23 @@ pub enum FaceSpec {
     Named(String),
     /// A moving wall.
     Moving {
-        /// Wall velocity, lattice units.
+        /// Wall velocity.
         moving_wall: [f64; 3],
     },
+    /// An equilibrium velocity inlet.
+    Inlet {
+        /// Inflow velocity.
+        velocity_inlet: [f64; 3],
+    },
+    /// An equilibrium pressure outlet.
+    Outlet {
+        /// Gauge pressure (relative to the reference density's pressure).
+        pressure_outlet: f64,
+    },
 }
+
+/// What the `[boundaries]` error message offers.
+const FACE_CHOICES: &str = "\"wall\", \"periodic\", { moving_wall = [ux, uy, uz] }, { velocity_inlet = [ux, uy, uz] } or { pressure_outlet = p }";
 
 /// `[boundaries]`
 #[derive(Clone, Debug, Deserialize)]
@@ -349,6 +363,8 @@ impl Case {
         };
         // SI to lattice units (identity without [units]).
         let to_lattice_velocity = |v: f64| units.map_or(v, |c| v * c.dt / c.dx);
+        // Gauge pressure to lattice density: p = (rho - 1) c_s^2 with c_s^2 = 1/3 (dx/dt)^2.
+        let to_lattice_density = |p: f64| 1.0 + 3.0 * units.map_or(p, |c| p / (c.density * (c.dx / c.dt).powi(2)));
         let b = &self.boundaries;
         let mut faces = [FaceBoundary::Wall; 6];
         for (k, (name, spec)) in [
@@ -365,12 +381,21 @@ impl Case {
             faces[k] = match spec {
                 FaceSpec::Named(s) if s == "wall" => FaceBoundary::Wall,
                 FaceSpec::Named(s) if s == "periodic" => FaceBoundary::Periodic,
-                FaceSpec::Named(s) => {
-                    return Err(bad(format!(
-                        "[boundaries] {name} = \"{s}\": use \"wall\", \"periodic\" or {{ moving_wall = [ux, uy, uz] }}"
-                    )))
-                }
+                FaceSpec::Named(s) => return Err(bad(format!("[boundaries] {name} = \"{s}\": use {FACE_CHOICES}"))),
                 FaceSpec::Moving { moving_wall } => FaceBoundary::MovingWall(moving_wall.map(to_lattice_velocity)),
+                FaceSpec::Inlet { velocity_inlet } => {
+                    FaceBoundary::VelocityInlet(velocity_inlet.map(to_lattice_velocity))
+                }
+                FaceSpec::Outlet { pressure_outlet } => {
+                    let rho = to_lattice_density(*pressure_outlet);
+                    if !(rho.is_finite() && (rho - 1.0).abs() < 0.1) {
+                        return Err(bad(format!(
+                            "[boundaries] {name}: pressure_outlet {pressure_outlet} is a lattice density of {rho:.4}; \
+                             keep it within 10% of the reference (1): lower the gauge pressure"
+                        )));
+                    }
+                    FaceBoundary::PressureOutlet(rho)
+                }
             };
         }
         let mut domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)
@@ -385,10 +410,11 @@ impl Case {
             );
         }
         let speed = domain.max_wall_speed().unwrap_or(0.0);
-        let mach = speed * 3f64.sqrt();
+        let boundary_speed = domain.max_boundary_speed();
+        let mach = boundary_speed * 3f64.sqrt();
         if mach > MAX_MACH {
             return Err(bad(format!(
-                "moving wall speed {speed} is Mach {mach:.2} (above {MAX_MACH}): lower the wall velocity (0.1 or less is usual) and raise the resolution"
+                "moving wall or inlet speed {boundary_speed} (lattice units) is Mach {mach:.2} (above {MAX_MACH}): lower the velocity (0.1 or less is usual) and raise the resolution"
             )));
         }
         let p = &self.physics;
@@ -408,7 +434,7 @@ impl Case {
             (None, Some(re)) => {
                 let l = lid_length(&faces, size)
                     .filter(|_| speed > 0.0)
-                    .ok_or_else(|| bad("[physics] reynolds needs a moving wall to define the velocity and length: give `viscosity` instead".into()))?;
+                    .ok_or_else(|| bad("[physics] reynolds needs a moving wall to define the velocity and length (inlets do not: the length is the user's choice): give `viscosity` instead".into()))?;
                 if re <= 0.0 {
                     return Err(bad(format!("[physics] reynolds = {re} must be positive")));
                 }
@@ -513,6 +539,7 @@ fn lid_length(faces: &[FaceBoundary; 6], size: [u32; 3]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kernels_gpu::CellKind;
 
     const CAVITY: &str = r#"
 [simulation]
@@ -556,6 +583,31 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let unstable = si.replace("viscosity = 0.01", "viscosity = 1e-9");
         let e = setup(&unstable).unwrap_err().to_string();
         assert!(e.contains("tau") && e.contains("lattice_velocity"), "{e}");
+    }
+
+    #[test]
+    fn inlet_and_outlet_faces() {
+        let channel = CAVITY
+            .replace("reynolds = 100.0", "viscosity = 0.1")
+            .replace("x_min = \"wall\"", "x_min = { velocity_inlet = [0.05, 0.0, 0.0] }")
+            .replace("x_max = \"wall\"", "x_max = { pressure_outlet = 0.003 }")
+            .replace("y_max = { moving_wall = [0.1, 0.0, 0.0] }", "y_max = \"wall\"");
+        let s = setup(&channel).unwrap();
+        let d = &s.config.domain;
+        assert_eq!(d.open_states.len(), 2);
+        assert_eq!((d.open_states[0].velocity, d.open_states[0].normal), ([0.05, 0.0, 0.0], [1, 0, 0]));
+        assert!((d.open_states[1].density - 1.009).abs() < 1e-15, "rho = 1 + 3 p");
+        assert_eq!(d.open_states[1].normal, [-1, 0, 0]);
+        assert_eq!(CellKind::from_flag(d.flags[d.dims.index(0, 5, 0)]), Some(CellKind::VelocityInlet(0)));
+        assert_eq!(CellKind::from_flag(d.flags[d.dims.index(33, 5, 0)]), Some(CellKind::PressureOutlet(1)));
+        assert_eq!(d.flags[d.dims.index(0, 0, 0)], CellKind::Wall.to_flag(), "walls cover the inlet's edges");
+        assert_eq!(d.fluid_cells(), 34 * 32, "inlet and outlet cells are updated");
+        let fast = channel.replace("[0.05, 0.0, 0.0] }", "[0.3, 0.0, 0.0] }");
+        assert!(setup(&fast).unwrap_err().to_string().contains("Mach"));
+        let reynolds = channel.replace("viscosity = 0.1", "reynolds = 10.0");
+        assert!(setup(&reynolds).unwrap_err().to_string().contains("viscosity"));
+        let overpressure = channel.replace("pressure_outlet = 0.003", "pressure_outlet = 0.1");
+        assert!(setup(&overpressure).unwrap_err().to_string().contains("pressure_outlet"));
     }
 
     #[test]

@@ -36,6 +36,14 @@ pub fn fingerprint(config: &SolverConfig) -> [u8; 32] {
             h.update(c.to_le_bytes());
         }
     }
+    for s in &config.domain.open_states {
+        for c in [s.density].iter().chain(&s.velocity) {
+            h.update(c.to_le_bytes());
+        }
+        for n in s.normal {
+            h.update(n.to_le_bytes());
+        }
+    }
     h.update(&config.domain.flags);
     h.finalize().into()
 }

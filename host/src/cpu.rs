@@ -6,7 +6,7 @@ use crate::fields::Fields;
 use crate::solver::{mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
 use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
-use kernels_gpu::{Dims, Lattice, Real, StepParams, Storage};
+use kernels_gpu::{Dims, Lattice, OpenParams, Real, StepParams, Storage};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -67,6 +67,7 @@ fn for_each_range(cells: Range<usize>, body: impl Fn(Range<u32>) + Sync + Send) 
 #[inline(always)]
 unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage>(
     p: &StepParams<S::Real>,
+    open: &OpenParams<S::Real>,
     scheme: Streaming,
     f: Shared<S>,
     dst: Shared<S>,
@@ -78,14 +79,18 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage>(
         // SAFETY (both): each slot is read and written by exactly one cell per
         // step (Esoteric Pull); f is only read and each cell writes its own
         // slots of dst (two-lattice).
-        match scheme {
-            Streaming::EsotericPull => unsafe {
-                stream::stream_collide_esoteric::<L, Q, S>(p, f.get(), flags.get(), cell)
-            },
-            Streaming::TwoLattice => unsafe {
-                stream::stream_collide_two_lattice::<L, Q, S>(p, f.get(), dst.get(), flags.get(), cell)
-            },
-        }
+        let dst = match scheme {
+            Streaming::EsotericPull => {
+                unsafe { stream::stream_collide_esoteric::<L, Q, S>(p, f.get(), flags.get(), cell) };
+                f
+            }
+            Streaming::TwoLattice => {
+                unsafe { stream::stream_collide_two_lattice::<L, Q, S>(p, f.get(), dst.get(), flags.get(), cell) };
+                dst
+            }
+        };
+        // The GPU runs open boundaries as their own group; here one loop does both.
+        unsafe { stream::open_boundary_update::<L, Q, S>(scheme, p, open, f.get(), dst.get(), flags.get(), cell) };
     }
 }
 
@@ -97,13 +102,14 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage>(
 #[target_feature(enable = "fma")]
 unsafe fn step_range_fma<L: Lattice<Q>, const Q: usize, S: Storage>(
     p: &StepParams<S::Real>,
+    open: &OpenParams<S::Real>,
     scheme: Streaming,
     f: Shared<S>,
     dst: Shared<S>,
     flags: Shared<u8>,
     range: Range<u32>,
 ) {
-    unsafe { step_range::<L, Q, S>(p, scheme, f, dst, flags, range) }
+    unsafe { step_range::<L, Q, S>(p, open, scheme, f, dst, flags, range) }
 }
 
 /// A simulation on the CPU.
@@ -166,6 +172,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
         let flags = Shared::new(self.flags.as_ptr());
         let fma = has_fma();
         let cells = self.active.clone();
+        let open = self.config.open_params::<S::Real>();
         for _ in 0..steps {
             let p = self.config.step_params::<S::Real>(self.t);
             let scheme = self.config.streaming;
@@ -176,14 +183,14 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
                 #[cfg(target_arch = "x86_64")]
                 unsafe {
                     if fma {
-                        step_range_fma::<L, Q, S>(&p, scheme, f, dst, flags, range)
+                        step_range_fma::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
                     } else {
-                        step_range::<L, Q, S>(&p, scheme, f, dst, flags, range)
+                        step_range::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
                     }
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 unsafe {
-                    step_range::<L, Q, S>(&p, scheme, f, dst, flags, range)
+                    step_range::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
                 }
             });
             if scheme == Streaming::TwoLattice {

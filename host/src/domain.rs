@@ -1,7 +1,8 @@
-//! The simulated box: its size, what each cell is, and the moving-wall velocities.
+//! The simulated box: its size, what each cell is, the moving-wall velocities
+//! and the open-boundary states.
 
 use crate::error::{Error, Result};
-use kernels_gpu::flags::{CellKind, MAX_MOVING_WALLS};
+use kernels_gpu::flags::{CellKind, MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES};
 use kernels_gpu::Dims;
 
 /// One face of the box.
@@ -34,6 +35,13 @@ impl Face {
         }
     }
 
+    /// Unit normal pointing from the face into the box.
+    pub const fn inward_normal(self) -> [i32; 3] {
+        let mut n = [0; 3];
+        n[self.axis()] = if self.is_max() { -1 } else { 1 };
+        n
+    }
+
     /// Whether the face is at the high end of its axis.
     pub const fn is_max(self) -> bool {
         matches!(self, Face::XMax | Face::YMax | Face::ZMax)
@@ -49,6 +57,26 @@ pub enum FaceBoundary {
     Wall,
     /// A wall moving with the given velocity (lattice units), one cell thick.
     MovingWall([f64; 3]),
+    /// Equilibrium velocity inlet (lattice units), one cell thick: the cells
+    /// take the equilibrium of this velocity and their arriving density.
+    VelocityInlet([f64; 3]),
+    /// Equilibrium pressure outlet with this density (lattice units; the
+    /// pressure is `rho / 3`), one cell thick: the cells take the equilibrium
+    /// of this density and their arriving velocity.
+    PressureOutlet(f64),
+}
+
+impl FaceBoundary {
+    /// Order in which faces are filled: open boundaries first, then resting
+    /// walls, moving walls last, so that walls cover the edges they share with
+    /// an inlet and a moving lid covers the edges it shares with walls.
+    const fn fill_order(&self) -> u8 {
+        match self {
+            FaceBoundary::Periodic | FaceBoundary::VelocityInlet(_) | FaceBoundary::PressureOutlet(_) => 0,
+            FaceBoundary::Wall => 1,
+            FaceBoundary::MovingWall(_) => 2,
+        }
+    }
 }
 
 /// Size, cell flags and moving-wall velocities of a simulation.
@@ -60,6 +88,20 @@ pub struct Domain {
     pub flags: Vec<u8>,
     /// Velocities of the moving walls, indexed by moving-wall id.
     pub wall_velocities: Vec<[f64; 3]>,
+    /// Open-boundary states (lattice units), indexed by the state id of
+    /// inlet and outlet cells.
+    pub open_states: Vec<OpenState>,
+}
+
+/// What an inlet or outlet face imposes (lattice units).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpenState {
+    /// Density an outlet imposes.
+    pub density: f64,
+    /// Velocity an inlet imposes.
+    pub velocity: [f64; 3],
+    /// Unit normal of the face, pointing into the domain.
+    pub normal: [i32; 3],
 }
 
 impl Domain {
@@ -81,7 +123,12 @@ impl Domain {
                 kernels_gpu::layout::MAX_CELLS
             )));
         }
-        Ok(Self { dims, flags: vec![CellKind::Fluid.to_flag(); dims.cells()], wall_velocities: Vec::new() })
+        Ok(Self {
+            dims,
+            flags: vec![CellKind::Fluid.to_flag(); dims.cells()],
+            wall_velocities: Vec::new(),
+            open_states: Vec::new(),
+        })
     }
 
     /// A box closed by the given boundaries on its faces (order of [`Face::ALL`]).
@@ -105,14 +152,21 @@ impl Domain {
                 )));
             }
         }
-        // Resting walls first, moving walls last, so a moving lid covers the edges it shares.
         let mut order: Vec<usize> = (0..6).collect();
-        order.sort_by_key(|&f| matches!(faces[f], FaceBoundary::MovingWall(_)));
+        order.sort_by_key(|&f| faces[f].fill_order());
         for f in order {
             let kind = match faces[f] {
                 FaceBoundary::Periodic => continue,
                 FaceBoundary::Wall => CellKind::Wall,
                 FaceBoundary::MovingWall(u) => d.add_moving_wall(u)?,
+                FaceBoundary::VelocityInlet(velocity) => {
+                    let normal = Face::ALL[f].inward_normal();
+                    CellKind::VelocityInlet(d.add_open_state(OpenState { density: 1.0, velocity, normal })?)
+                }
+                FaceBoundary::PressureOutlet(density) => {
+                    let normal = Face::ALL[f].inward_normal();
+                    CellKind::PressureOutlet(d.add_open_state(OpenState { density, velocity: [0.0; 3], normal })?)
+                }
             };
             d.fill_face(Face::ALL[f], kind);
         }
@@ -131,6 +185,20 @@ impl Domain {
         }
         self.wall_velocities.push(velocity);
         Ok(CellKind::MovingWall(self.wall_velocities.len() as u8 - 1))
+    }
+
+    /// Registers an open-boundary state and returns its id.
+    pub fn add_open_state(&mut self, state: OpenState) -> Result<u8> {
+        if let Some(k) = self.open_states.iter().position(|s| *s == state) {
+            return Ok(k as u8);
+        }
+        if self.open_states.len() == MAX_OPEN_BOUNDARIES {
+            return Err(Error::Setup(format!(
+                "at most {MAX_OPEN_BOUNDARIES} different inlet and outlet states are supported"
+            )));
+        }
+        self.open_states.push(state);
+        Ok(self.open_states.len() as u8 - 1)
     }
 
     /// Sets every cell of a face to `kind`.
@@ -156,16 +224,16 @@ impl Domain {
     }
 
     /// Flag bytes as the kernels use them: [`kernels_gpu::flags::NEAR_SOLID`]
-    /// set on every fluid cell with a solid cell among its 26 neighbours
+    /// set on every flow cell with a solid cell among its 26 neighbours
     /// (periodic wrap, as the kernels see them).
     pub fn kernel_flags(&self) -> Vec<u8> {
-        use kernels_gpu::flags::{is_fluid, is_solid, NEAR_SOLID};
+        use kernels_gpu::flags::{is_flow, is_solid, NEAR_SOLID};
         use kernels_gpu::layout::Cell;
         use kernels_gpu::{Lattice, D3Q27};
         let d = self.dims;
         let mut out = self.flags.clone();
         for (n, flag) in out.iter_mut().enumerate() {
-            if !is_fluid(*flag) {
+            if !is_flow(*flag) {
                 continue;
             }
             let nb = Cell::from_index(d, n as u32).neighbours(d, &D3Q27::C);
@@ -176,9 +244,27 @@ impl Domain {
         out
     }
 
-    /// Number of fluid cells.
+    /// Indices of the open-boundary cells (inlets and outlets), ascending:
+    /// the boundary group the open-boundary kernel runs over.
+    pub fn open_cells(&self) -> Vec<u32> {
+        use kernels_gpu::flags::open_boundary;
+        (0..self.flags.len() as u32).filter(|&n| open_boundary(self.flags[n as usize]).is_some()).collect()
+    }
+
+    /// Number of cells the kernels update (fluid and open boundaries).
     pub fn fluid_cells(&self) -> usize {
-        self.flags.iter().filter(|&&f| f == CellKind::Fluid.to_flag()).count()
+        self.flags.iter().filter(|&&f| kernels_gpu::flags::is_flow(f)).count()
+    }
+
+    /// Largest speed of a moving wall or an inlet (0 when nothing moves).
+    pub fn max_boundary_speed(&self) -> f64 {
+        let inlets = self.open_states.iter().map(|s| s.velocity);
+        self.wall_velocities
+            .iter()
+            .copied()
+            .chain(inlets)
+            .map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
+            .fold(0.0, f64::max)
     }
 
     /// Largest moving-wall speed, if any wall moves.

@@ -61,7 +61,7 @@ impl Fields {
             for y in 0..d.ny {
                 for x in 0..d.nx {
                     let c = d.index(x, y, z);
-                    if !kernels_gpu::flags::is_fluid(flags[c]) {
+                    if !kernels_gpu::flags::is_flow(flags[c]) {
                         continue;
                     }
                     // grad[a][b] = d u_b / d x_a

@@ -9,7 +9,7 @@
 //! buffer a solver hands back.
 
 use crate::solver::SolverConfig;
-use kernels_gpu::flags::is_fluid;
+use kernels_gpu::flags::is_flow;
 use kernels_gpu::lattice::opposite;
 use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{load, neighbours};
@@ -28,7 +28,7 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
     assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
     let mut forces = vec![[0.0; 3]; objects.len()];
     for n in 0..flags.len() as u32 {
-        if !is_fluid(flags[n as usize]) {
+        if !is_flow(flags[n as usize]) {
             continue;
         }
         let cell = Cell::from_index(p.dims, n);

@@ -11,7 +11,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::stream::FIELD_COMPONENTS;
-use kernels_gpu::{F16s, KernelKind, Lattice, Real, StepParams, Storage, Streaming};
+use kernels_gpu::{F16s, KernelKind, Lattice, OpenParams, Real, StepParams, Storage, Streaming};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -229,9 +229,22 @@ pub struct GpuSolver<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     flags: CudaSlice<u8>,
     step_kernel: CudaFunction,
     fields_kernel: CudaFunction,
+    /// The open-boundary cells, updated by their own kernel after the bulk.
+    open: Option<OpenGroup<S::Real>>,
     t: u64,
     _lattice: PhantomData<L>,
 }
+
+/// A boundary group: the list of open-boundary cells and their kernel.
+struct OpenGroup<T: Copy> {
+    cells: CudaSlice<u32>,
+    count: u32,
+    kernel: CudaFunction,
+    params: ByValue<OpenParams<T>>,
+}
+
+/// Threads per block of the open-boundary kernel (a one-dimensional list).
+const OPEN_BLOCK_SIZE: u32 = 128;
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
     /// Builds the solver on `device` and initialises the populations to equilibrium.
@@ -269,7 +282,18 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             Streaming::TwoLattice => KernelKind::StreamCollideTwoLattice,
         })?;
         let fields_kernel = device.kernel::<L, Q, S>(KernelKind::Fields)?;
-        Ok(Self { config, device, f, f_next, flags, step_kernel, fields_kernel, t: 0, _lattice: PhantomData })
+        let open_cells = config.domain.open_cells();
+        let open = if open_cells.is_empty() {
+            None
+        } else {
+            Some(OpenGroup {
+                cells: s.clone_htod(&open_cells).ctx("uploading the open-boundary cells")?,
+                count: open_cells.len() as u32,
+                kernel: device.kernel::<L, Q, S>(KernelKind::OpenBoundary)?,
+                params: ByValue(config.open_params::<S::Real>()),
+            })
+        };
+        Ok(Self { config, device, f, f_next, flags, step_kernel, fields_kernel, open, t: 0, _lattice: PhantomData })
     }
 
     /// The device this solver runs on.
@@ -304,6 +328,21 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
             }
             // SAFETY: argument lists match the `stream_collide_*` entry points.
             unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
+            if let Some(open) = &self.open {
+                let scheme = self.config.streaming as u32;
+                let mut launch = s.launch_builder(&open.kernel);
+                let null = 0u64;
+                match self.f_next.as_mut() {
+                    None => launch.arg(&null).arg(&mut self.f),
+                    Some(next) => launch.arg(&self.f).arg(next),
+                };
+                launch.arg(&self.flags).arg(&open.cells).arg(&open.count).arg(&p).arg(&open.params).arg(&scheme);
+                let grid = open.count.div_ceil(OPEN_BLOCK_SIZE);
+                let cfg =
+                    LaunchConfig { block_dim: (OPEN_BLOCK_SIZE, 1, 1), grid_dim: (grid, 1, 1), shared_mem_bytes: 0 };
+                // SAFETY: argument list matches the `open_boundary_*` entry points.
+                unsafe { launch.launch(cfg) }.ctx("launching the open-boundary kernel")?;
+            }
             if let Some(next) = self.f_next.as_mut() {
                 std::mem::swap(&mut self.f, next);
             }

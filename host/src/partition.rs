@@ -73,6 +73,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
             let local = Dims::new(d.nx, d.ny, z.len() as u32 + 2);
             let mut domain = Domain::new(local)?;
             domain.wall_velocities = config.domain.wall_velocities.clone();
+            domain.open_states = config.domain.open_states.clone();
             let plane = (d.nx * d.ny) as usize;
             for zl in 0..local.nz {
                 let zg = global_layer(z.start, zl, d.nz);

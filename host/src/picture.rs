@@ -85,7 +85,7 @@ pub fn write_slice(path: &Path, fields: &Fields, flags: &[u8], quantity: Quantit
     for j in 0..h {
         for i in 0..w {
             let c = cell_at(i, j);
-            if kernels_gpu::flags::is_fluid(flags[c]) && values[c].is_finite() {
+            if kernels_gpu::flags::is_flow(flags[c]) && values[c].is_finite() {
                 max = max.max(values[c]);
             }
         }
@@ -98,7 +98,7 @@ pub fn write_slice(path: &Path, fields: &Fields, flags: &[u8], quantity: Quantit
     for j in 0..h {
         for i in 0..w {
             let c = cell_at(i, j);
-            let px = if kernels_gpu::flags::is_fluid(flags[c]) {
+            let px = if kernels_gpu::flags::is_flow(flags[c]) {
                 colour(if max > 0.0 { values[c] / max } else { 0.0 })
             } else {
                 SOLID

@@ -4,7 +4,7 @@
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::fields::Fields;
-use kernels_gpu::{F16s, Lattice, Real, StepParams, Storage, Streaming, D2Q9, D3Q19, D3Q27};
+use kernels_gpu::{F16s, Lattice, OpenBoundary, OpenParams, Real, StepParams, Storage, Streaming, D2Q9, D3Q19, D3Q27};
 use serde::{Deserialize, Serialize};
 
 /// Velocity set chosen at run time.
@@ -184,6 +184,20 @@ impl SolverConfig {
         }
     }
 
+    /// The open-boundary kernel's table of inlet and outlet states.
+    pub fn open_params<T: Real>(&self) -> OpenParams<T> {
+        let mut open = [OpenBoundary { rho: T::ONE, u: [T::ZERO; 3], normal: [T::ZERO; 3] };
+            kernels_gpu::flags::MAX_OPEN_BOUNDARIES];
+        for (k, s) in self.domain.open_states.iter().enumerate() {
+            open[k] = OpenBoundary {
+                rho: T::from_f64(s.density),
+                u: s.velocity.map(T::from_f64),
+                normal: s.normal.map(|n| T::from_f64(n as f64)),
+            };
+        }
+        OpenParams { open }
+    }
+
     /// Initial density and velocity as `rho, ux, uy, uz` planes.
     pub fn initial_planes<T: Real>(&self) -> Vec<T> {
         let cells = self.domain.dims.cells();
@@ -310,7 +324,7 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(config: &SolverConfig,
     assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
     let mut mass = 0.0;
     for n in 0..flags.len() as u32 {
-        if !kernels_gpu::flags::is_fluid(flags[n as usize]) {
+        if !kernels_gpu::flags::is_flow(flags[n as usize]) {
             continue;
         }
         let nb = neighbours::<L, Q>(p.dims, kernels_gpu::layout::Cell::from_index(p.dims, n));

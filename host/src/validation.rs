@@ -80,6 +80,131 @@ pub fn convergence_order(results: &[PoiseuilleResult]) -> f64 {
     -sxy / sxx
 }
 
+/// A channel along x between resting walls (y faces), periodic in z (one
+/// layer), fed by a uniform velocity inlet at x = 0 and drained by a pressure
+/// outlet (gauge pressure 0) at x = `length + 1`.
+#[derive(Clone, Copy, Debug)]
+pub struct Channel {
+    /// Fluid cells across (y).
+    pub width: u32,
+    /// Fluid cells along (x), between the inlet and outlet layers.
+    pub length: u32,
+    /// Relaxation time.
+    pub tau: f64,
+    /// Inflow velocity, lattice units.
+    pub u_in: f64,
+}
+
+/// The solver set-up of a [`Channel`].
+pub fn channel_config(
+    lattice: LatticeKind,
+    precision: Precision,
+    streaming: Streaming,
+    channel: Channel,
+) -> Result<SolverConfig> {
+    let Channel { width, length, tau, u_in } = channel;
+    let mut faces = [FaceBoundary::Periodic; 6];
+    faces[0] = FaceBoundary::VelocityInlet([u_in, 0.0, 0.0]);
+    faces[1] = FaceBoundary::PressureOutlet(1.0);
+    faces[2] = FaceBoundary::Wall;
+    faces[3] = FaceBoundary::Wall;
+    Ok(SolverConfig {
+        lattice,
+        precision,
+        streaming,
+        tau,
+        force: [0.0; 3],
+        domain: Domain::with_faces(Dims::new(length + 2, width + 2, 1), faces)?,
+        initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
+    })
+}
+
+/// Steady channel flow between an inlet and an outlet, against plane Poiseuille flow.
+#[derive(Clone, Debug)]
+pub struct ChannelResult {
+    /// Whether the run reached steady state.
+    pub converged: bool,
+    /// Largest relative deviation of the mass flux `sum rho u_x` through a
+    /// cross-section from its mean over all interior sections (continuity).
+    pub flux_spread: f64,
+    /// Mean mass flux relative to the inflow `u_in * width`, minus 1.
+    pub flux_error: f64,
+    /// Largest deviation of `u_x` from the parabola carrying the same flux,
+    /// at three quarters of the length, relative to the parabola's peak.
+    pub profile_error: f64,
+    /// Fitted pressure gradient over the developed half of the channel
+    /// relative to plane Poiseuille's `12 rho nu u_mean / H^2`, minus 1.
+    pub gradient_error: f64,
+    /// Density next to the outlet minus the outlet's imposed density.
+    pub outlet_density_error: f64,
+}
+
+/// Runs a [`Channel`] to steady state and compares with plane Poiseuille flow.
+pub fn channel(
+    make: Factory,
+    backend: BackendKind,
+    lattice: LatticeKind,
+    precision: Precision,
+    spec: Channel,
+) -> Result<ChannelResult> {
+    let Channel { width, length, tau, u_in } = spec;
+    let config = channel_config(lattice, precision, Streaming::EsotericPull, spec)?;
+    let dims = config.domain.dims;
+    let mut s = make(config, backend)?;
+    let nu = (tau - 0.5) / 3.0;
+    let h = width as f64;
+    // Viscous time H^2 / nu: check every tenth of it, give up after 20.
+    let viscous = (h * h / nu).ceil() as u64;
+    // Steady to well above the round-off of the velocity in each precision.
+    let tolerance = match precision {
+        Precision::F64 => 1e-6,
+        Precision::F32 => 1e-5,
+        Precision::F16 => 1e-3,
+    };
+    let (f, converged) = run_to_steady(s.as_mut(), viscous / 10, 20 * viscous, u_in, tolerance)?;
+    let at = |x: u32, y: u32| dims.index(x, y, 0);
+    let section = |x: u32| -> (f64, f64) {
+        let flux = (1..=width).map(|y| f.rho[at(x, y)] * f.u[at(x, y)][0]).sum::<f64>();
+        let rho = (1..=width).map(|y| f.rho[at(x, y)]).sum::<f64>() / h;
+        (flux, rho)
+    };
+    let sections: Vec<(f64, f64)> = (1..=length).map(section).collect();
+    let mean_flux = sections.iter().map(|s| s.0).sum::<f64>() / length as f64;
+    let flux_spread = sections.iter().map(|s| (s.0 / mean_flux - 1.0).abs()).fold(0.0, f64::max);
+    // Parabola with the local mean velocity (flux / rho) of the section.
+    let x = 3 * length / 4;
+    let (flux, rho) = sections[x as usize - 1];
+    let mean_u = flux / (rho * h);
+    let peak = 1.5 * mean_u;
+    let profile_error = (1..=width)
+        .map(|y| {
+            let eta = (y as f64 - 0.5) / h;
+            (f.u[at(x, y)][0] - 6.0 * mean_u * eta * (1.0 - eta)).abs() / peak
+        })
+        .fold(0.0, f64::max);
+    // Least-squares slope of p = rho / 3 over the developed half (x in L/2 .. L - 2).
+    let pts: Vec<(f64, f64)> =
+        (length / 2..=length - 2).map(|x| (x as f64, sections[x as usize - 1].1 / 3.0)).collect();
+    let n = pts.len() as f64;
+    let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+    let slope =
+        pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / pts.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>();
+    let mean_rho = pts.iter().map(|p| 3.0 * p.1).sum::<f64>() / n;
+    let expected = -12.0 * mean_rho * nu * (mean_flux / (mean_rho * h)) / (h * h);
+    Ok(ChannelResult {
+        converged,
+        flux_spread,
+        flux_error: mean_flux / (u_in * h) - 1.0,
+        profile_error,
+        gradient_error: slope / expected - 1.0,
+        outlet_density_error: sections[length as usize - 1].1 - 1.0,
+    })
+}
+
+/// The channel `lbm validate` and the tests run: 20 cells wide, 6 widths
+/// long, Re = 2 (tau 0.8, inflow 0.01).
+pub const VALIDATION_CHANNEL: Channel = Channel { width: 20, length: 120, tau: 0.8, u_in: 0.01 };
+
 /// Decaying 2D Taylor-Green vortex in the x-y plane of a periodic box.
 #[derive(Clone, Debug)]
 pub struct TaylorGreenResult {
@@ -269,6 +394,19 @@ pub fn suite(make: Factory, backend: BackendKind, precision: Precision, full: bo
         value: order,
         criterion: "2 +- 0.1".into(),
         pass: (order - 2.0).abs() < 0.1,
+    });
+    let ch = channel(make, backend, LatticeKind::D2Q9, Precision::F64, VALIDATION_CHANNEL)?;
+    checks.push(Check {
+        case: "Channel inlet/outlet D2Q9 f64, profile vs Poiseuille / peak".into(),
+        value: ch.profile_error,
+        criterion: "< 0.01".into(),
+        pass: ch.converged && ch.profile_error < 0.01,
+    });
+    checks.push(Check {
+        case: "Channel inlet/outlet D2Q9 f64, pressure gradient error".into(),
+        value: ch.gradient_error,
+        criterion: "|.| < 0.02".into(),
+        pass: ch.converged && ch.gradient_error.abs() < 0.02,
     });
     let tg = taylor_green(make, backend, LatticeKind::D3Q19, precision, 64, 0.8)?;
     let rel = tg.nu_measured / tg.nu_expected - 1.0;

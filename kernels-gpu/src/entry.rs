@@ -3,7 +3,7 @@
 
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::{Cell, Dims};
-use crate::params::StepParams;
+use crate::params::{OpenParams, StepParams};
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
@@ -22,8 +22,15 @@ fn this_cell(dims: Dims) -> Option<Cell> {
     }
 }
 
+/// Index of this thread in a one-dimensional launch.
+#[inline(always)]
+fn thread_index() -> u32 {
+    // SAFETY: reading special registers has no preconditions.
+    unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() }
+}
+
 macro_rules! entry_points {
-    ($lattice:ty, $q:literal, $s:ty, $ep:ident, $ab:ident, $init:ident, $fields:ident) => {
+    ($lattice:ty, $q:literal, $s:ty, $ep:ident, $ab:ident, $open:ident, $init:ident, $fields:ident) => {
         /// Esoteric Pull stream-collide, one thread per cell.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $ep(f: *mut $s, flags: *const u8, p: StepParams<<$s as Storage>::Real>) {
@@ -42,6 +49,28 @@ macro_rules! entry_points {
         ) {
             if let Some(n) = this_cell(p.dims) {
                 stream::stream_collide_two_lattice::<$lattice, $q, $s>(&p, src, dst, flags, n);
+            }
+        }
+
+        /// Open-boundary cells, one thread per entry of `cells` (`count`
+        /// cell indices). Esoteric Pull passes a null `src`: it works in `dst`.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $open(
+            src: *const $s,
+            dst: *mut $s,
+            flags: *const u8,
+            cells: *const u32,
+            count: u32,
+            p: StepParams<<$s as Storage>::Real>,
+            open: OpenParams<<$s as Storage>::Real>,
+            scheme: u32,
+        ) {
+            let i = thread_index();
+            if i < count {
+                let cell = Cell::from_index(p.dims, *cells.add(i as usize));
+                let scheme = Streaming::from_u32(scheme);
+                let src = if src.is_null() { dst as *const $s } else { src };
+                stream::open_boundary_update::<$lattice, $q, $s>(scheme, &p, &open, src, dst, flags, cell);
             }
         }
 
@@ -78,15 +107,15 @@ macro_rules! entry_points {
 #[rustfmt::skip]
 mod instances {
     use super::*;
-    entry_points!(D2Q9, 9, f32, stream_collide_ep_d2q9_f32, stream_collide_ab_d2q9_f32, init_equilibrium_d2q9_f32, fields_d2q9_f32);
-    entry_points!(D2Q9, 9, f64, stream_collide_ep_d2q9_f64, stream_collide_ab_d2q9_f64, init_equilibrium_d2q9_f64, fields_d2q9_f64);
-    entry_points!(D2Q9, 9, F16s, stream_collide_ep_d2q9_f16s, stream_collide_ab_d2q9_f16s, init_equilibrium_d2q9_f16s, fields_d2q9_f16s);
-    entry_points!(D3Q19, 19, f32, stream_collide_ep_d3q19_f32, stream_collide_ab_d3q19_f32, init_equilibrium_d3q19_f32, fields_d3q19_f32);
-    entry_points!(D3Q19, 19, f64, stream_collide_ep_d3q19_f64, stream_collide_ab_d3q19_f64, init_equilibrium_d3q19_f64, fields_d3q19_f64);
-    entry_points!(D3Q19, 19, F16s, stream_collide_ep_d3q19_f16s, stream_collide_ab_d3q19_f16s, init_equilibrium_d3q19_f16s, fields_d3q19_f16s);
-    entry_points!(D3Q27, 27, f32, stream_collide_ep_d3q27_f32, stream_collide_ab_d3q27_f32, init_equilibrium_d3q27_f32, fields_d3q27_f32);
-    entry_points!(D3Q27, 27, f64, stream_collide_ep_d3q27_f64, stream_collide_ab_d3q27_f64, init_equilibrium_d3q27_f64, fields_d3q27_f64);
-    entry_points!(D3Q27, 27, F16s, stream_collide_ep_d3q27_f16s, stream_collide_ab_d3q27_f16s, init_equilibrium_d3q27_f16s, fields_d3q27_f16s);
+    entry_points!(D2Q9, 9, f32, stream_collide_ep_d2q9_f32, stream_collide_ab_d2q9_f32, open_boundary_d2q9_f32, init_equilibrium_d2q9_f32, fields_d2q9_f32);
+    entry_points!(D2Q9, 9, f64, stream_collide_ep_d2q9_f64, stream_collide_ab_d2q9_f64, open_boundary_d2q9_f64, init_equilibrium_d2q9_f64, fields_d2q9_f64);
+    entry_points!(D2Q9, 9, F16s, stream_collide_ep_d2q9_f16s, stream_collide_ab_d2q9_f16s, open_boundary_d2q9_f16s, init_equilibrium_d2q9_f16s, fields_d2q9_f16s);
+    entry_points!(D3Q19, 19, f32, stream_collide_ep_d3q19_f32, stream_collide_ab_d3q19_f32, open_boundary_d3q19_f32, init_equilibrium_d3q19_f32, fields_d3q19_f32);
+    entry_points!(D3Q19, 19, f64, stream_collide_ep_d3q19_f64, stream_collide_ab_d3q19_f64, open_boundary_d3q19_f64, init_equilibrium_d3q19_f64, fields_d3q19_f64);
+    entry_points!(D3Q19, 19, F16s, stream_collide_ep_d3q19_f16s, stream_collide_ab_d3q19_f16s, open_boundary_d3q19_f16s, init_equilibrium_d3q19_f16s, fields_d3q19_f16s);
+    entry_points!(D3Q27, 27, f32, stream_collide_ep_d3q27_f32, stream_collide_ab_d3q27_f32, open_boundary_d3q27_f32, init_equilibrium_d3q27_f32, fields_d3q27_f32);
+    entry_points!(D3Q27, 27, f64, stream_collide_ep_d3q27_f64, stream_collide_ab_d3q27_f64, open_boundary_d3q27_f64, init_equilibrium_d3q27_f64, fields_d3q27_f64);
+    entry_points!(D3Q27, 27, F16s, stream_collide_ep_d3q27_f16s, stream_collide_ab_d3q27_f16s, open_boundary_d3q27_f16s, init_equilibrium_d3q27_f16s, fields_d3q27_f16s);
 }
 
 /// Layout check: every population slot of every cell gets its probe value.

@@ -1,6 +1,6 @@
 //! Parameter structs passed by value to the kernels (`#[repr(C)]`, `Copy`).
 
-use crate::flags::MAX_MOVING_WALLS;
+use crate::flags::{MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES};
 use crate::layout::Dims;
 
 /// Everything one stream-collide step needs besides the buffers.
@@ -19,6 +19,31 @@ pub struct StepParams<T> {
     pub wall_velocity: [[T; 3]; MAX_MOVING_WALLS],
 }
 
+/// The open-boundary states, indexed by [`crate::flags::open_boundary`]:
+/// passed only to the open-boundary kernel, so the bulk kernels' parameters
+/// stay small.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpenParams<T> {
+    /// One entry per state.
+    pub open: [OpenBoundary<T>; MAX_OPEN_BOUNDARIES],
+}
+
+/// What an inlet or outlet imposes, and which way the domain lies from it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpenBoundary<T> {
+    /// Density an outlet imposes (`1 + 3 p` for gauge pressure `p`).
+    pub rho: T,
+    /// Velocity an inlet imposes.
+    pub u: [T; 3],
+    /// Unit normal pointing into the domain (components -1, 0 or 1): the
+    /// populations with `c . normal > 0` arrive from outside and are unknown.
+    pub normal: [T; 3],
+}
+
 // The host sends these bytes verbatim: pin the sizes so a layout change is seen.
 const _: () = assert!(core::mem::size_of::<StepParams<f32>>() == 16 + 4 + 12 + 12 * MAX_MOVING_WALLS);
+const _: () = assert!(core::mem::size_of::<OpenParams<f32>>() == 28 * MAX_OPEN_BOUNDARIES);
 const _: () = assert!(core::mem::size_of::<StepParams<f64>>() == 16 + 8 + 24 + 24 * MAX_MOVING_WALLS);
+const _: () = assert!(core::mem::size_of::<OpenParams<f64>>() == 56 * MAX_OPEN_BOUNDARIES);

@@ -33,10 +33,12 @@
 //! step), which no other cell touches this step.
 
 use crate::cell::{collide_bgk, density_velocity, dot_c, equilibrium};
-use crate::flags::{is_fluid, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
+use crate::flags::{
+    is_flow, is_fluid, is_solid, moving_wall_id, open_boundary, MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES, NEAR_SOLID,
+};
 use crate::lattice::{opposite, Lattice};
 use crate::layout::{population_index, Cell, Dims};
-use crate::params::StepParams;
+use crate::params::{OpenBoundary, OpenParams, StepParams};
 use crate::real::Real;
 use crate::storage::Storage;
 
@@ -77,6 +79,46 @@ fn collide<L: Lattice<Q>, const Q: usize, T: Real>(f: &mut [T; Q], p: &StepParam
     } else {
         collide_bgk::<L, Q, T, true>(f, p.omega, p.force);
     }
+}
+
+/// Density and velocity of an open-boundary cell from its known populations,
+/// as Zou & He (1997) do. The populations with `c . n > 0` (inward normal `n`)
+/// come from outside the domain; taking each as its opposite plus the
+/// moving-wall term, `f_i = f_opp(i) + 6 w_i rho c_i . u`, and summing gives
+/// `rho (1 - u . n) = 1 + K`, with `K` the sum of the shifted known
+/// populations and of the opposites of the unknown ones (`sum_{c.n>0} 6 w_i c_i = n`).
+/// An inlet knows `u` and solves for `rho`; an outlet knows `rho` and solves
+/// for the normal velocity, taking the tangential velocity as zero.
+#[inline(always)]
+pub fn open_boundary_moments<L: Lattice<Q>, const Q: usize, T: Real>(
+    f: &[T; Q],
+    b: &OpenBoundary<T>,
+    inlet: bool,
+) -> (T, [T; 3]) {
+    let mut known = f[0];
+    for i in 1..Q {
+        known += if dot_c(L::C[i], b.normal) > T::ZERO { f[opposite(i)] } else { f[i] };
+    }
+    if inlet {
+        let un = b.normal[0].mul_add(b.u[0], b.normal[1].mul_add(b.u[1], b.normal[2] * b.u[2]));
+        ((T::ONE + known) / (T::ONE - un), b.u)
+    } else {
+        // u . n = 1 - (1 + K) / rho = (rho - 1 - K) / rho, without cancelling 1s.
+        let un = ((b.rho - T::ONE) - known) / b.rho;
+        (b.rho, b.normal.map(|n| n * un))
+    }
+}
+
+/// Entry `k` of the open-boundary table, with constant indices (see [`wall_velocity`]).
+#[inline(always)]
+fn open_state<T: Real>(b: &OpenParams<T>, k: usize) -> OpenBoundary<T> {
+    let mut s = b.open[0];
+    for m in 1..MAX_OPEN_BOUNDARIES {
+        if k == m {
+            s = b.open[m];
+        }
+    }
+    s
 }
 
 /// Ladd's moving-wall term for population `i` bounced off a wall with flag `flag`.
@@ -236,10 +278,76 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
         load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, n, &nb)
     };
     collide::<L, Q, S::Real>(&mut fi, p);
+    store::<Q, S>(Streaming::TwoLattice, p, dst, n, &nb, &fi);
+}
+
+/// Stores the post-collision populations `fi` of cell `n` where the next
+/// step reads them: in place for Esoteric Pull (`dst` is the one buffer),
+/// at the cell's own slots of `dst` for two-lattice pull.
+///
+/// # Safety
+/// `dst` must hold `Q * cells` values; `nb` must be the neighbours of `n`.
+#[inline(always)]
+unsafe fn store<const Q: usize, S: Storage>(
+    scheme: Streaming,
+    p: &StepParams<S::Real>,
+    dst: *mut S,
+    n: u32,
+    nb: &[u32; Q],
+    fi: &[S::Real; Q],
+) {
     let cells = p.dims.nx * p.dims.ny * p.dims.nz;
-    for i in 0..Q {
-        *dst.add(population_index(n, i, cells)) = S::store(fi[i]);
+    match scheme {
+        Streaming::EsotericPull => {
+            let odd = p.parity & 1 == 1;
+            *dst.add(population_index(n, 0, cells)) = S::store(fi[0]);
+            let mut a = 1;
+            while a < Q {
+                let b = a + 1;
+                let (to_neighbour, to_self) = if odd { (a, b) } else { (b, a) };
+                *dst.add(population_index(nb[a], to_neighbour, cells)) = S::store(fi[a]);
+                *dst.add(population_index(n, to_self, cells)) = S::store(fi[b]);
+                a += 2;
+            }
+        }
+        Streaming::TwoLattice => {
+            for i in 0..Q {
+                *dst.add(population_index(n, i, cells)) = S::store(fi[i]);
+            }
+        }
     }
+}
+
+/// Step of an open-boundary cell: streams like a fluid cell, then takes the
+/// equilibrium of the moments [`open_boundary_moments`] gives instead of
+/// colliding. Open cells are few, so they run in their own kernel over a list
+/// of cells (a boundary group), which keeps this code out of the bulk
+/// kernels. Any order against the bulk update is fine: in both schemes a cell
+/// reads and writes only slots no other cell touches in the same step. Cells
+/// that are not open boundaries are left alone.
+///
+/// # Safety
+/// As [`stream_collide_esoteric`] (`src == dst`) or
+/// [`stream_collide_two_lattice`] (`src` and `dst` distinct), per `scheme`.
+#[inline(always)]
+pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage>(
+    scheme: Streaming,
+    p: &StepParams<S::Real>,
+    open: &OpenParams<S::Real>,
+    src: *const S,
+    dst: *mut S,
+    flags: *const u8,
+    cell: Cell,
+) {
+    let n = cell.n;
+    let Some((k, inlet)) = open_boundary(*flags.add(n as usize)) else {
+        return;
+    };
+    let nb = neighbours::<L, Q>(p.dims, cell);
+    let fi = load::<L, Q, S, true>(scheme, p, src, flags, n, &nb);
+    let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, &open_state(open, k), inlet);
+    let feq = equilibrium::<L, Q, S::Real>(rho, u);
+    store::<Q, S>(scheme, p, dst, n, &nb, &feq);
 }
 
 /// Number of values per cell in a fields buffer: `rho, ux, uy, uz`, each a
@@ -264,7 +372,7 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
     cell: Cell,
 ) {
     let n = cell.n;
-    if !is_fluid(*flags.add(n as usize)) {
+    if !is_flow(*flags.add(n as usize)) {
         return;
     }
     let cells = p.dims.cells();
@@ -297,7 +405,7 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
     let n = cell.n;
     let cells = p.dims.cells();
     let flag = *flags.add(n as usize);
-    let (rho, u) = if is_fluid(flag) {
+    let (rho, u) = if is_flow(flag) {
         let nb = neighbours::<L, Q>(p.dims, cell);
         let fi = load::<L, Q, S, true>(scheme, p, f, flags, n, &nb);
         density_velocity::<L, Q, S::Real>(&fi, p.force)
