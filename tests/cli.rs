@@ -85,6 +85,18 @@ fn gpu_request_without_gpu_is_a_clear_error() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1));
     assert!(err.contains("no usable GPU") && err.contains("--backend cpu"), "{err}");
+    // The same from the case file's `backend = "gpu"`.
+    let dir = scratch("case-gpu");
+    let case = dir.join("gpu.toml");
+    let text = std::fs::read_to_string("cases/cavity3d.toml")
+        .unwrap()
+        .replace("[simulation]", "[simulation]\nbackend = \"gpu\"");
+    std::fs::write(&case, text).unwrap();
+    let o = lbm().arg("run").arg(&case).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("no usable GPU"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 fn run_ok(args: &[&str], out: &std::path::Path) -> String {

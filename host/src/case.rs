@@ -108,6 +108,29 @@ pub struct SimulationSection {
     /// change of any velocity component between two divergence checks,
     /// relative to the largest speed) : a steady-state criterion.
     pub steady_tolerance: Option<f64>,
+    /// Collision operator: `"bgk"` (default, the only one so far).
+    #[serde(default = "default_collision")]
+    pub collision: String,
+    /// Where to run: `"auto"` (default: the GPU if there is one), `"cpu"` or
+    /// `"gpu"`. `lbm run --backend` overrides it.
+    #[serde(default)]
+    pub backend: BackendRequest,
+    /// GPU ordinals to run on (default `[0]`). `lbm run --device` overrides it.
+    #[serde(default = "default_devices")]
+    pub devices: Vec<usize>,
+}
+
+/// The backend a case asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendRequest {
+    /// The GPU if one can be used, else the CPU.
+    #[default]
+    Auto,
+    /// The CPU.
+    Cpu,
+    /// A GPU (an error when there is none).
+    Gpu,
 }
 
 /// `[physics]`
@@ -288,6 +311,12 @@ fn default_precision() -> Precision {
 fn default_streaming() -> String {
     "esoteric-pull".into()
 }
+fn default_collision() -> String {
+    "bgk".into()
+}
+fn default_devices() -> Vec<usize> {
+    vec![0]
+}
 fn default_directory() -> PathBuf {
     PathBuf::from("output")
 }
@@ -319,6 +348,10 @@ pub struct Setup {
     pub steps: u64,
     /// Steady-state criterion, see [`SimulationSection::steady_tolerance`].
     pub steady_tolerance: Option<f64>,
+    /// Requested backend, see [`SimulationSection::backend`].
+    pub backend: BackendRequest,
+    /// The GPU to run on.
+    pub device: usize,
     /// Output settings.
     pub output: OutputSection,
     /// SI conversion, when the case gives `[units]`.
@@ -348,6 +381,22 @@ impl Case {
             }
         }
         let streaming = parse_streaming(&sim.streaming).map_err(|m| bad(format!("[simulation] streaming: {m}")))?;
+        if !sim.collision.eq_ignore_ascii_case("bgk") {
+            return Err(bad(format!(
+                "[simulation] collision = \"{}\": only \"bgk\" (single relaxation time) is available",
+                sim.collision
+            )));
+        }
+        let device = match sim.devices[..] {
+            [d] => d,
+            [] => return Err(bad("[simulation] devices is empty: give at least one GPU ordinal, e.g. [0]".into())),
+            _ => {
+                return Err(bad(format!(
+                    "[simulation] devices = {:?}: one case runs on one GPU so far; give one ordinal",
+                    sim.devices
+                )))
+            }
+        };
         let units = match &self.units {
             None => None,
             Some(u) => {
@@ -520,6 +569,8 @@ impl Case {
             mach,
             steps: sim.steps,
             steady_tolerance: sim.steady_tolerance,
+            backend: sim.backend,
+            device,
             output: self.output.clone(),
             units,
             objects,
@@ -608,6 +659,23 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         assert!(setup(&reynolds).unwrap_err().to_string().contains("viscosity"));
         let overpressure = channel.replace("pressure_outlet = 0.003", "pressure_outlet = 0.1");
         assert!(setup(&overpressure).unwrap_err().to_string().contains("pressure_outlet"));
+    }
+
+    #[test]
+    fn collision_backend_and_devices() {
+        let s = setup(CAVITY).unwrap();
+        assert_eq!((s.backend, s.device), (BackendRequest::Auto, 0));
+        let gpu = CAVITY.replace("steps = 10", "steps = 10\nbackend = \"gpu\"\ndevices = [3]\ncollision = \"BGK\"");
+        let s = setup(&gpu).unwrap();
+        assert_eq!((s.backend, s.device), (BackendRequest::Gpu, 3));
+        let mrt = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"mrt\"");
+        assert!(setup(&mrt).unwrap_err().to_string().contains("only \"bgk\""));
+        let two = CAVITY.replace("steps = 10", "steps = 10\ndevices = [0, 1]");
+        assert!(setup(&two).unwrap_err().to_string().contains("one GPU"));
+        let none = CAVITY.replace("steps = 10", "steps = 10\ndevices = []");
+        assert!(setup(&none).unwrap_err().to_string().contains("devices is empty"));
+        let tpu = CAVITY.replace("steps = 10", "steps = 10\nbackend = \"tpu\"");
+        assert!(setup(&tpu).unwrap_err().to_string().contains("tpu"));
     }
 
     #[test]

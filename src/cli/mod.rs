@@ -24,8 +24,12 @@ enum Command {
     Run {
         /// The case file (TOML), e.g. cases/cavity3d.toml.
         case: PathBuf,
-        #[command(flatten)]
-        backend: BackendArgs,
+        /// Where to run, overriding the case's `backend`: the GPU if there is one (auto), or force one.
+        #[arg(long, value_enum)]
+        backend: Option<BackendChoice>,
+        /// CUDA device ordinal, overriding the case's `devices`.
+        #[arg(long)]
+        device: Option<usize>,
         /// Replace the size of every axis longer than one cell (boundary cells included).
         #[arg(long)]
         size: Option<u32>,
@@ -94,7 +98,7 @@ struct BackendArgs {
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-enum BackendChoice {
+pub enum BackendChoice {
     Auto,
     Cpu,
     Gpu,
@@ -102,17 +106,35 @@ enum BackendChoice {
 
 impl BackendArgs {
     fn resolve(self) -> Result<BackendKind> {
-        Ok(match self.backend {
+        self.backend.resolve(self.device)
+    }
+}
+
+impl BackendChoice {
+    /// The backend to run on, with GPU `device` when it is a GPU.
+    fn resolve(self, device: usize) -> Result<BackendKind> {
+        Ok(match self {
             BackendChoice::Cpu => BackendKind::Cpu,
             BackendChoice::Gpu => {
                 lbm::host::gpu::device_count()?;
-                BackendKind::Gpu(self.device)
+                BackendKind::Gpu(device)
             }
             BackendChoice::Auto => match lbm::default_backend() {
-                BackendKind::Gpu(_) => BackendKind::Gpu(self.device),
+                BackendKind::Gpu(_) => BackendKind::Gpu(device),
                 cpu => cpu,
             },
         })
+    }
+}
+
+impl From<lbm::host::case::BackendRequest> for BackendChoice {
+    fn from(r: lbm::host::case::BackendRequest) -> Self {
+        use lbm::host::case::BackendRequest;
+        match r {
+            BackendRequest::Auto => BackendChoice::Auto,
+            BackendRequest::Cpu => BackendChoice::Cpu,
+            BackendRequest::Gpu => BackendChoice::Gpu,
+        }
     }
 }
 
@@ -131,8 +153,8 @@ pub fn describe_backend(backend: BackendKind) -> String {
 pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Info => info::info(),
-        Command::Run { case, backend, size, steps, output, resume, report } => {
-            let o = run::RunOptions { backend: backend.resolve()?, size, steps, output, resume, report };
+        Command::Run { case, backend, device, size, steps, output, resume, report } => {
+            let o = run::RunOptions { backend, device, size, steps, output, resume, report };
             match run::run(&case, o)? {
                 run::Outcome::Finished => Ok(()),
                 run::Outcome::Interrupted => std::process::exit(130),

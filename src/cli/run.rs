@@ -7,7 +7,7 @@ use lbm::host::fields::Fields;
 use lbm::host::files::write_atomic;
 use lbm::host::solver::streaming_name;
 use lbm::host::{checkpoint, picture, probe, vtk};
-use lbm::{BackendKind, Error, Result, Solver};
+use lbm::{Error, Result, Solver};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -29,7 +29,10 @@ pub enum Report {
 
 /// Command-line overrides of a case.
 pub struct RunOptions {
-    pub backend: BackendKind,
+    /// `--backend`, overriding the case's.
+    pub backend: Option<crate::cli::BackendChoice>,
+    /// `--device`, overriding the case's.
+    pub device: Option<usize>,
     pub size: Option<u32>,
     pub steps: Option<u64>,
     pub output: Option<PathBuf>,
@@ -72,8 +75,9 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let dir = setup.output.directory.clone();
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let checkpoint_path = dir.join("checkpoint.lbm");
-    let mut solver = lbm::build_solver(setup.config.clone(), o.backend)?;
-    let device = crate::cli::describe_backend(o.backend);
+    let backend = o.backend.unwrap_or(setup.backend.into()).resolve(o.device.unwrap_or(setup.device))?;
+    let mut solver = lbm::build_solver(setup.config.clone(), backend)?;
+    let device = crate::cli::describe_backend(backend);
     say(format!("backend: {device}"));
     if o.resume {
         let state = checkpoint::read(&checkpoint_path, &setup.config)?;
