@@ -160,11 +160,6 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
     pub(crate) fn buffer_mut(&mut self) -> &mut [S] {
         &mut self.f
     }
-
-    /// Flag bytes as the kernels see them.
-    pub(crate) fn kernel_flags(&self) -> &[u8] {
-        &self.flags
-    }
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {

@@ -318,12 +318,13 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
             let p = self.params();
             let s = self.device.stream().clone();
             let mut launch = s.launch_builder(&self.step_kernel);
+            let z0 = 0u32;
             match self.f_next.as_mut() {
                 None => {
-                    launch.arg(&mut self.f).arg(&self.flags).arg(&p);
+                    launch.arg(&mut self.f).arg(&self.flags).arg(&p).arg(&z0);
                 }
                 Some(next) => {
-                    launch.arg(&self.f).arg(next).arg(&self.flags).arg(&p);
+                    launch.arg(&self.f).arg(next).arg(&self.flags).arg(&p).arg(&z0);
                 }
             }
             // SAFETY: argument lists match the `stream_collide_*` entry points.

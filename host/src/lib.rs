@@ -13,6 +13,7 @@ pub mod files;
 pub mod forces;
 pub mod geometry;
 pub mod gpu;
+pub mod halo;
 pub mod partition;
 pub mod picture;
 pub mod probe;

@@ -1,28 +1,18 @@
 //! The dense domain split along z (its slowest axis) into partitions with
 //! one halo layer on each side, exchanged by copies: the algorithm the
 //! multi-GPU path runs, on the CPU backend, so its logic is tested everywhere.
-//!
-//! **Import** (before every step): each partition's halo layers receive all
-//! populations of the neighbouring partitions' boundary layers. In the SoA
-//! layout a z-layer of one population is contiguous, so each copy is one slice.
-//!
-//! **Export** (after an Esoteric Pull step): a boundary cell `x` of this
-//! partition wrote slot `nb_slot(t)` (slot `b` on even steps, `a` on odd) of
-//! each halo cell `j = x + c_a` with `c_a` pointing into the halo, and, when
-//! `j` is solid, may use `j`'s other slot of that pair (bounce-back flips the
-//! parity). Exactly those slots go back to the partition owning `j`; no cell
-//! of that partition touches them in the same step (each slot belongs to one
-//! cell per step), so nothing is overwritten. Two-lattice pull writes only
-//! its own cells and needs no export.
+//! After every step each partition sends its neighbours exactly the
+//! population planes [`crate::halo::halo_copies`] names (the crossing ones,
+//! parity-aware for Esoteric Pull).
 
 use crate::cpu::CpuSolver;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::fields::Fields;
+use crate::halo::{halo_copies, HaloCopy};
 use crate::solver::{BackendKind, Initial, SavedState, Solver, SolverConfig};
-use kernels_gpu::flags::is_solid;
-use kernels_gpu::layout::population_index;
-use kernels_gpu::{Dims, Lattice, Storage, Streaming};
+use kernels_gpu::lattice::z_pairs;
+use kernels_gpu::{Dims, Lattice, Storage};
 use std::ops::Range;
 
 /// Thinnest partition accepted, in cells.
@@ -126,79 +116,34 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
         f
     }
 
-    /// Halo import: every halo layer gets its neighbour's boundary layer.
-    fn import_halos(&mut self) {
+    /// The halo exchange after a step of parity `parity`: every partition's
+    /// two copies, applied in any order (their planes are disjoint).
+    fn exchange(&mut self, parity: u64) {
         let n = self.parts.len();
         let plane = (self.global.config().domain.dims.nx * self.global.config().domain.dims.ny) as usize;
-        // Collect the boundary layers first (a partition may be its own neighbour).
-        let layers: Vec<(Vec<S>, Vec<S>)> = self
-            .parts
-            .iter_mut()
-            .map(|p| {
-                let len = p.z.len();
-                let local_cells = plane * (len + 2);
+        let copies = halo_copies(self.global.config().streaming, parity, z_pairs(&L::C));
+        for k in 0..n {
+            for copy in copies {
+                let target = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
+                let planes = self.read_planes(k, &copy, plane);
+                let p = &mut self.parts[target];
+                let (len, zl) = (p.z.len() as u32, copy.to.z(p.z.len() as u32) as usize);
+                let cells = plane * (len as usize + 2);
                 let buf = p.solver.buffer_mut();
-                let take = |zl: usize| {
-                    (0..Q).flat_map(|i| buf[i * local_cells + zl * plane..][..plane].to_vec()).collect::<Vec<S>>()
-                };
-                (take(1), take(len))
-            })
-            .collect();
-        for (k, p) in self.parts.iter_mut().enumerate() {
-            let len = p.z.len();
-            let local_cells = plane * (len + 2);
-            let (below, above) = (&layers[(k + n - 1) % n].1, &layers[(k + 1) % n].0);
-            let buf = p.solver.buffer_mut();
-            for i in 0..Q {
-                buf[i * local_cells..][..plane].copy_from_slice(&below[i * plane..][..plane]);
-                buf[i * local_cells + (len + 1) * plane..][..plane].copy_from_slice(&above[i * plane..][..plane]);
+                for (slot, values) in copy.slots().zip(planes) {
+                    buf[slot * cells + zl * plane..][..plane].copy_from_slice(&values);
+                }
             }
         }
     }
 
-    /// Halo export after an Esoteric Pull step of parity `parity`.
-    fn export_halos(&mut self, parity: u64) {
-        let n = self.parts.len();
-        let d = self.global.config().domain.dims;
-        let plane = (d.nx * d.ny) as usize;
-        // (target partition, target local layer, slot, cell in plane, value)
-        let mut sends: Vec<(usize, usize, usize, usize, S)> = Vec::new();
-        for (k, p) in self.parts.iter_mut().enumerate() {
-            let len = p.z.len();
-            let local_cells = (plane * (len + 2)) as u32;
-            let flags = p.solver.kernel_flags().to_vec();
-            let buf = p.solver.buffer_mut();
-            // (halo layer, direction of c_a.z into it, target partition, target layer)
-            for (halo, dz, target, target_layer) in
-                [(0usize, -1, (k + n - 1) % n, 0usize), (len + 1, 1, (k + 1) % n, 1)]
-            {
-                for a in (1..Q).step_by(2) {
-                    if L::C[a][2] != dz {
-                        continue;
-                    }
-                    let nb_slot = if parity.is_multiple_of(2) { a + 1 } else { a };
-                    for c in 0..plane {
-                        let cell = (halo * plane + c) as u32;
-                        let solid = is_solid(flags[cell as usize]);
-                        for slot in [a, a + 1] {
-                            if slot == nb_slot || solid {
-                                let v = buf[population_index(cell, slot, local_cells)];
-                                sends.push((target, target_layer, slot, c, v));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        for (target, layer, slot, c, v) in sends {
-            let p = &mut self.parts[target];
-            let len = p.z.len();
-            let local_cells = (plane * (len + 2)) as u32;
-            // Target layer 0 means "top own layer", 1 "bottom own layer".
-            let zl = if layer == 0 { len } else { 1 };
-            let cell = (zl * plane + c) as u32;
-            p.solver.buffer_mut()[population_index(cell, slot, local_cells)] = v;
-        }
+    /// The planes `copy` sends from partition `k`.
+    fn read_planes(&mut self, k: usize, copy: &HaloCopy, plane: usize) -> Vec<Vec<S>> {
+        let p = &mut self.parts[k];
+        let len = p.z.len() as u32;
+        let (cells, zl) = (plane * (len as usize + 2), copy.from.z(len) as usize);
+        let buf = p.solver.buffer_mut();
+        copy.slots().map(|slot| buf[slot * cells + zl * plane..][..plane].to_vec()).collect()
     }
 
     /// Brings the global solver to the partitions' state, for read-backs.
@@ -216,15 +161,11 @@ fn global_layer(z0: u32, zl: u32, nz: u32) -> u32 {
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for PartitionedCpu<L, Q, S> {
     fn step(&mut self, steps: u64) -> Result<()> {
-        let scheme = self.global.config().streaming;
         for _ in 0..steps {
-            self.import_halos();
             for p in &mut self.parts {
                 p.solver.step(1)?;
             }
-            if scheme == Streaming::EsotericPull {
-                self.export_halos(self.t);
-            }
+            self.exchange(self.t);
             self.t += 1;
         }
         Ok(())
@@ -285,7 +226,7 @@ mod tests {
     use super::*;
     use crate::validation::cavity_config;
     use crate::{LatticeKind, Precision};
-    use kernels_gpu::{D3Q19, D3Q27};
+    use kernels_gpu::{Streaming, D3Q19, D3Q27};
 
     fn forced_cavity(lattice: LatticeKind, precision: Precision, streaming: Streaming, side: u32) -> SolverConfig {
         let mut c = cavity_config(lattice, precision, streaming, side, 100.0, 0.08).unwrap();

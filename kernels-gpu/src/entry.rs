@@ -9,12 +9,20 @@ use crate::stream::{self, Streaming};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
 
 /// This thread's cell: x from the block and thread along x, y and z from the
-/// grid's y and z (the host launches `(ceil(nx / block), ny, nz)` blocks), so
-/// no thread divides to find its coordinates. `None` past the x extent.
+/// grid's y and z (the host launches `(ceil(nx / block), ny, layers)` blocks),
+/// so no thread divides to find its coordinates. `None` past the x extent.
 #[inline(always)]
 fn this_cell(dims: Dims) -> Option<Cell> {
+    this_cell_from(dims, 0)
+}
+
+/// As [`this_cell`] for a launch over the layers `z0 ..`: the stream-collide
+/// kernels of a partition run its boundary layers and its interior as
+/// separate launches, so that halo copies overlap the interior.
+#[inline(always)]
+fn this_cell_from(dims: Dims, z0: u32) -> Option<Cell> {
     // SAFETY: reading special registers has no preconditions.
-    let (x, y, z) = unsafe { (_block_idx_x() * _block_dim_x() + _thread_idx_x(), _block_idx_y(), _block_idx_z()) };
+    let (x, y, z) = unsafe { (_block_idx_x() * _block_dim_x() + _thread_idx_x(), _block_idx_y(), z0 + _block_idx_z()) };
     if x < dims.nx {
         Some(Cell::at(dims, x, y, z))
     } else {
@@ -31,23 +39,29 @@ fn thread_index() -> u32 {
 
 macro_rules! entry_points {
     ($lattice:ty, $q:literal, $s:ty, $ep:ident, $ab:ident, $open:ident, $init:ident, $fields:ident) => {
-        /// Esoteric Pull stream-collide, one thread per cell.
+        /// Esoteric Pull stream-collide, one thread per cell of layers `z0 ..`.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $ep(f: *mut $s, flags: *const u8, p: StepParams<<$s as Storage>::Real>) {
-            if let Some(n) = this_cell(p.dims) {
+        pub unsafe extern "ptx-kernel" fn $ep(
+            f: *mut $s,
+            flags: *const u8,
+            p: StepParams<<$s as Storage>::Real>,
+            z0: u32,
+        ) {
+            if let Some(n) = this_cell_from(p.dims, z0) {
                 stream::stream_collide_esoteric::<$lattice, $q, $s>(&p, f, flags, n);
             }
         }
 
-        /// Two-lattice stream-collide, one thread per cell.
+        /// Two-lattice stream-collide, one thread per cell of layers `z0 ..`.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $ab(
             src: *const $s,
             dst: *mut $s,
             flags: *const u8,
             p: StepParams<<$s as Storage>::Real>,
+            z0: u32,
         ) {
-            if let Some(n) = this_cell(p.dims) {
+            if let Some(n) = this_cell_from(p.dims, z0) {
                 stream::stream_collide_two_lattice::<$lattice, $q, $s>(&p, src, dst, flags, n);
             }
         }

@@ -3,6 +3,12 @@
 //! Ordering convention (the pairing Esoteric Pull needs): index 0 is the rest
 //! population; every other direction comes in an opposite pair `(i, i + 1)`
 //! with `i` odd, so `opposite(i)` is `i + 1` for odd `i` and `i - 1` for even.
+//!
+//! The 3D sets list the pairs that cross a z-plane first, each with its odd
+//! member pointing up (`c_z = +1`): directions `1, 3, .., 2k - 1` go up and
+//! `2, 4, .., 2k` down ([`z_pairs`]). The populations that cross between two
+//! z-partitions are then every second population plane from 1 or 2, which a
+//! single strided copy moves (see the host's `halo` module).
 
 /// A velocity set with `Q` discrete velocities.
 pub trait Lattice<const Q: usize>: Copy + Send + Sync + 'static {
@@ -14,6 +20,15 @@ pub trait Lattice<const Q: usize>: Copy + Send + Sync + 'static {
     const C: [[i32; 3]; Q];
     /// Quadrature weights `w_i`.
     const W: [f64; Q];
+}
+
+/// Number `k` of opposite pairs that cross a z-plane: the first `k` pairs.
+pub const fn z_pairs<const Q: usize>(c: &[[i32; 3]; Q]) -> usize {
+    let mut k = 0;
+    while 2 * k + 1 < Q && c[2 * k + 1][2] != 0 {
+        k += 1;
+    }
+    k
 }
 
 /// Index of the direction opposite to `i` under the pair ordering above.
@@ -54,41 +69,41 @@ impl Lattice<19> for D3Q19 {
     const NAME: &'static str = "d3q19";
     const C: [[i32; 3]; 19] = [
         [0, 0, 0],
-        [1, 0, 0],
-        [-1, 0, 0],
-        [0, 1, 0],
-        [0, -1, 0],
         [0, 0, 1],
         [0, 0, -1],
-        [1, 1, 0],
-        [-1, -1, 0],
         [1, 0, 1],
         [-1, 0, -1],
         [0, 1, 1],
         [0, -1, -1],
+        [-1, 0, 1],
+        [1, 0, -1],
+        [0, -1, 1],
+        [0, 1, -1],
+        [1, 0, 0],
+        [-1, 0, 0],
+        [0, 1, 0],
+        [0, -1, 0],
+        [1, 1, 0],
+        [-1, -1, 0],
         [1, -1, 0],
         [-1, 1, 0],
-        [1, 0, -1],
-        [-1, 0, 1],
-        [0, 1, -1],
-        [0, -1, 1],
     ];
     const W: [f64; 19] = [
         1.0 / 3.0,
         W19_E,
         W19_E,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
+        W19_D,
         W19_E,
         W19_E,
         W19_E,
         W19_E,
-        W19_D,
-        W19_D,
-        W19_D,
-        W19_D,
-        W19_D,
-        W19_D,
-        W19_D,
-        W19_D,
         W19_D,
         W19_D,
         W19_D,
@@ -108,37 +123,53 @@ impl Lattice<27> for D3Q27 {
     const NAME: &'static str = "d3q27";
     const C: [[i32; 3]; 27] = [
         [0, 0, 0],
-        [1, 0, 0],
-        [-1, 0, 0],
-        [0, 1, 0],
-        [0, -1, 0],
         [0, 0, 1],
         [0, 0, -1],
-        [1, 1, 0],
-        [-1, -1, 0],
         [1, 0, 1],
         [-1, 0, -1],
         [0, 1, 1],
         [0, -1, -1],
-        [1, -1, 0],
-        [-1, 1, 0],
-        [1, 0, -1],
         [-1, 0, 1],
-        [0, 1, -1],
+        [1, 0, -1],
         [0, -1, 1],
+        [0, 1, -1],
         [1, 1, 1],
         [-1, -1, -1],
-        [1, 1, -1],
         [-1, -1, 1],
+        [1, 1, -1],
         [1, -1, 1],
         [-1, 1, -1],
         [-1, 1, 1],
         [1, -1, -1],
+        [1, 0, 0],
+        [-1, 0, 0],
+        [0, 1, 0],
+        [0, -1, 0],
+        [1, 1, 0],
+        [-1, -1, 0],
+        [1, -1, 0],
+        [-1, 1, 0],
     ];
     const W: [f64; 27] = [
         8.0 / 27.0,
         W27_E,
         W27_E,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_D,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
+        W27_C,
         W27_E,
         W27_E,
         W27_E,
@@ -147,22 +178,6 @@ impl Lattice<27> for D3Q27 {
         W27_D,
         W27_D,
         W27_D,
-        W27_D,
-        W27_D,
-        W27_D,
-        W27_D,
-        W27_D,
-        W27_D,
-        W27_D,
-        W27_D,
-        W27_C,
-        W27_C,
-        W27_C,
-        W27_C,
-        W27_C,
-        W27_C,
-        W27_C,
-        W27_C,
     ];
 }
 
@@ -209,6 +224,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The z-crossing pairs come first, odd members up, and no later
+    /// direction crosses: the property the partitions' halo copies rely on.
+    fn check_z_pairs<L: Lattice<Q>, const Q: usize>(expected: usize) {
+        let k = z_pairs(&L::C);
+        assert_eq!(k, expected, "{}", L::NAME);
+        for i in 1..Q {
+            let want = if i > 2 * k {
+                0
+            } else if i % 2 == 1 {
+                1
+            } else {
+                -1
+            };
+            assert_eq!(L::C[i][2], want, "{} direction {i}", L::NAME);
+        }
+    }
+
+    #[test]
+    fn z_crossing_pairs_come_first() {
+        check_z_pairs::<D2Q9, 9>(0);
+        check_z_pairs::<D3Q19, 19>(5);
+        check_z_pairs::<D3Q27, 27>(9);
     }
 
     #[test]
