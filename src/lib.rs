@@ -21,3 +21,12 @@ pub fn default_backend() -> BackendKind {
         Err(_) => BackendKind::Cpu,
     }
 }
+
+/// [`lbm_host::build_multi_gpu`] with the embedded PTX.
+pub fn build_multi_gpu(
+    config: SolverConfig,
+    ordinals: &[usize],
+    exchange: lbm_host::multi_gpu::Exchange,
+) -> Result<Box<dyn Solver>> {
+    lbm_host::build_multi_gpu(config, ordinals, exchange, &ptx::active())
+}

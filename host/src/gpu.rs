@@ -6,7 +6,7 @@ use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::Fields;
 use crate::solver::{mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
     ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
@@ -80,6 +80,7 @@ pub struct DeviceInfo {
 }
 
 /// An open device with the kernels loaded.
+#[derive(Clone)]
 pub struct GpuDevice {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -131,6 +132,16 @@ impl GpuDevice {
     /// The kernel `kind` for lattice `L` and precision `T`.
     pub fn kernel<L: Lattice<Q>, const Q: usize, S: Storage>(&self, kind: KernelKind) -> Result<CudaFunction> {
         self.function(&kernel_name(kind, L::NAME, S::NAME))
+    }
+
+    /// The CUDA context.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
     }
 
     /// The stream all work of this device is queued on.
@@ -305,7 +316,81 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         ByValue(self.config.step_params::<S::Real>(self.t))
     }
 
-    fn read_populations(&self) -> Result<Vec<S>> {
+    /// Queues the stream-collide kernel of the current step for the layers
+    /// `z0 .. z0 + layers`; the buffers are not swapped and the time not advanced.
+    pub(crate) fn launch_layers(&mut self, z0: u32, layers: u32) -> Result<()> {
+        if layers == 0 {
+            return Ok(());
+        }
+        let d = self.config.domain.dims;
+        let cfg = LaunchConfig { grid_dim: (launch_config(d).grid_dim.0, d.ny, layers), ..launch_config(d) };
+        let p = self.params();
+        let s = self.device.stream().clone();
+        let mut launch = s.launch_builder(&self.step_kernel);
+        match self.f_next.as_mut() {
+            None => launch.arg(&mut self.f).arg(&self.flags).arg(&p).arg(&z0),
+            Some(next) => launch.arg(&self.f).arg(next).arg(&self.flags).arg(&p).arg(&z0),
+        };
+        // SAFETY: argument lists match the `stream_collide_*` entry points.
+        unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
+        Ok(())
+    }
+
+    /// Queues the open-boundary group of the current step, if the domain has one.
+    fn launch_open_boundaries(&mut self) -> Result<()> {
+        let Some(open) = &self.open else { return Ok(()) };
+        let p = self.params();
+        let s = self.device.stream().clone();
+        let scheme = self.config.streaming as u32;
+        let mut launch = s.launch_builder(&open.kernel);
+        let null = 0u64;
+        match self.f_next.as_mut() {
+            None => launch.arg(&null).arg(&mut self.f),
+            Some(next) => launch.arg(&self.f).arg(next),
+        };
+        launch.arg(&self.flags).arg(&open.cells).arg(&open.count).arg(&p).arg(&open.params).arg(&scheme);
+        let grid = open.count.div_ceil(OPEN_BLOCK_SIZE);
+        let cfg = LaunchConfig { block_dim: (OPEN_BLOCK_SIZE, 1, 1), grid_dim: (grid, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: argument list matches the `open_boundary_*` entry points.
+        unsafe { launch.launch(cfg) }.ctx("launching the open-boundary kernel")?;
+        Ok(())
+    }
+
+    /// Makes the buffer just written the current one (two-lattice pull).
+    pub(crate) fn swap_buffers(&mut self) {
+        if let Some(next) = self.f_next.as_mut() {
+            std::mem::swap(&mut self.f, next);
+        }
+    }
+
+    /// Advances the step counter by one (for a caller that queued the step itself).
+    pub(crate) fn advance(&mut self) {
+        self.t += 1;
+    }
+
+    /// Sets the step counter (after a caller restored the buffers itself).
+    pub(crate) fn set_time(&mut self, t: u64) {
+        self.t = t;
+    }
+
+    /// Device address of the current population buffer.
+    pub(crate) fn buffer_address(&self) -> u64 {
+        let (ptr, _sync) = self.f.device_ptr(self.device.stream());
+        ptr
+    }
+
+    /// Whether the domain has open-boundary cells.
+    pub(crate) fn has_open_boundaries(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Uploads a whole population buffer (the layout of [`Self::read_populations`]).
+    pub(crate) fn upload_populations(&mut self, host: &[S]) -> Result<()> {
+        let elems: Vec<S::Elem> = host.iter().map(|&v| S::to_elem(v)).collect();
+        self.device.stream().memcpy_htod(&elems, &mut self.f).ctx("uploading populations")
+    }
+
+    pub(crate) fn read_populations(&self) -> Result<Vec<S>> {
         let host = self.device.stream().clone_dtoh(&self.f).ctx("reading populations back")?;
         Ok(host.into_iter().map(S::from_elem).collect())
     }
@@ -313,40 +398,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q, S> {
     fn step(&mut self, steps: u64) -> Result<()> {
-        let cfg = launch_config(self.config.domain.dims);
+        let nz = self.config.domain.dims.nz;
         for _ in 0..steps {
-            let p = self.params();
-            let s = self.device.stream().clone();
-            let mut launch = s.launch_builder(&self.step_kernel);
-            let z0 = 0u32;
-            match self.f_next.as_mut() {
-                None => {
-                    launch.arg(&mut self.f).arg(&self.flags).arg(&p).arg(&z0);
-                }
-                Some(next) => {
-                    launch.arg(&self.f).arg(next).arg(&self.flags).arg(&p).arg(&z0);
-                }
-            }
-            // SAFETY: argument lists match the `stream_collide_*` entry points.
-            unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
-            if let Some(open) = &self.open {
-                let scheme = self.config.streaming as u32;
-                let mut launch = s.launch_builder(&open.kernel);
-                let null = 0u64;
-                match self.f_next.as_mut() {
-                    None => launch.arg(&null).arg(&mut self.f),
-                    Some(next) => launch.arg(&self.f).arg(next),
-                };
-                launch.arg(&self.flags).arg(&open.cells).arg(&open.count).arg(&p).arg(&open.params).arg(&scheme);
-                let grid = open.count.div_ceil(OPEN_BLOCK_SIZE);
-                let cfg =
-                    LaunchConfig { block_dim: (OPEN_BLOCK_SIZE, 1, 1), grid_dim: (grid, 1, 1), shared_mem_bytes: 0 };
-                // SAFETY: argument list matches the `open_boundary_*` entry points.
-                unsafe { launch.launch(cfg) }.ctx("launching the open-boundary kernel")?;
-            }
-            if let Some(next) = self.f_next.as_mut() {
-                std::mem::swap(&mut self.f, next);
-            }
+            self.launch_layers(0, nz)?;
+            self.launch_open_boundaries()?;
+            self.swap_buffers();
             self.t += 1;
         }
         Ok(())

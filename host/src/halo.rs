@@ -88,7 +88,7 @@ impl HaloCopy {
 pub const fn halo_copies(scheme: Streaming, parity: u64, z_pairs: usize) -> [HaloCopy; 2] {
     let (up_first, down_first, up_from, down_from, up_to) = match scheme {
         Streaming::EsotericPull => {
-            let even = parity % 2 == 0;
+            let even = parity.is_multiple_of(2);
             let (b, a) = (2, 1);
             (if even { b } else { a }, if even { a } else { b }, Layer::UpperHalo, Layer::Bottom, Layer::Bottom)
         }

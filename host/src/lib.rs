@@ -14,6 +14,7 @@ pub mod forces;
 pub mod geometry;
 pub mod gpu;
 pub mod halo;
+pub mod multi_gpu;
 pub mod partition;
 pub mod picture;
 pub mod probe;
@@ -50,4 +51,25 @@ pub fn build_solver(config: SolverConfig, backend: BackendKind, ptx: &str) -> Re
             dispatch!(lattice, precision, gpu(config, device))
         }
     }
+}
+
+/// Builds a solver for `config` split along z over the GPUs `ordinals` (one
+/// partition per entry; repeats put several partitions on one GPU), with the
+/// halo exchange `exchange`.
+pub fn build_multi_gpu(
+    config: SolverConfig,
+    ordinals: &[usize],
+    exchange: multi_gpu::Exchange,
+    ptx: &str,
+) -> Result<Box<dyn Solver>> {
+    fn multi<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
+        c: SolverConfig,
+        d: &[GpuDevice],
+        e: multi_gpu::Exchange,
+    ) -> Result<Box<dyn Solver>> {
+        Ok(Box::new(multi_gpu::MultiGpu::<L, Q, S>::new(c, d, e, false)?))
+    }
+    let devices = ordinals.iter().map(|&o| GpuDevice::open(o, ptx)).collect::<Result<Vec<_>>>()?;
+    let (lattice, precision) = (config.lattice, config.precision);
+    dispatch!(lattice, precision, multi(config, &devices, exchange))
 }

@@ -129,3 +129,151 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
     }
     Ok(())
 }
+
+/// What `lbm bench --gpus` measures.
+pub struct ScalingOptions {
+    pub sizes: Vec<u32>,
+    pub steps: u64,
+    pub lattices: Vec<LatticeKind>,
+    pub gpus: Vec<usize>,
+    pub exchange: Vec<lbm::host::multi_gpu::Exchange>,
+    pub weak: bool,
+    pub json: Option<PathBuf>,
+}
+
+#[derive(serde::Serialize)]
+struct ScalingReport {
+    device: String,
+    copy_bandwidth_gb_per_s: f64,
+    weak: bool,
+    single_gpu: Vec<BenchResult>,
+    results: Vec<lbm::host::multi_gpu::ScalingResult>,
+    model_setup_us: Option<f64>,
+    model_bandwidth_gb_per_s: Option<f64>,
+}
+
+/// Strong (or weak) scaling over GPU counts and halo exchanges, with the
+/// one-GPU solver as the reference, and a fit of the halo-copy times to
+/// seed 000's model `t = n_copies t_setup + bytes / bandwidth`.
+pub fn scaling(o: ScalingOptions) -> Result<()> {
+    use lbm::host::multi_gpu::{measure as measure_multi, Exchange};
+    let ptx = lbm::ptx::active();
+    let available = lbm::host::gpu::device_count()?;
+    let most = o.gpus.iter().copied().max().unwrap_or(1);
+    if most > available {
+        return Err(Error::Setup(format!("--gpus asks for {most} GPUs, this machine has {available}")));
+    }
+    let d0 = lbm::host::gpu::GpuDevice::open(0, &ptx)?;
+    let copy = d0.copy_bandwidth(COPY_BYTES, 20)?;
+    let device = format!("{available} x {}", d0.info()?.name);
+    println!("devices: {device}; copy bandwidth of GPU 0: {:.1} GB/s", copy / 1e9);
+    println!(
+        "{} scaling; f32, Esoteric Pull; efficiency = MLUPS on N GPUs / (N x MLUPS of the one-GPU solver)",
+        if o.weak { "weak" } else { "strong" }
+    );
+    println!(
+        "{:<6} {:>16} {:>4} {:<13} {:>9} {:>7} {:>9} {:>9} {:>9} {:>6}",
+        "lattice", "cells", "gpus", "exchange", "MLUPS", "eff", "step ms", "halo ms", "halo MB", "copies"
+    );
+    let devices: Vec<_> = (0..most).map(|i| lbm::host::gpu::GpuDevice::open(i, &ptx)).collect::<Result<_>>()?;
+    let (mut singles, mut results) = (Vec::new(), Vec::new());
+    let mut links_shown = false;
+    for &lattice in &o.lattices {
+        for &size in &o.sizes {
+            let case = BenchCase { lattice, precision: Precision::F32, streaming: Streaming::EsotericPull, size };
+            let one = measure(&|c, b| lbm::build_solver(c, b), BackendKind::Gpu(0), case, o.steps, Some(copy))?;
+            println!(
+                "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>7} {:>9} {:>9} {:>9} {:>6}",
+                lattice.name(),
+                format!("{size}^3"),
+                1,
+                "one-gpu",
+                one.mlups,
+                "100.0%",
+                "-",
+                "-",
+                "-",
+                "-"
+            );
+            for &n in o.gpus.iter().filter(|&&n| n > 1) {
+                let dims = if o.weak { [size, size, size * n as u32] } else { [size; 3] };
+                for &exchange in &o.exchange {
+                    let r = match measure_multi(lattice, dims, &devices[..n], exchange, o.steps) {
+                        Ok(r) => r,
+                        Err(Error::OutOfMemory { .. }) => {
+                            println!(
+                                "{:<6} {:>16} {:>4} {:<13} does not fit",
+                                lattice.name(),
+                                format!("{dims:?}"),
+                                n,
+                                exchange.name()
+                            );
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    if !links_shown {
+                        for l in &r.links {
+                            println!("  link: {l}");
+                        }
+                        links_shown = true;
+                    }
+                    let eff = r.mlups / (n as f64 * one.mlups);
+                    println!(
+                        "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>6.1}% {:>9.3} {:>9.3} {:>9.2} {:>6}",
+                        r.lattice,
+                        format!("{}x{}x{}", dims[0], dims[1], dims[2]),
+                        n,
+                        exchange.name(),
+                        r.mlups,
+                        100.0 * eff,
+                        r.step_ms,
+                        r.halo_ms,
+                        r.halo_bytes as f64 / 1e6,
+                        r.transfers
+                    );
+                    results.push(r);
+                }
+            }
+            singles.push(one);
+        }
+    }
+    // Least squares of halo_ms = copies * t_setup + bytes / bandwidth over the overlapped modes.
+    let pts: Vec<(f64, f64, f64)> = results
+        .iter()
+        .filter(|r| r.exchange != Exchange::NoOverlap)
+        .map(|r| (r.transfers as f64, r.halo_bytes as f64, r.halo_ms * 1e-3))
+        .collect();
+    let (a11, a12, a22) = pts.iter().fold((0.0, 0.0, 0.0), |s, p| (s.0 + p.0 * p.0, s.1 + p.0 * p.1, s.2 + p.1 * p.1));
+    let (b1, b2) = pts.iter().fold((0.0, 0.0), |s, p| (s.0 + p.0 * p.2, s.1 + p.1 * p.2));
+    let det = a11 * a22 - a12 * a12;
+    let (setup_us, bandwidth) = if pts.len() >= 2 && det.abs() > 0.0 {
+        let t0 = (b1 * a22 - b2 * a12) / det;
+        let inv_bw = (a11 * b2 - a12 * b1) / det;
+        println!(
+            "halo model (seed 000, Eq. 1) fitted to {} measurements: setup {:.1} us per copy, bandwidth {:.1} GB/s",
+            pts.len(),
+            t0 * 1e6,
+            1e-9 / inv_bw
+        );
+        (Some(t0 * 1e6), Some(1e-9 / inv_bw))
+    } else {
+        (None, None)
+    };
+    if let Some(path) = o.json {
+        let report = ScalingReport {
+            device,
+            copy_bandwidth_gb_per_s: copy / 1e9,
+            weak: o.weak,
+            single_gpu: singles,
+            results,
+            model_setup_us: setup_us,
+            model_bandwidth_gb_per_s: bandwidth,
+        };
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
+        write_atomic(&path, text.as_bytes())?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}

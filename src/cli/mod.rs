@@ -84,6 +84,16 @@ enum Command {
         /// Report the largest cube that fits the device for each storage type.
         #[arg(long)]
         max_size: bool,
+        /// Multi-GPU scaling instead: GPU counts to run each size on (f32,
+        /// Esoteric Pull), e.g. 1,2,4; devices 0 .. N-1.
+        #[arg(long, value_delimiter = ',')]
+        gpus: Vec<usize>,
+        /// Halo exchanges to compare with --gpus (disaggregated, soa, no-overlap).
+        #[arg(long, value_delimiter = ',', default_values_t = ["disaggregated".to_string(), "soa".to_string(), "no-overlap".to_string()])]
+        exchange: Vec<String>,
+        /// With --gpus: weak scaling, each size per GPU (the domain grows along z).
+        #[arg(long)]
+        weak: bool,
     },
 }
 
@@ -185,7 +195,19 @@ pub fn execute(cli: Cli) -> Result<()> {
             println!("all {} checks passed", checks.len());
             Ok(())
         }
-        Command::Bench { backend, sizes, steps, lattices, precisions, streaming, json, max_size } => {
+        Command::Bench {
+            backend,
+            sizes,
+            steps,
+            lattices,
+            precisions,
+            streaming,
+            json,
+            max_size,
+            gpus,
+            exchange,
+            weak,
+        } => {
             let bad = |what: &str, v: &str| lbm::Error::Setup(format!("unknown {what} `{v}`"));
             let lattices = lattices
                 .iter()
@@ -211,6 +233,18 @@ pub fn execute(cli: Cli) -> Result<()> {
                 .collect::<Result<Vec<_>>>()?;
             if sizes.iter().any(|&n| n < 3) {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
+            }
+            if !gpus.is_empty() {
+                let exchange = exchange
+                    .iter()
+                    .map(|e| {
+                        lbm::host::multi_gpu::Exchange::ALL
+                            .into_iter()
+                            .find(|x| x.name() == e)
+                            .ok_or_else(|| bad("exchange (use disaggregated, soa, no-overlap)", e))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                return bench::scaling(bench::ScalingOptions { sizes, steps, lattices, gpus, exchange, weak, json });
             }
             bench::bench(
                 backend.resolve()?,

@@ -1,0 +1,524 @@
+//! A dense domain split along z over several GPUs of one process: the
+//! partitions of [`crate::partition`] on devices, with the halo plan of
+//! [`crate::halo`] moved by peer copies on a stream of their own.
+//!
+//! Each step, every partition computes its two boundary layers, records an
+//! event, and computes its interior; its copy stream waits for that event and
+//! sends the crossing planes to both neighbours, then records `copied`. The
+//! next step of a partition waits for the `copied` events of itself and of
+//! both neighbours, so halos are complete and its buffers free again. What a
+//! step sends is written by the boundary layers only, and no cell of the
+//! receiver touches the received planes during the step (see [`crate::halo`]),
+//! so the copies overlap the interiors.
+//!
+//! [`Exchange`] selects the copies: one strided copy per neighbour
+//! (`cuMemcpy3DPeerAsync` of `k` rows, every second population plane), one
+//! copy per crossing population (the SoA baseline of seed 000, Table 3), or
+//! the strided copy without overlap (the whole partition first, then the
+//! copies). Peer access is enabled between neighbouring devices where the
+//! hardware allows it; elsewhere the driver stages peer copies through the host.
+
+use crate::error::{CudaContextExt, Error, Result};
+use crate::fields::Fields;
+use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
+use crate::halo::{halo_copies, HaloCopy};
+use crate::partition::split;
+use crate::solver::{BackendKind, Initial, SavedState, Solver, SolverConfig};
+use crate::{cpu::CpuSolver, domain::Domain};
+use cudarc::driver::sys::{self, CUevent_flags};
+use cudarc::driver::{CudaEvent, CudaStream};
+use kernels_gpu::lattice::z_pairs;
+use kernels_gpu::{Dims, Lattice, Real};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// How the halo planes travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exchange {
+    /// One strided copy per neighbour per step, overlapped with the interior.
+    Disaggregated,
+    /// One copy per crossing population, overlapped (the SoA baseline).
+    Soa,
+    /// One strided copy per neighbour, after the whole partition is computed.
+    NoOverlap,
+}
+
+impl Exchange {
+    /// All modes, for benchmarks.
+    pub const ALL: [Exchange; 3] = [Exchange::Disaggregated, Exchange::Soa, Exchange::NoOverlap];
+
+    /// Name as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exchange::Disaggregated => "disaggregated",
+            Exchange::Soa => "soa",
+            Exchange::NoOverlap => "no-overlap",
+        }
+    }
+}
+
+/// Thinnest partition the GPU path takes: two boundary layers (the interior may be empty).
+pub const MIN_GPU_THICKNESS: u32 = 2;
+
+struct Part<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
+    /// Global layers owned.
+    z: Range<u32>,
+    solver: GpuSolver<L, Q, S>,
+    /// Stream of the outgoing copies.
+    copies: Arc<CudaStream>,
+    /// Recorded after the boundary layers of the current step.
+    boundary_done: CudaEvent,
+    /// Recorded after the outgoing copies of the last step.
+    copied: CudaEvent,
+    /// Timing events (compute start, copies start, copies end), when timing.
+    timing: Option<[CudaEvent; 3]>,
+}
+
+/// Per-step time split measured with events, in milliseconds (averages over partitions).
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct StepTiming {
+    /// From the step's first kernel to the end of its last copy.
+    pub step_ms: f64,
+    /// Outgoing halo copies of one partition.
+    pub halo_ms: f64,
+}
+
+/// A simulation split along z over several GPUs.
+pub struct MultiGpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
+    config: SolverConfig,
+    parts: Vec<Part<L, Q, S>>,
+    exchange: Exchange,
+    /// For read-backs (fields, mass, forces): built on first use.
+    global: Option<CpuSolver<L, Q, S>>,
+    /// How each neighbouring pair of devices is connected, for reports.
+    links: Vec<String>,
+    t: u64,
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
+    /// Splits `config`'s domain along z over `devices` (one partition per
+    /// entry; an ordinal may repeat, which runs several partitions on one GPU).
+    pub fn new(config: SolverConfig, devices: &[GpuDevice], exchange: Exchange, timing: bool) -> Result<Self> {
+        config.validate()?;
+        let d = config.domain.dims;
+        if z_pairs(&L::C) == 0 || d.nz < 2 * devices.len() as u32 {
+            return Err(Error::Setup(format!(
+                "{} layers along z cannot be split over {} GPUs: each needs at least {MIN_GPU_THICKNESS} layers of a 3D lattice",
+                d.nz,
+                devices.len()
+            )));
+        }
+        let ranges = split(d.nz, devices.len() as u32)?;
+        let mut parts = Vec::new();
+        for (z, device) in ranges.into_iter().zip(devices) {
+            let local = local_config(&config, &z)?;
+            let ctx = device.context().clone();
+            let solver = GpuSolver::<L, Q, S>::new(local, device.clone())
+                .map_err(|e| Error::Setup(format!("GPU {} (layers {z:?}): {e}", device.ordinal())))?;
+            if solver.has_open_boundaries() {
+                return Err(Error::Setup(
+                    "inlets and outlets do not run on several GPUs yet: run this case on one GPU".into(),
+                ));
+            }
+            let event = |flags| ctx.new_event(Some(flags)).ctx("creating an event");
+            let timing = if timing {
+                Some([
+                    event(CUevent_flags::CU_EVENT_DEFAULT)?,
+                    event(CUevent_flags::CU_EVENT_DEFAULT)?,
+                    event(CUevent_flags::CU_EVENT_DEFAULT)?,
+                ])
+            } else {
+                None
+            };
+            parts.push(Part {
+                z,
+                copies: ctx.new_stream().ctx("creating the copy stream")?,
+                boundary_done: event(CUevent_flags::CU_EVENT_DISABLE_TIMING)?,
+                copied: event(CUevent_flags::CU_EVENT_DISABLE_TIMING)?,
+                timing,
+                solver,
+            });
+        }
+        let links = enable_peer_access(devices)?;
+        Ok(Self { config, parts, exchange, global: None, links, t: 0 })
+    }
+
+    /// How neighbouring devices exchange data ("GPU 0 <-> GPU 1: peer access").
+    pub fn links(&self) -> &[String] {
+        &self.links
+    }
+
+    /// Runs one step with timing events and returns the measured split (the
+    /// solver must have been built with `timing`).
+    pub fn timed_step(&mut self) -> Result<StepTiming> {
+        self.step_once()?;
+        let mut t = StepTiming::default();
+        for p in &self.parts {
+            let [start, copy_start, copy_end] =
+                p.timing.as_ref().ok_or_else(|| Error::Setup("built without timing".into()))?;
+            copy_end.synchronize().ctx("waiting for the timed step")?;
+            t.step_ms += start.elapsed_ms(copy_end).ctx("reading step time")? as f64;
+            t.halo_ms += copy_start.elapsed_ms(copy_end).ctx("reading copy time")? as f64;
+        }
+        let n = self.parts.len() as f64;
+        Ok(StepTiming { step_ms: t.step_ms / n, halo_ms: t.halo_ms / n })
+    }
+
+    fn step_once(&mut self) -> Result<()> {
+        let n = self.parts.len();
+        let p = self.config.streaming;
+        // Compute: wait for the last step's copies into and out of each partition.
+        for k in 0..n {
+            if self.t > 0 {
+                for m in [(k + n - 1) % n, k, (k + 1) % n] {
+                    let event = &self.parts[m].copied;
+                    self.parts[k].solver.device().stream().wait(event).ctx("waiting for halo copies")?;
+                }
+            }
+            let part = &mut self.parts[k];
+            let len = part.z.len() as u32;
+            if let Some([start, _, _]) = &part.timing {
+                start.record(part.solver.device().stream()).ctx("recording an event")?;
+            }
+            if self.exchange == Exchange::NoOverlap {
+                part.solver.launch_layers(1, len)?;
+                part.boundary_done.record(part.solver.device().stream()).ctx("recording an event")?;
+            } else {
+                part.solver.launch_layers(1, 1)?;
+                part.solver.launch_layers(len, 1)?;
+                part.boundary_done.record(part.solver.device().stream()).ctx("recording an event")?;
+                part.solver.launch_layers(2, len - 2)?;
+            }
+            part.solver.swap_buffers();
+        }
+        // Copies: each partition sends its planes to both neighbours.
+        let copies = halo_copies(p, self.t, z_pairs(&L::C));
+        for k in 0..n {
+            let part = &self.parts[k];
+            part.copies.wait(&part.boundary_done).ctx("waiting for boundary layers")?;
+            if let Some([_, copy_start, _]) = &part.timing {
+                copy_start.record(&part.copies).ctx("recording an event")?;
+            }
+            for copy in &copies {
+                let to = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
+                self.send(k, to, copy)?;
+            }
+            let part = &self.parts[k];
+            if let Some([_, _, copy_end]) = &part.timing {
+                copy_end.record(&part.copies).ctx("recording an event")?;
+            }
+            part.copied.record(&part.copies).ctx("recording an event")?;
+        }
+        for part in &mut self.parts {
+            part.solver.advance();
+        }
+        self.t += 1;
+        self.global = None;
+        Ok(())
+    }
+
+    /// Queues `copy` from partition `from` to partition `to` on `from`'s copy stream.
+    fn send(&self, from: usize, to: usize, copy: &HaloCopy) -> Result<()> {
+        let (src, dst) = (&self.parts[from], &self.parts[to]);
+        let d = self.config.domain.dims;
+        let elem = std::mem::size_of::<S::Elem>();
+        let plane = (d.nx * d.ny) as usize * elem;
+        let cells = |p: &Part<L, Q, S>| (d.nx * d.ny) as usize * (p.z.len() + 2) * elem;
+        let offset = |p: &Part<L, Q, S>, layer: crate::halo::Layer| {
+            copy.first * cells(p) + layer.z(p.z.len() as u32) as usize * plane
+        };
+        let (src_base, dst_base) = (src.solver.buffer_address(), dst.solver.buffer_address());
+        let (src_ctx, dst_ctx) = (src.solver.device().context().cu_ctx(), dst.solver.device().context().cu_ctx());
+        src.solver.device().context().bind_to_thread().ctx("binding the device")?;
+        let stream = src.copies.cu_stream();
+        // (first row, rows) of each copy: all rows at once, or one per population.
+        let rows: Vec<(usize, usize)> = match self.exchange {
+            Exchange::Soa => (0..copy.count).map(|m| (m, 1)).collect(),
+            _ => vec![(0, copy.count)],
+        };
+        for (row, height) in rows {
+            // SAFETY: an all-zero CUDA_MEMCPY3D_PEER is valid (null pointers, offsets 0).
+            let mut params: sys::CUDA_MEMCPY3D_PEER = unsafe { std::mem::zeroed() };
+            params.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            params.srcDevice = src_base + (offset(src, copy.from) + 2 * row * cells(src)) as u64;
+            params.srcContext = src_ctx;
+            params.srcPitch = 2 * cells(src);
+            params.srcHeight = height;
+            params.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            params.dstDevice = dst_base + (offset(dst, copy.to) + 2 * row * cells(dst)) as u64;
+            params.dstContext = dst_ctx;
+            params.dstPitch = 2 * cells(dst);
+            params.dstHeight = height;
+            params.WidthInBytes = plane;
+            params.Height = height;
+            params.Depth = 1;
+            // SAFETY: both ranges lie inside the partitions' population
+            // buffers (layers and slots of the plan), which live as long as `self`.
+            unsafe { sys::cuMemcpy3DPeerAsync(&params, stream) }.result().ctx("queuing a halo copy")?;
+        }
+        Ok(())
+    }
+
+    /// The global population buffer from every partition's own layers.
+    fn gather(&mut self) -> Result<Vec<S>> {
+        let d = self.config.domain.dims;
+        let (plane, cells) = ((d.nx * d.ny) as usize, d.cells());
+        let mut f = vec![S::ZERO; Q * cells];
+        for p in &mut self.parts {
+            p.copies.synchronize().ctx("finishing halo copies")?;
+            let local = p.solver.read_populations()?;
+            let local_cells = plane * (p.z.len() + 2);
+            for i in 0..Q {
+                let (dst, src) = (i * cells + p.z.start as usize * plane, i * local_cells + plane);
+                f[dst..dst + plane * p.z.len()].copy_from_slice(&local[src..src + plane * p.z.len()]);
+            }
+        }
+        Ok(f)
+    }
+
+    /// Every partition's layers, halos included, from a global buffer.
+    fn scatter(&mut self, f: &[S]) -> Result<()> {
+        let d = self.config.domain.dims;
+        let (plane, cells) = ((d.nx * d.ny) as usize, d.cells());
+        for p in &mut self.parts {
+            let local_cells = plane * (p.z.len() + 2);
+            let mut local = vec![S::ZERO; Q * local_cells];
+            for zl in 0..p.z.len() as u32 + 2 {
+                let zg = (p.z.start + d.nz + zl - 1) % d.nz;
+                for i in 0..Q {
+                    let (dst, src) = (i * local_cells + zl as usize * plane, i * cells + zg as usize * plane);
+                    local[dst..dst + plane].copy_from_slice(&f[src..src + plane]);
+                }
+            }
+            p.solver.upload_populations(&local)?;
+        }
+        Ok(())
+    }
+
+    /// The global state on the CPU, for read-backs.
+    fn global(&mut self) -> Result<&mut CpuSolver<L, Q, S>> {
+        if self.global.is_none() {
+            let f = self.gather()?;
+            let mut g = CpuSolver::<L, Q, S>::new(self.config.clone())?;
+            g.restore_state(&SavedState { time: self.t, populations: crate::solver::storage_bytes(&f).to_vec() })?;
+            self.global = Some(g);
+        }
+        Ok(self.global.as_mut().expect("set above"))
+    }
+}
+
+/// The configuration of the partition owning global layers `z`: those
+/// layers plus one halo layer on each side (wrapping), same physics.
+fn local_config(config: &SolverConfig, z: &Range<u32>) -> Result<SolverConfig> {
+    let d = config.domain.dims;
+    let local = Dims::new(d.nx, d.ny, z.len() as u32 + 2);
+    let plane = (d.nx * d.ny) as usize;
+    let global_of = |zl: u32| ((z.start + d.nz + zl - 1) % d.nz) as usize;
+    let mut domain = Domain::new(local)?;
+    domain.wall_velocities = config.domain.wall_velocities.clone();
+    domain.open_states = config.domain.open_states.clone();
+    for zl in 0..local.nz {
+        let src = global_of(zl) * plane;
+        domain.flags[zl as usize * plane..][..plane].copy_from_slice(&config.domain.flags[src..src + plane]);
+    }
+    let initial = match &config.initial {
+        Initial::Uniform { rho, u } => Initial::Uniform { rho: *rho, u: *u },
+        Initial::Fields { rho, u } => {
+            let pick = |zl: u32| global_of(zl) * plane..global_of(zl) * plane + plane;
+            Initial::Fields {
+                rho: (0..local.nz).flat_map(|zl| rho[pick(zl)].to_vec()).collect(),
+                u: (0..local.nz).flat_map(|zl| u[pick(zl)].to_vec()).collect(),
+            }
+        }
+    };
+    Ok(SolverConfig { domain, initial, ..config.clone() })
+}
+
+/// Enables peer access between neighbouring devices where possible and
+/// says, for each neighbouring pair, how copies travel.
+fn enable_peer_access(devices: &[GpuDevice]) -> Result<Vec<String>> {
+    let n = devices.len();
+    let mut links = Vec::new();
+    for k in 0..n {
+        let (a, b) = (&devices[k], &devices[(k + 1) % n]);
+        if a.ordinal() == b.ordinal() || (n == 2 && k == 1) {
+            if a.ordinal() == b.ordinal() && n > 1 {
+                links.push(format!("GPU {} <-> GPU {}: same device", a.ordinal(), b.ordinal()));
+            }
+            continue;
+        }
+        let mut can = 0;
+        // SAFETY: plain queries of two valid device handles.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.context().cu_device(), b.context().cu_device()) }
+            .result()
+            .ctx("querying peer access")?;
+        if can == 0 {
+            links.push(format!("GPU {} <-> GPU {}: no peer access, staged through the host", a.ordinal(), b.ordinal()));
+            continue;
+        }
+        for (from, to) in [(a, b), (b, a)] {
+            from.context().bind_to_thread().ctx("binding the device")?;
+            // SAFETY: `to`'s context is valid for the lifetime of the devices.
+            let r = unsafe { sys::cuCtxEnablePeerAccess(to.context().cu_ctx(), 0) };
+            if r != sys::CUresult::CUDA_SUCCESS && r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+                r.result().ctx(format!("enabling peer access from GPU {} to GPU {}", from.ordinal(), to.ordinal()))?;
+            }
+        }
+        links.push(format!("GPU {} <-> GPU {}: peer access", a.ordinal(), b.ordinal()));
+    }
+    Ok(links)
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for MultiGpu<L, Q, S> {
+    fn step(&mut self, steps: u64) -> Result<()> {
+        for _ in 0..steps {
+            self.step_once()?;
+        }
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        for p in &mut self.parts {
+            p.solver.synchronize()?;
+            p.copies.synchronize().ctx("finishing halo copies")?;
+        }
+        Ok(())
+    }
+
+    fn time(&self) -> u64 {
+        self.t
+    }
+
+    fn fields(&mut self) -> Result<Fields> {
+        self.global()?.fields()
+    }
+
+    fn populations(&mut self) -> Result<Vec<f64>> {
+        Ok(self.gather()?.iter().map(|v| v.load().to_f64()).collect())
+    }
+
+    fn mass(&mut self) -> Result<f64> {
+        self.global()?.mass()
+    }
+
+    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
+        self.global()?.forces(objects)
+    }
+
+    fn save_state(&mut self) -> Result<SavedState> {
+        Ok(SavedState { time: self.t, populations: crate::solver::storage_bytes(&self.gather()?).to_vec() })
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<()> {
+        let mut f = vec![S::ZERO; Q * self.config.domain.dims.cells()];
+        crate::solver::restore_storage(&mut f, &state.populations)?;
+        self.synchronize()?;
+        self.scatter(&f)?;
+        self.t = state.time;
+        for p in &mut self.parts {
+            p.solver.set_time(state.time);
+        }
+        self.global = None;
+        Ok(())
+    }
+
+    fn backend(&self) -> BackendKind {
+        BackendKind::Gpu(self.parts[0].solver.device().ordinal())
+    }
+
+    fn config(&self) -> &SolverConfig {
+        &self.config
+    }
+}
+
+/// One multi-GPU measurement.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ScalingResult {
+    /// Velocity set.
+    pub lattice: &'static str,
+    /// Cells along x, y, z.
+    pub size: [u32; 3],
+    /// GPUs (partitions).
+    pub gpus: usize,
+    /// Halo exchange.
+    pub exchange: Exchange,
+    /// Million cell updates per second over the whole domain.
+    pub mlups: f64,
+    /// Event-timed step (first kernel to last copy), ms, averaged over partitions.
+    pub step_ms: f64,
+    /// Event-timed outgoing halo copies of one partition per step, ms.
+    pub halo_ms: f64,
+    /// Bytes one partition sends per step (both neighbours).
+    pub halo_bytes: usize,
+    /// Copies one partition queues per step.
+    pub transfers: usize,
+    /// How neighbouring devices are linked.
+    pub links: Vec<String>,
+}
+
+/// Runs a 3D cavity of `size` cells (f32, Esoteric Pull) over `devices`
+/// for `steps` timed steps, then `timed` steps with events for the split.
+pub fn measure(
+    lattice: crate::LatticeKind,
+    size: [u32; 3],
+    devices: &[GpuDevice],
+    exchange: Exchange,
+    steps: u64,
+) -> Result<ScalingResult> {
+    fn run<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
+        c: SolverConfig,
+        devices: &[GpuDevice],
+        exchange: Exchange,
+        steps: u64,
+    ) -> Result<(f64, StepTiming, Vec<String>)> {
+        let mut s = MultiGpu::<L, Q, S>::new(c, devices, exchange, true)?;
+        s.step(10)?;
+        s.synchronize()?;
+        let t0 = std::time::Instant::now();
+        s.step(steps)?;
+        s.synchronize()?;
+        let seconds = t0.elapsed().as_secs_f64();
+        let samples = 20;
+        let mut sum = StepTiming::default();
+        for _ in 0..samples {
+            let t = s.timed_step()?;
+            sum.step_ms += t.step_ms / samples as f64;
+            sum.halo_ms += t.halo_ms / samples as f64;
+        }
+        Ok((seconds, sum, s.links().to_vec()))
+    }
+    let mut config = crate::validation::cavity_config(
+        lattice,
+        crate::Precision::F32,
+        kernels_gpu::Streaming::EsotericPull,
+        size[0] - 2,
+        1000.0,
+        0.05,
+    )?;
+    // A box of any shape (weak scaling stretches z): walls, lid on y_max.
+    let mut faces = [crate::domain::FaceBoundary::Wall; 6];
+    faces[3] = crate::domain::FaceBoundary::MovingWall([0.05, 0.0, 0.0]);
+    config.domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)?;
+    let (seconds, timing, links) =
+        crate::dispatch!(lattice, crate::Precision::F32, run(config, devices, exchange, steps))?;
+    let cells = size.iter().map(|&n| n as f64).product::<f64>();
+    let k = match lattice {
+        crate::LatticeKind::D3Q19 => 5,
+        crate::LatticeKind::D3Q27 => 9,
+        crate::LatticeKind::D2Q9 => 0,
+    };
+    let plane = (size[0] * size[1]) as usize * 4;
+    Ok(ScalingResult {
+        lattice: lattice.name(),
+        size,
+        gpus: devices.len(),
+        exchange,
+        mlups: cells * steps as f64 / seconds / 1e6,
+        step_ms: timing.step_ms,
+        halo_ms: timing.halo_ms,
+        halo_bytes: 2 * k * plane,
+        transfers: if exchange == Exchange::Soa { 2 * k } else { 2 },
+        links,
+    })
+}

@@ -1,0 +1,71 @@
+//! Several z-partitions on GPUs give the populations of one domain, bit for
+//! bit. Partitions may share a GPU, so every configuration runs on a machine
+//! with one GPU; with two or four GPUs the same checks run across devices.
+
+mod common;
+
+use lbm::host::multi_gpu::Exchange;
+use lbm::host::validation::cavity_config;
+use lbm::host::{LatticeKind, Precision};
+use lbm::kernels::Streaming;
+use lbm::{BackendKind, SolverConfig};
+
+fn forced_cavity(lattice: LatticeKind, streaming: Streaming, side: u32) -> SolverConfig {
+    let mut c = cavity_config(lattice, Precision::F32, streaming, side, 100.0, 0.08).unwrap();
+    c.force = [2e-5, 1e-5, -1e-5];
+    c
+}
+
+/// Device lists to try: partitions sharing GPU 0, and across GPUs when present.
+fn layouts() -> Vec<Vec<usize>> {
+    let count = lbm::host::gpu::device_count().unwrap_or(0);
+    let mut l = vec![vec![0], vec![0, 0], vec![0, 0, 0, 0]];
+    if count >= 2 {
+        l.push(vec![0, 1]);
+    }
+    if count >= 4 {
+        l.push(vec![0, 1, 2, 3]);
+    }
+    l
+}
+
+#[test]
+fn partitions_on_gpus_match_one_domain() {
+    let Some(_) = common::gpu("partitions_on_gpus_match_one_domain") else { return };
+    // 31 layers (29 fluid + 2 walls): 2 partitions of 16 + 15, 4 of 8, 8, 8, 7.
+    for lattice in [LatticeKind::D3Q19, LatticeKind::D3Q27] {
+        for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
+            let c = forced_cavity(lattice, streaming, 29);
+            let mut one = lbm::build_solver(c.clone(), BackendKind::Gpu(0)).unwrap();
+            let mut runs: Vec<_> = layouts()
+                .into_iter()
+                .flat_map(|devices| Exchange::ALL.map(|e| (devices.clone(), e)))
+                .map(|(devices, e)| {
+                    let s = lbm::build_multi_gpu(c.clone(), &devices, e).unwrap();
+                    (format!("{devices:?} {}", e.name()), s)
+                })
+                .collect();
+            for steps in [1000, 1] {
+                one.step(steps).unwrap();
+                let want = one.populations().unwrap();
+                for (name, s) in &mut runs {
+                    s.step(steps).unwrap();
+                    let got = s.populations().unwrap();
+                    let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+                    println!("{lattice:?} {streaming:?} {name} after {} steps: {differ} differ", one.time());
+                    assert_eq!(differ, 0, "{lattice:?} {streaming:?} {name} after {} steps", one.time());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn thin_partitions_and_missing_devices_are_clear_errors() {
+    let Some(_) = common::gpu("thin_partitions_and_missing_devices_are_clear_errors") else { return };
+    let c = forced_cavity(LatticeKind::D3Q19, Streaming::EsotericPull, 4);
+    let err = lbm::build_multi_gpu(c.clone(), &[0, 0, 0, 0], Exchange::Disaggregated).err().unwrap().to_string();
+    assert!(err.contains("at least 2 layers"), "{err}");
+    let err = lbm::build_multi_gpu(c, &[0, 4096], Exchange::Disaggregated).err().unwrap().to_string();
+    assert!(err.contains("4096"), "{err}");
+}
