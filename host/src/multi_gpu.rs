@@ -238,21 +238,33 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             _ => vec![(0, copy.count)],
         };
         for (row, height) in rows {
-            // SAFETY: an all-zero CUDA_MEMCPY3D_PEER is valid (null pointers, offsets 0).
-            let mut params: sys::CUDA_MEMCPY3D_PEER = unsafe { std::mem::zeroed() };
-            params.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            params.srcDevice = src_base + (offset(src, copy.from) + 2 * row * cells(src)) as u64;
-            params.srcContext = src_ctx;
-            params.srcPitch = 2 * cells(src);
-            params.srcHeight = height;
-            params.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            params.dstDevice = dst_base + (offset(dst, copy.to) + 2 * row * cells(dst)) as u64;
-            params.dstContext = dst_ctx;
-            params.dstPitch = 2 * cells(dst);
-            params.dstHeight = height;
-            params.WidthInBytes = plane;
-            params.Height = height;
-            params.Depth = 1;
+            let params = sys::CUDA_MEMCPY3D_PEER {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcZ: 0,
+                srcLOD: 0,
+                srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                srcHost: std::ptr::null(),
+                srcDevice: src_base + (offset(src, copy.from) + 2 * row * cells(src)) as u64,
+                srcArray: std::ptr::null_mut(),
+                srcContext: src_ctx,
+                srcPitch: 2 * cells(src),
+                srcHeight: height,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstZ: 0,
+                dstLOD: 0,
+                dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: dst_base + (offset(dst, copy.to) + 2 * row * cells(dst)) as u64,
+                dstArray: std::ptr::null_mut(),
+                dstContext: dst_ctx,
+                dstPitch: 2 * cells(dst),
+                dstHeight: height,
+                WidthInBytes: plane,
+                Height: height,
+                Depth: 1,
+            };
             // SAFETY: both ranges lie inside the partitions' population
             // buffers (layers and slots of the plan), which live as long as `self`.
             unsafe { sys::cuMemcpy3DPeerAsync(&params, stream) }.result().ctx("queuing a halo copy")?;
