@@ -71,15 +71,17 @@ struct Part<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     boundary_done: CudaEvent,
     /// Recorded after the outgoing copies of the last step.
     copied: CudaEvent,
-    /// Timing events (compute start, copies start, copies end), when timing.
-    timing: Option<[CudaEvent; 3]>,
+    /// Timing events (compute start, compute end, copies start, copies end), when timing.
+    timing: Option<[CudaEvent; 4]>,
 }
 
 /// Per-step time split measured with events, in milliseconds (averages over partitions).
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct StepTiming {
-    /// From the step's first kernel to the end of its last copy.
+    /// From the step's first kernel to the end of its last kernel or copy.
     pub step_ms: f64,
+    /// The step's kernels (boundary layers and interior).
+    pub compute_ms: f64,
     /// Outgoing halo copies of one partition.
     pub halo_ms: f64,
 }
@@ -127,6 +129,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
                     event(CUevent_flags::CU_EVENT_DEFAULT)?,
                     event(CUevent_flags::CU_EVENT_DEFAULT)?,
                     event(CUevent_flags::CU_EVENT_DEFAULT)?,
+                    event(CUevent_flags::CU_EVENT_DEFAULT)?,
                 ])
             } else {
                 None
@@ -155,14 +158,18 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
         self.step_once()?;
         let mut t = StepTiming::default();
         for p in &self.parts {
-            let [start, copy_start, copy_end] =
+            let [start, compute_end, copy_start, copy_end] =
                 p.timing.as_ref().ok_or_else(|| Error::Setup("built without timing".into()))?;
             copy_end.synchronize().ctx("waiting for the timed step")?;
-            t.step_ms += start.elapsed_ms(copy_end).ctx("reading step time")? as f64;
+            compute_end.synchronize().ctx("waiting for the timed step")?;
+            let compute = start.elapsed_ms(compute_end).ctx("reading step time")? as f64;
+            let copies = start.elapsed_ms(copy_end).ctx("reading step time")? as f64;
+            t.step_ms += compute.max(copies);
+            t.compute_ms += compute;
             t.halo_ms += copy_start.elapsed_ms(copy_end).ctx("reading copy time")? as f64;
         }
         let n = self.parts.len() as f64;
-        Ok(StepTiming { step_ms: t.step_ms / n, halo_ms: t.halo_ms / n })
+        Ok(StepTiming { step_ms: t.step_ms / n, compute_ms: t.compute_ms / n, halo_ms: t.halo_ms / n })
     }
 
     fn step_once(&mut self) -> Result<()> {
@@ -178,7 +185,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             }
             let part = &mut self.parts[k];
             let len = part.z.len() as u32;
-            if let Some([start, _, _]) = &part.timing {
+            if let Some([start, ..]) = &part.timing {
                 start.record(part.solver.device().stream()).ctx("recording an event")?;
             }
             if self.exchange == Exchange::NoOverlap {
@@ -190,6 +197,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
                 part.boundary_done.record(part.solver.device().stream()).ctx("recording an event")?;
                 part.solver.launch_layers(2, len - 2)?;
             }
+            if let Some([_, compute_end, ..]) = &part.timing {
+                compute_end.record(part.solver.device().stream()).ctx("recording an event")?;
+            }
             part.solver.swap_buffers();
         }
         // Copies: each partition sends its planes to both neighbours.
@@ -197,7 +207,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
         for k in 0..n {
             let part = &self.parts[k];
             part.copies.wait(&part.boundary_done).ctx("waiting for boundary layers")?;
-            if let Some([_, copy_start, _]) = &part.timing {
+            if let Some([_, _, copy_start, _]) = &part.timing {
                 copy_start.record(&part.copies).ctx("recording an event")?;
             }
             for copy in &copies {
@@ -205,7 +215,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
                 self.send(k, to, copy)?;
             }
             let part = &self.parts[k];
-            if let Some([_, _, copy_end]) = &part.timing {
+            if let Some([.., copy_end]) = &part.timing {
                 copy_end.record(&part.copies).ctx("recording an event")?;
             }
             part.copied.record(&part.copies).ctx("recording an event")?;
@@ -232,43 +242,71 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
         let (src_ctx, dst_ctx) = (src.solver.device().context().cu_ctx(), dst.solver.device().context().cu_ctx());
         src.solver.device().context().bind_to_thread().ctx("binding the device")?;
         let stream = src.copies.cu_stream();
-        // (first row, rows) of each copy: all rows at once, or one per population.
-        let rows: Vec<(usize, usize)> = match self.exchange {
-            Exchange::Soa => (0..copy.count).map(|m| (m, 1)).collect(),
-            _ => vec![(0, copy.count)],
-        };
-        for (row, height) in rows {
-            let params = sys::CUDA_MEMCPY3D_PEER {
+        let src_at = |row: usize| src_base + (offset(src, copy.from) + 2 * row * cells(src)) as u64;
+        let dst_at = |row: usize| dst_base + (offset(dst, copy.to) + 2 * row * cells(dst)) as u64;
+        if self.exchange == Exchange::Soa {
+            // One contiguous plane per crossing population.
+            for row in 0..copy.count {
+                // SAFETY: both planes lie inside the partitions' population buffers.
+                unsafe { sys::cuMemcpyPeerAsync(dst_at(row), dst_ctx, src_at(row), src_ctx, plane, stream) }
+                    .result()
+                    .ctx("queuing a halo copy")?;
+            }
+            return Ok(());
+        }
+        // One strided copy: `count` planes, every second population plane.
+        if std::env::var("LBM_HALO_COPY").as_deref() != Ok("3d-peer") {
+            let params = sys::CUDA_MEMCPY2D {
                 srcXInBytes: 0,
                 srcY: 0,
-                srcZ: 0,
-                srcLOD: 0,
                 srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
                 srcHost: std::ptr::null(),
-                srcDevice: src_base + (offset(src, copy.from) + 2 * row * cells(src)) as u64,
+                srcDevice: src_at(0),
                 srcArray: std::ptr::null_mut(),
-                srcContext: src_ctx,
                 srcPitch: 2 * cells(src),
-                srcHeight: height,
                 dstXInBytes: 0,
                 dstY: 0,
-                dstZ: 0,
-                dstLOD: 0,
                 dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
                 dstHost: std::ptr::null_mut(),
-                dstDevice: dst_base + (offset(dst, copy.to) + 2 * row * cells(dst)) as u64,
+                dstDevice: dst_at(0),
                 dstArray: std::ptr::null_mut(),
-                dstContext: dst_ctx,
                 dstPitch: 2 * cells(dst),
-                dstHeight: height,
                 WidthInBytes: plane,
-                Height: height,
-                Depth: 1,
+                Height: copy.count,
             };
-            // SAFETY: both ranges lie inside the partitions' population
-            // buffers (layers and slots of the plan), which live as long as `self`.
-            unsafe { sys::cuMemcpy3DPeerAsync(&params, stream) }.result().ctx("queuing a halo copy")?;
+            // SAFETY: as above; unified addressing names the devices.
+            unsafe { sys::cuMemcpy2DAsync_v2(&params, stream) }.result().ctx("queuing a halo copy")?;
+            return Ok(());
         }
+        let params = sys::CUDA_MEMCPY3D_PEER {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcZ: 0,
+            srcLOD: 0,
+            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcHost: std::ptr::null(),
+            srcDevice: src_at(0),
+            srcArray: std::ptr::null_mut(),
+            srcContext: src_ctx,
+            srcPitch: 2 * cells(src),
+            srcHeight: copy.count,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstZ: 0,
+            dstLOD: 0,
+            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            dstHost: std::ptr::null_mut(),
+            dstDevice: dst_at(0),
+            dstArray: std::ptr::null_mut(),
+            dstContext: dst_ctx,
+            dstPitch: 2 * cells(dst),
+            dstHeight: copy.count,
+            WidthInBytes: plane,
+            Height: copy.count,
+            Depth: 1,
+        };
+        // SAFETY: as above.
+        unsafe { sys::cuMemcpy3DPeerAsync(&params, stream) }.result().ctx("queuing a halo copy")?;
         Ok(())
     }
 
@@ -459,6 +497,8 @@ pub struct ScalingResult {
     pub mlups: f64,
     /// Event-timed step (first kernel to last copy), ms, averaged over partitions.
     pub step_ms: f64,
+    /// Event-timed kernels of one partition per step, ms.
+    pub compute_ms: f64,
     /// Event-timed outgoing halo copies of one partition per step, ms.
     pub halo_ms: f64,
     /// Bytes one partition sends per step (both neighbours).
@@ -496,6 +536,7 @@ pub fn measure(
         for _ in 0..samples {
             let t = s.timed_step()?;
             sum.step_ms += t.step_ms / samples as f64;
+            sum.compute_ms += t.compute_ms / samples as f64;
             sum.halo_ms += t.halo_ms / samples as f64;
         }
         Ok((seconds, sum, s.links().to_vec()))
@@ -528,6 +569,7 @@ pub fn measure(
         exchange,
         mlups: cells * steps as f64 / seconds / 1e6,
         step_ms: timing.step_ms,
+        compute_ms: timing.compute_ms,
         halo_ms: timing.halo_ms,
         halo_bytes: 2 * k * plane,
         transfers: if exchange == Exchange::Soa { 2 * k } else { 2 },

@@ -172,8 +172,8 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
         if o.weak { "weak" } else { "strong" }
     );
     println!(
-        "{:<6} {:>16} {:>4} {:<13} {:>9} {:>7} {:>9} {:>9} {:>9} {:>6}",
-        "lattice", "cells", "gpus", "exchange", "MLUPS", "eff", "step ms", "halo ms", "halo MB", "copies"
+        "{:<6} {:>16} {:>4} {:<13} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
+        "lattice", "cells", "gpus", "exchange", "MLUPS", "eff", "step ms", "kernel ms", "halo ms", "halo MB", "copies"
     );
     let devices: Vec<_> = (0..most).map(|i| lbm::host::gpu::GpuDevice::open(i, &ptx)).collect::<Result<_>>()?;
     let (mut singles, mut results) = (Vec::new(), Vec::new());
@@ -183,13 +183,14 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
             let case = BenchCase { lattice, precision: Precision::F32, streaming: Streaming::EsotericPull, size };
             let one = measure(&|c, b| lbm::build_solver(c, b), BackendKind::Gpu(0), case, o.steps, Some(copy))?;
             println!(
-                "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>7} {:>9} {:>9} {:>9} {:>6}",
+                "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
                 lattice.name(),
                 format!("{size}^3"),
                 1,
                 "one-gpu",
                 one.mlups,
                 "100.0%",
+                "-",
                 "-",
                 "-",
                 "-",
@@ -220,7 +221,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
                     }
                     let eff = r.mlups / (n as f64 * one.mlups);
                     println!(
-                        "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>6.1}% {:>9.3} {:>9.3} {:>9.2} {:>6}",
+                        "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>6.1}% {:>9.3} {:>9.3} {:>9.3} {:>9.2} {:>6}",
                         r.lattice,
                         format!("{}x{}x{}", dims[0], dims[1], dims[2]),
                         n,
@@ -228,6 +229,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
                         r.mlups,
                         100.0 * eff,
                         r.step_ms,
+                        r.compute_ms,
                         r.halo_ms,
                         r.halo_bytes as f64 / 1e6,
                         r.transfers
