@@ -255,29 +255,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             return Ok(());
         }
         // One strided copy: `count` planes, every second population plane.
-        if std::env::var("LBM_HALO_COPY").as_deref() != Ok("3d-peer") {
-            let params = sys::CUDA_MEMCPY2D {
-                srcXInBytes: 0,
-                srcY: 0,
-                srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                srcHost: std::ptr::null(),
-                srcDevice: src_at(0),
-                srcArray: std::ptr::null_mut(),
-                srcPitch: 2 * cells(src),
-                dstXInBytes: 0,
-                dstY: 0,
-                dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                dstHost: std::ptr::null_mut(),
-                dstDevice: dst_at(0),
-                dstArray: std::ptr::null_mut(),
-                dstPitch: 2 * cells(dst),
-                WidthInBytes: plane,
-                Height: copy.count,
-            };
-            // SAFETY: as above; unified addressing names the devices.
-            unsafe { sys::cuMemcpy2DAsync_v2(&params, stream) }.result().ctx("queuing a halo copy")?;
-            return Ok(());
-        }
+        // (cuMemcpy2DAsync refuses device-to-device copies between GPUs; the
+        // peer form takes both contexts.)
         let params = sys::CUDA_MEMCPY3D_PEER {
             srcXInBytes: 0,
             srcY: 0,
