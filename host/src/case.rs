@@ -115,9 +115,14 @@ pub struct SimulationSection {
     /// `"gpu"`. `lbm run --backend` overrides it.
     #[serde(default)]
     pub backend: BackendRequest,
-    /// GPU ordinals to run on (default `[0]`). `lbm run --device` overrides it.
+    /// GPU ordinals to run on (default `[0]`); several split the domain along
+    /// z, one partition per entry. `lbm run --device` overrides it with one GPU.
     #[serde(default = "default_devices")]
     pub devices: Vec<usize>,
+    /// Halo exchange between GPUs: `"disaggregated"` (default), `"soa"` or
+    /// `"no-overlap"` (the baselines); `lbm run --exchange` overrides it.
+    #[serde(default = "default_exchange")]
+    pub exchange: String,
 }
 
 /// The backend a case asks for.
@@ -317,6 +322,9 @@ fn default_collision() -> String {
 fn default_devices() -> Vec<usize> {
     vec![0]
 }
+fn default_exchange() -> String {
+    "disaggregated".into()
+}
 fn default_directory() -> PathBuf {
     PathBuf::from("output")
 }
@@ -350,8 +358,10 @@ pub struct Setup {
     pub steady_tolerance: Option<f64>,
     /// Requested backend, see [`SimulationSection::backend`].
     pub backend: BackendRequest,
-    /// The GPU to run on.
-    pub device: usize,
+    /// The GPUs to run on (several: the domain is split along z).
+    pub devices: Vec<usize>,
+    /// Halo exchange between GPUs.
+    pub exchange: crate::multi_gpu::Exchange,
     /// Output settings.
     pub output: OutputSection,
     /// SI conversion, when the case gives `[units]`.
@@ -387,16 +397,16 @@ impl Case {
                 sim.collision
             )));
         }
-        let device = match sim.devices[..] {
-            [d] => d,
-            [] => return Err(bad("[simulation] devices is empty: give at least one GPU ordinal, e.g. [0]".into())),
-            _ => {
-                return Err(bad(format!(
-                    "[simulation] devices = {:?}: one case runs on one GPU so far; give one ordinal",
-                    sim.devices
-                )))
-            }
-        };
+        if sim.devices.is_empty() {
+            return Err(bad("[simulation] devices is empty: give at least one GPU ordinal, e.g. [0]".into()));
+        }
+        let exchange =
+            crate::multi_gpu::Exchange::ALL.into_iter().find(|e| e.name() == sim.exchange).ok_or_else(|| {
+                bad(format!(
+                    "[simulation] exchange = \"{}\": use \"disaggregated\", \"soa\" or \"no-overlap\"",
+                    sim.exchange
+                ))
+            })?;
         let units = match &self.units {
             None => None,
             Some(u) => {
@@ -570,7 +580,8 @@ impl Case {
             steps: sim.steps,
             steady_tolerance: sim.steady_tolerance,
             backend: sim.backend,
-            device,
+            devices: sim.devices.clone(),
+            exchange,
             output: self.output.clone(),
             units,
             objects,
@@ -664,14 +675,17 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
     #[test]
     fn collision_backend_and_devices() {
         let s = setup(CAVITY).unwrap();
-        assert_eq!((s.backend, s.device), (BackendRequest::Auto, 0));
+        assert_eq!((s.backend, s.devices.as_slice()), (BackendRequest::Auto, &[0][..]));
         let gpu = CAVITY.replace("steps = 10", "steps = 10\nbackend = \"gpu\"\ndevices = [3]\ncollision = \"BGK\"");
         let s = setup(&gpu).unwrap();
-        assert_eq!((s.backend, s.device), (BackendRequest::Gpu, 3));
+        assert_eq!((s.backend, s.devices.as_slice()), (BackendRequest::Gpu, &[3][..]));
         let mrt = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"mrt\"");
         assert!(setup(&mrt).unwrap_err().to_string().contains("only \"bgk\""));
-        let two = CAVITY.replace("steps = 10", "steps = 10\ndevices = [0, 1]");
-        assert!(setup(&two).unwrap_err().to_string().contains("one GPU"));
+        let two = CAVITY.replace("steps = 10", "steps = 10\ndevices = [0, 1]\nexchange = \"soa\"");
+        let s = setup(&two).unwrap();
+        assert_eq!((s.devices.as_slice(), s.exchange), (&[0, 1][..], crate::multi_gpu::Exchange::Soa));
+        let bad_exchange = CAVITY.replace("steps = 10", "steps = 10\nexchange = \"mpi\"");
+        assert!(setup(&bad_exchange).unwrap_err().to_string().contains("no-overlap"));
         let none = CAVITY.replace("steps = 10", "steps = 10\ndevices = []");
         assert!(setup(&none).unwrap_err().to_string().contains("devices is empty"));
         let tpu = CAVITY.replace("steps = 10", "steps = 10\nbackend = \"tpu\"");

@@ -27,9 +27,12 @@ enum Command {
         /// Where to run, overriding the case's `backend`: the GPU if there is one (auto), or force one.
         #[arg(long, value_enum)]
         backend: Option<BackendChoice>,
-        /// CUDA device ordinal, overriding the case's `devices`.
+        /// CUDA device ordinal, overriding the case's `devices` (one GPU).
         #[arg(long)]
         device: Option<usize>,
+        /// Halo exchange between GPUs (disaggregated, soa, no-overlap), overriding the case's.
+        #[arg(long)]
+        exchange: Option<String>,
         /// Replace the size of every axis longer than one cell (boundary cells included).
         #[arg(long)]
         size: Option<u32>,
@@ -163,8 +166,16 @@ pub fn describe_backend(backend: BackendKind) -> String {
 pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Info => info::info(),
-        Command::Run { case, backend, device, size, steps, output, resume, report } => {
-            let o = run::RunOptions { backend, device, size, steps, output, resume, report };
+        Command::Run { case, backend, device, exchange, size, steps, output, resume, report } => {
+            let exchange = match exchange {
+                None => None,
+                Some(e) => {
+                    Some(lbm::host::multi_gpu::Exchange::ALL.into_iter().find(|x| x.name() == e).ok_or_else(|| {
+                        lbm::Error::Setup(format!("unknown exchange `{e}`: use disaggregated, soa or no-overlap"))
+                    })?)
+                }
+            };
+            let o = run::RunOptions { backend, device, exchange, size, steps, output, resume, report };
             match run::run(&case, o)? {
                 run::Outcome::Finished => Ok(()),
                 run::Outcome::Interrupted => std::process::exit(130),

@@ -33,6 +33,8 @@ pub struct RunOptions {
     pub backend: Option<crate::cli::BackendChoice>,
     /// `--device`, overriding the case's.
     pub device: Option<usize>,
+    /// `--exchange`, overriding the case's.
+    pub exchange: Option<lbm::host::multi_gpu::Exchange>,
     pub size: Option<u32>,
     pub steps: Option<u64>,
     pub output: Option<PathBuf>,
@@ -75,9 +77,16 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let dir = setup.output.directory.clone();
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let checkpoint_path = dir.join("checkpoint.lbm");
-    let backend = o.backend.unwrap_or(setup.backend.into()).resolve(o.device.unwrap_or(setup.device))?;
-    let mut solver = lbm::build_solver(setup.config.clone(), backend)?;
-    let device = crate::cli::describe_backend(backend);
+    let devices = o.device.map_or(setup.devices.clone(), |d| vec![d]);
+    let exchange = o.exchange.unwrap_or(setup.exchange);
+    let backend = o.backend.unwrap_or(setup.backend.into()).resolve(devices[0])?;
+    let (mut solver, device) = match backend {
+        lbm::BackendKind::Gpu(_) if devices.len() > 1 => (
+            lbm::build_multi_gpu(setup.config.clone(), &devices, exchange)?,
+            format!("{} GPUs {devices:?}, split along z, {} halo exchange", devices.len(), exchange.name()),
+        ),
+        _ => (lbm::build_solver(setup.config.clone(), backend)?, crate::cli::describe_backend(backend)),
+    };
     say(format!("backend: {device}"));
     if o.resume {
         let state = checkpoint::read(&checkpoint_path, &setup.config)?;
