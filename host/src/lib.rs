@@ -15,6 +15,7 @@ pub mod geometry;
 pub mod gpu;
 pub mod halo;
 pub mod multi_gpu;
+pub mod nccl;
 pub mod partition;
 pub mod picture;
 pub mod probe;

@@ -339,7 +339,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
 
 /// The configuration of the partition owning global layers `z`: those
 /// layers plus one halo layer on each side (wrapping), same physics.
-fn local_config(config: &SolverConfig, z: &Range<u32>) -> Result<SolverConfig> {
+pub(crate) fn local_config(config: &SolverConfig, z: &Range<u32>) -> Result<SolverConfig> {
     let d = config.domain.dims;
     let local = Dims::new(d.nx, d.ny, z.len() as u32 + 2);
     let plane = (d.nx * d.ny) as usize;

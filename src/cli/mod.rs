@@ -61,6 +61,26 @@ enum Command {
         #[arg(long)]
         full: bool,
     },
+    /// One partition per process over NCCL (launch one process per GPU with
+    /// mpirun, srun or scripts/nccl-local.sh): times a 3D cavity and checks,
+    /// on rank 0, its populations against one GPU bit for bit.
+    Nccl {
+        /// Where ranks find rank 0's NCCL id: file:PATH (must not exist yet) or tcp:HOST:PORT.
+        #[arg(long)]
+        rendezvous: String,
+        /// Lattice (d3q19, d3q27).
+        #[arg(long, default_value = "d3q19")]
+        lattice: String,
+        /// Streaming scheme (esoteric-pull, two-lattice).
+        #[arg(long, default_value = "esoteric-pull")]
+        streaming: String,
+        /// Cube side, cells.
+        #[arg(long, default_value_t = 64)]
+        size: u32,
+        /// Time steps.
+        #[arg(long, default_value_t = 1000)]
+        steps: u64,
+    },
     /// Measure the device copy bandwidth, then stream-collide MLUPS and the
     /// fraction of copy bandwidth for each lattice, storage and scheme.
     Bench {
@@ -204,6 +224,46 @@ pub fn execute(cli: Cli) -> Result<()> {
                 return Err(lbm::Error::Setup(format!("{failed} validation check(s) failed")));
             }
             println!("all {} checks passed", checks.len());
+            Ok(())
+        }
+        Command::Nccl { rendezvous, lattice, streaming, size, steps } => {
+            let ranks = lbm::host::nccl::Ranks::from_env()?.ok_or_else(|| {
+                lbm::Error::Setup(
+                    "no launcher variables: start one process per GPU with mpirun, srun or scripts/nccl-local.sh \
+                     (or set RANK, WORLD_SIZE and LOCAL_RANK)"
+                        .into(),
+                )
+            })?;
+            let lattice = match lattice.to_lowercase().as_str() {
+                "d3q19" => lbm::host::LatticeKind::D3Q19,
+                "d3q27" => lbm::host::LatticeKind::D3Q27,
+                _ => return Err(lbm::Error::Setup(format!("unknown lattice `{lattice}`: use d3q19 or d3q27"))),
+            };
+            let streaming = lbm::host::case::parse_streaming(&streaming).map_err(lbm::Error::Setup)?;
+            let mut config = lbm::host::validation::cavity_config(
+                lattice,
+                lbm::host::Precision::F32,
+                streaming,
+                size.saturating_sub(2).max(1),
+                100.0,
+                0.08,
+            )?;
+            config.force = [2e-5, 1e-5, -1e-5];
+            let report = lbm::host::nccl::run_and_check(config, ranks, &rendezvous, steps, &lbm::ptx::active())?;
+            if let Some(r) = report {
+                println!(
+                    "NCCL, {} ranks: {} {} {size}^3 x {steps} steps: {:.0} MLUPS; {} of {} populations differ from one GPU",
+                    r.world,
+                    lattice.name(),
+                    lbm::host::solver::streaming_name(streaming),
+                    r.mlups,
+                    r.differ,
+                    r.total
+                );
+                if r.differ > 0 {
+                    return Err(lbm::Error::Setup("the NCCL run differs from one GPU".into()));
+                }
+            }
             Ok(())
         }
         Command::Bench {

@@ -1,0 +1,419 @@
+//! One process per GPU over NCCL, the path to clusters: each process owns
+//! one z-partition (the plan of [`crate::halo`]) and exchanges its halo
+//! planes with `ncclSend`/`ncclRecv` on a stream of its own, overlapped with
+//! its interior as in [`crate::multi_gpu`].
+//!
+//! Ranks come from the launcher: `RANK`/`WORLD_SIZE`/`LOCAL_RANK`
+//! (torchrun-style), Open MPI's `OMPI_COMM_WORLD_*`, or Slurm's
+//! `SLURM_PROCID`/`SLURM_NTASKS`/`SLURM_LOCALID`. The NCCL unique id travels
+//! through a rendezvous the user names: `file:PATH` (rank 0 writes it; the
+//! file must not exist before the run, and rank 0 removes it at the end) or
+//! `tcp:HOST:PORT` (rank 0 listens there).
+
+use crate::error::{CudaContextExt, Error, Result};
+use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
+use crate::halo::halo_copies;
+use crate::partition::split;
+use crate::solver::{Solver, SolverConfig};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaEvent, CudaStream};
+use cudarc::nccl::sys as nccl;
+use kernels_gpu::lattice::z_pairs;
+use kernels_gpu::Lattice;
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a rank waits for the rendezvous.
+const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// This process's place in the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ranks {
+    /// Global rank.
+    pub rank: usize,
+    /// Number of processes.
+    pub world: usize,
+    /// Rank on this node: the GPU ordinal to use.
+    pub local: usize,
+}
+
+impl Ranks {
+    /// The ranks the launcher set, or `None` when no launcher variables are present.
+    pub fn from_env() -> Result<Option<Ranks>> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<Ranks>> {
+        let schemes = [
+            ["RANK", "WORLD_SIZE", "LOCAL_RANK"],
+            ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"],
+            ["SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"],
+        ];
+        for names in schemes {
+            let values: Vec<Option<String>> = names.iter().map(|n| get(n)).collect();
+            if values.iter().all(Option::is_none) {
+                continue;
+            }
+            let mut parsed = [0usize; 3];
+            for ((name, value), out) in names.iter().zip(&values).zip(&mut parsed) {
+                let v = value.as_deref().ok_or_else(|| {
+                    Error::Setup(format!("{} is set but {name} is not: set all of {}", names[0], names.join(", ")))
+                })?;
+                *out = v.trim().parse().map_err(|_| Error::Setup(format!("{name} = `{v}` is not a number")))?;
+            }
+            let [rank, world, local] = parsed;
+            if world == 0 || rank >= world {
+                return Err(Error::Setup(format!("{} = {rank} is not below {} = {world}", names[0], names[1])));
+            }
+            return Ok(Some(Ranks { rank, world, local }));
+        }
+        Ok(None)
+    }
+}
+
+/// Shares rank 0's NCCL unique id through `rendezvous` (`file:PATH` or `tcp:HOST:PORT`).
+fn share_id(ranks: Ranks, rendezvous: &str) -> Result<nccl::ncclUniqueId> {
+    let bad = |m: String| Error::Setup(format!("rendezvous `{rendezvous}`: {m}"));
+    let mut id = nccl::ncclUniqueId { internal: [0; 128] };
+    if ranks.rank == 0 {
+        // SAFETY: writes 128 bytes into `id`.
+        nccl_result(unsafe { nccl::ncclGetUniqueId(&mut id) }, "creating the NCCL id")?;
+    }
+    let bytes: Vec<u8> = id.internal.iter().map(|&c| c as u8).collect();
+    let received = if let Some(path) = rendezvous.strip_prefix("file:") {
+        let path = Path::new(path);
+        if ranks.rank == 0 {
+            crate::files::write_atomic(path, &bytes)?;
+            bytes
+        } else {
+            let start = Instant::now();
+            loop {
+                match std::fs::read(path) {
+                    Ok(b) if b.len() == 128 => break b,
+                    _ if start.elapsed() > RENDEZVOUS_TIMEOUT => {
+                        return Err(bad(format!("rank 0 wrote no id within {} s", RENDEZVOUS_TIMEOUT.as_secs())))
+                    }
+                    _ => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        }
+    } else if let Some(addr) = rendezvous.strip_prefix("tcp:") {
+        if ranks.rank == 0 {
+            let listener = std::net::TcpListener::bind(addr).map_err(|e| bad(format!("cannot listen: {e}")))?;
+            for _ in 1..ranks.world {
+                let (mut s, _) = listener.accept().map_err(|e| bad(format!("accepting a rank: {e}")))?;
+                s.write_all(&bytes).map_err(|e| bad(format!("sending the id: {e}")))?;
+            }
+            bytes
+        } else {
+            let start = Instant::now();
+            loop {
+                match std::net::TcpStream::connect(addr) {
+                    Ok(mut s) => {
+                        let mut b = vec![0u8; 128];
+                        s.read_exact(&mut b).map_err(|e| bad(format!("reading the id: {e}")))?;
+                        break b;
+                    }
+                    Err(_) if start.elapsed() < RENDEZVOUS_TIMEOUT => std::thread::sleep(Duration::from_millis(100)),
+                    Err(e) => {
+                        return Err(bad(format!("rank 0 not reachable within {} s: {e}", RENDEZVOUS_TIMEOUT.as_secs())))
+                    }
+                }
+            }
+        }
+    } else {
+        return Err(bad("use file:PATH or tcp:HOST:PORT".into()));
+    };
+    for (c, b) in id.internal.iter_mut().zip(received) {
+        *c = b as _;
+    }
+    Ok(id)
+}
+
+fn nccl_result(r: nccl::ncclResult_t, what: &str) -> Result<()> {
+    if r == nccl::ncclResult_t::ncclSuccess {
+        Ok(())
+    } else {
+        Err(Error::Setup(format!("NCCL error while {what}: {r:?}")))
+    }
+}
+
+/// This process's partition of a domain split over the job's ranks.
+pub struct NcclPartition<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
+    config: SolverConfig,
+    ranks: Ranks,
+    /// Every rank's global layers.
+    ranges: Vec<Range<u32>>,
+    solver: GpuSolver<L, Q, S>,
+    comm: nccl::ncclComm_t,
+    copies: Arc<CudaStream>,
+    boundary_done: CudaEvent,
+    exchanged: CudaEvent,
+    t: u64,
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
+    /// Joins the job: opens GPU `ranks.local`, builds this rank's partition of
+    /// `config` and the NCCL communicator.
+    pub fn new(config: SolverConfig, ranks: Ranks, rendezvous: &str, ptx: &str) -> Result<Self> {
+        config.validate()?;
+        let d = config.domain.dims;
+        if z_pairs(&L::C) == 0 || d.nz < 2 * ranks.world as u32 {
+            return Err(Error::Setup(format!(
+                "{} layers along z cannot be split over {} ranks: each needs at least 2 layers of a 3D lattice",
+                d.nz, ranks.world
+            )));
+        }
+        let ranges = split(d.nz, ranks.world as u32)?;
+        let device = GpuDevice::open(ranks.local, ptx)?;
+        // SAFETY: only probes whether libnccl can be loaded.
+        if !unsafe { nccl::is_culib_present() } {
+            return Err(Error::Setup(
+                "the NCCL library (libnccl.so.2) was not found: install NCCL or add its directory to LD_LIBRARY_PATH"
+                    .into(),
+            ));
+        }
+        let local = crate::multi_gpu::local_config(&config, &ranges[ranks.rank])?;
+        let solver = GpuSolver::<L, Q, S>::new(local, device.clone())
+            .map_err(|e| Error::Setup(format!("rank {} on GPU {}: {e}", ranks.rank, ranks.local)))?;
+        let ctx = device.context().clone();
+        let copies = ctx.new_stream().ctx("creating the NCCL stream")?;
+        let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event");
+        let (boundary_done, exchanged) = (event()?, event()?);
+        let id = share_id(ranks, rendezvous)?;
+        ctx.bind_to_thread().ctx("binding the device")?;
+        let mut comm = std::ptr::null_mut();
+        // SAFETY: `comm` receives the communicator; every rank passes the same id.
+        nccl_result(
+            unsafe { nccl::ncclCommInitRank(&mut comm, ranks.world as i32, id, ranks.rank as i32) },
+            "joining the job",
+        )?;
+        if ranks.rank == 0 {
+            if let Some(path) = rendezvous.strip_prefix("file:") {
+                std::fs::remove_file(path).ok();
+            }
+        }
+        Ok(Self { config, ranks, ranges, solver, comm, copies, boundary_done, exchanged, t: 0 })
+    }
+
+    /// Runs `steps` time steps.
+    pub fn step(&mut self, steps: u64) -> Result<()> {
+        let len = self.ranges[self.ranks.rank].len() as u32;
+        let w = self.ranks.world;
+        let (up_peer, down_peer) = ((self.ranks.rank + 1) % w, (self.ranks.rank + w - 1) % w);
+        let d = self.config.domain.dims;
+        let elem = std::mem::size_of::<S::Elem>();
+        let plane = (d.nx * d.ny) as usize * elem;
+        let cells = plane * (len as usize + 2);
+        let stream = self.copies.cu_stream() as nccl::cudaStream_t;
+        for _ in 0..steps {
+            let compute = self.solver.device().stream().clone();
+            if self.t > 0 {
+                compute.wait(&self.exchanged).ctx("waiting for the halo exchange")?;
+            }
+            self.solver.launch_layers(1, 1)?;
+            self.solver.launch_layers(len, 1)?;
+            self.boundary_done.record(&compute).ctx("recording an event")?;
+            self.solver.launch_layers(2, len - 2)?;
+            self.solver.swap_buffers();
+            self.copies.wait(&self.boundary_done).ctx("waiting for boundary layers")?;
+            let base = self.solver.buffer_address();
+            let at =
+                |layer: crate::halo::Layer, slot: usize| base + (slot * cells + layer.z(len) as usize * plane) as u64;
+            let copies = halo_copies(self.config.streaming, self.t, z_pairs(&L::C));
+            // SAFETY: group calls; every pointer is a plane inside this rank's buffer.
+            unsafe {
+                nccl_result(nccl::ncclGroupStart(), "starting a group")?;
+                for c in &copies {
+                    let peer = if c.up { up_peer } else { down_peer };
+                    for slot in c.slots() {
+                        let p = at(c.from, slot) as *const std::ffi::c_void;
+                        nccl_result(
+                            nccl::ncclSend(p, plane, nccl::ncclDataType_t::ncclUint8, peer as i32, self.comm, stream),
+                            "sending halo planes",
+                        )?;
+                    }
+                }
+                for c in &copies {
+                    // The copy `c` that this rank receives comes from the other side.
+                    let peer = if c.up { down_peer } else { up_peer };
+                    for slot in c.slots() {
+                        let p = at(c.to, slot) as *mut std::ffi::c_void;
+                        nccl_result(
+                            nccl::ncclRecv(p, plane, nccl::ncclDataType_t::ncclUint8, peer as i32, self.comm, stream),
+                            "receiving halo planes",
+                        )?;
+                    }
+                }
+                nccl_result(nccl::ncclGroupEnd(), "ending a group")?;
+            }
+            self.exchanged.record(&self.copies).ctx("recording an event")?;
+            self.solver.advance();
+            self.t += 1;
+        }
+        Ok(())
+    }
+
+    /// Waits for all queued work of this rank.
+    pub fn synchronize(&mut self) -> Result<()> {
+        self.solver.synchronize()?;
+        self.copies.synchronize().ctx("finishing the halo exchange")
+    }
+
+    /// The global populations on rank 0 (`None` on the others): every rank
+    /// sends its own layers, population by population, over NCCL.
+    pub fn gather(&mut self) -> Result<Option<Vec<S>>> {
+        self.synchronize()?;
+        let d = self.config.domain.dims;
+        let plane = (d.nx * d.ny) as usize;
+        let local = self.solver.read_populations()?;
+        let mine = &self.ranges[self.ranks.rank];
+        let local_cells = plane * (mine.len() + 2);
+        let elem = std::mem::size_of::<S::Elem>();
+        let stream = self.copies.cu_stream() as nccl::cudaStream_t;
+        if self.ranks.rank != 0 {
+            let own: Vec<S> =
+                (0..Q).flat_map(|i| local[i * local_cells + plane..][..plane * mine.len()].to_vec()).collect();
+            let elems: Vec<S::Elem> = own.iter().map(|&v| v.to_elem()).collect();
+            let buf = self.copies.clone_htod(&elems).ctx("staging populations")?;
+            let (ptr, _g) = cudarc::driver::DevicePtr::device_ptr(&buf, &self.copies);
+            // SAFETY: `buf` holds `elems.len()` elements until the stream is synchronised.
+            nccl_result(
+                unsafe {
+                    nccl::ncclSend(
+                        ptr as *const _,
+                        elems.len() * elem,
+                        nccl::ncclDataType_t::ncclUint8,
+                        0,
+                        self.comm,
+                        stream,
+                    )
+                },
+                "sending populations",
+            )?;
+            self.copies.synchronize().ctx("sending populations")?;
+            return Ok(None);
+        }
+        let cells = d.cells();
+        let mut f = vec![S::ZERO; Q * cells];
+        for (r, range) in self.ranges.iter().enumerate() {
+            let block: Vec<S> = if r == 0 {
+                (0..Q).flat_map(|i| local[i * local_cells + plane..][..plane * range.len()].to_vec()).collect()
+            } else {
+                let n = Q * plane * range.len();
+                let mut buf = self.copies.alloc_zeros::<S::Elem>(n).ctx("staging populations")?;
+                let (ptr, _g) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
+                // SAFETY: `buf` holds `n` elements.
+                nccl_result(
+                    unsafe {
+                        nccl::ncclRecv(
+                            ptr as *mut _,
+                            n * elem,
+                            nccl::ncclDataType_t::ncclUint8,
+                            r as i32,
+                            self.comm,
+                            stream,
+                        )
+                    },
+                    "receiving populations",
+                )?;
+                drop(_g);
+                let host = self.copies.clone_dtoh(&buf).ctx("reading populations")?;
+                host.into_iter().map(S::from_elem).collect()
+            };
+            let n = plane * range.len();
+            for i in 0..Q {
+                f[i * cells + range.start as usize * plane..][..n].copy_from_slice(&block[i * n..][..n]);
+            }
+        }
+        Ok(Some(f))
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Drop for NcclPartition<L, Q, S> {
+    fn drop(&mut self) {
+        // SAFETY: the communicator was created in `new` and is destroyed once.
+        unsafe { nccl::ncclCommDestroy(self.comm) };
+    }
+}
+
+/// What `lbm nccl` reports on rank 0.
+#[derive(Clone, Debug)]
+pub struct NcclReport {
+    /// Processes.
+    pub world: usize,
+    /// Million cell updates per second over the whole domain.
+    pub mlups: f64,
+    /// Populations that differ from a one-GPU run of the same steps.
+    pub differ: usize,
+    /// Populations compared.
+    pub total: usize,
+}
+
+/// Runs `config` for `steps` steps as this rank, times it, and on rank 0
+/// compares the gathered populations with a one-GPU run on its own GPU.
+pub fn run_and_check(
+    config: SolverConfig,
+    ranks: Ranks,
+    rendezvous: &str,
+    steps: u64,
+    ptx: &str,
+) -> Result<Option<NcclReport>> {
+    fn go<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
+        config: SolverConfig,
+        ranks: Ranks,
+        rendezvous: &str,
+        steps: u64,
+        ptx: &str,
+    ) -> Result<Option<NcclReport>> {
+        let mut part = NcclPartition::<L, Q, S>::new(config.clone(), ranks, rendezvous, ptx)?;
+        part.synchronize()?;
+        let start = Instant::now();
+        part.step(steps)?;
+        part.synchronize()?;
+        let seconds = start.elapsed().as_secs_f64();
+        let Some(got) = part.gather()? else { return Ok(None) };
+        let mut one = GpuSolver::<L, Q, S>::new(config.clone(), GpuDevice::open(ranks.local, ptx)?)?;
+        one.step(steps)?;
+        let want = one.read_populations()?;
+        let size = std::mem::size_of::<S>();
+        let (a, b) = (crate::solver::storage_bytes(&want), crate::solver::storage_bytes(&got));
+        let differ = a.chunks(size).zip(b.chunks(size)).filter(|(x, y)| x != y).count();
+        let cells = config.domain.dims.cells() as f64;
+        Ok(Some(NcclReport {
+            world: ranks.world,
+            mlups: cells * steps as f64 / seconds / 1e6,
+            differ,
+            total: want.len(),
+        }))
+    }
+    let (lattice, precision) = (config.lattice, config.precision);
+    crate::dispatch!(lattice, precision, go(config, ranks, rendezvous, steps, ptx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_come_from_any_launcher_and_half_set_variables_are_errors() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        assert_eq!(Ranks::from_lookup(env(&[])).unwrap(), None);
+        let torch = Ranks::from_lookup(env(&[("RANK", "1"), ("WORLD_SIZE", "4"), ("LOCAL_RANK", "1")])).unwrap();
+        assert_eq!(torch, Some(Ranks { rank: 1, world: 4, local: 1 }));
+        const OMPI: [(&str, &str); 3] =
+            [("OMPI_COMM_WORLD_RANK", "3"), ("OMPI_COMM_WORLD_SIZE", "4"), ("OMPI_COMM_WORLD_LOCAL_RANK", "3")];
+        assert_eq!(Ranks::from_lookup(env(&OMPI)).unwrap(), Some(Ranks { rank: 3, world: 4, local: 3 }));
+        const SLURM: [(&str, &str); 3] = [("SLURM_PROCID", "5"), ("SLURM_NTASKS", "8"), ("SLURM_LOCALID", "1")];
+        assert_eq!(Ranks::from_lookup(env(&SLURM)).unwrap(), Some(Ranks { rank: 5, world: 8, local: 1 }));
+        let half = Ranks::from_lookup(env(&[("RANK", "0")])).unwrap_err().to_string();
+        assert!(half.contains("WORLD_SIZE"), "{half}");
+        let beyond = Ranks::from_lookup(env(&[("RANK", "4"), ("WORLD_SIZE", "4"), ("LOCAL_RANK", "0")]));
+        assert!(beyond.unwrap_err().to_string().contains("not below"));
+    }
+}
