@@ -180,7 +180,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
         let solver = GpuSolver::<L, Q, S>::new(local, device.clone())
             .map_err(|e| Error::Setup(format!("rank {} on GPU {}: {e}", ranks.rank, ranks.local)))?;
         let ctx = device.context().clone();
-        let copies = ctx.new_stream().ctx("creating the NCCL stream")?;
+        // NCCL moves data with kernels: the highest priority lets them start
+        // while the interior kernel still fills the GPU.
+        ctx.bind_to_thread().ctx("binding the device")?;
+        let (_, highest) = cudarc::driver::result::stream::get_priority_range().ctx("reading stream priorities")?;
+        let copies = ctx.new_stream_with_priority(highest).ctx("creating the NCCL stream")?;
         let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event");
         let (boundary_done, exchanged) = (event()?, event()?);
         let id = share_id(ranks, rendezvous)?;
