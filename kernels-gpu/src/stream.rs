@@ -241,17 +241,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>
         load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, n, &nb)
     };
     collide::<L, Q, S::Real>(&mut fi, p);
-    let cells = p.dims.nx * p.dims.ny * p.dims.nz;
-    let odd = p.parity & 1 == 1;
-    *f.add(population_index(n, 0, cells)) = S::store(fi[0]);
-    let mut a = 1;
-    while a < Q {
-        let b = a + 1;
-        let (to_neighbour, to_self) = if odd { (a, b) } else { (b, a) };
-        *f.add(population_index(nb[a], to_neighbour, cells)) = S::store(fi[a]);
-        *f.add(population_index(n, to_self, cells)) = S::store(fi[b]);
-        a += 2;
-    }
+    store::<Q, S>(Streaming::EsotericPull, p, f, n, &nb, &fi);
 }
 
 /// Two-lattice pull step of fluid cell `n`: reads `src`, writes `dst`.
