@@ -117,7 +117,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             let local = local_config(&config, &z)?;
             let ctx = device.context().clone();
             let solver = GpuSolver::<L, Q, S>::new(local, device.clone())
-                .map_err(|e| Error::Setup(format!("GPU {} (layers {z:?}): {e}", device.ordinal())))?;
+                .map_err(|e| in_partition(e, format!("GPU {} (layers {z:?})", device.ordinal())))?;
             if solver.has_open_boundaries() {
                 return Err(Error::Setup(
                     "inlets and outlets do not run on several GPUs yet: run this case on one GPU".into(),
@@ -334,6 +334,17 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             self.global = Some(g);
         }
         Ok(self.global.as_mut().expect("set above"))
+    }
+}
+
+/// Names the partition in a set-up error; out-of-memory errors (which name
+/// their device already) stay what they are, so callers can tell them apart.
+pub(crate) fn in_partition(e: Error, which: String) -> Error {
+    match e {
+        Error::OutOfMemory { device, need_gib, free_gib } => {
+            Error::OutOfMemory { device: format!("{device}, {which}"), need_gib, free_gib }
+        }
+        other => Error::Setup(format!("{which}: {other}")),
     }
 }
 
@@ -554,4 +565,22 @@ pub fn measure(
         transfers: if exchange == Exchange::Soa { 2 * k } else { 2 },
         links,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A partition's set-up error names the partition's device and layers,
+    /// and an out-of-memory error stays one (benchmarks report "does not fit").
+    #[test]
+    fn partition_errors_name_the_device() {
+        let oom = Error::OutOfMemory { device: "GPU 2 (H200)".into(), need_gib: 200.0, free_gib: 139.0 };
+        match in_partition(oom, "GPU 2 (layers 512..768)".into()) {
+            Error::OutOfMemory { device, .. } => assert_eq!(device, "GPU 2 (H200), GPU 2 (layers 512..768)"),
+            other => panic!("expected out of memory, got {other}"),
+        }
+        let other = in_partition(Error::Setup("no kernel".into()), "GPU 1 (layers 0..8)".into()).to_string();
+        assert!(other.contains("GPU 1 (layers 0..8)") && other.contains("no kernel"), "{other}");
+    }
 }
