@@ -379,25 +379,13 @@ pub(crate) fn local_config(config: &SolverConfig, z: &Range<u32>) -> Result<Solv
 /// says, for each neighbouring pair, how copies travel.
 fn enable_peer_access(devices: &[GpuDevice]) -> Result<Vec<String>> {
     let n = devices.len();
-    // Each pair of neighbouring partitions once (two partitions are neighbours twice).
-    let neighbours: Vec<(usize, usize)> = match n {
-        0 | 1 => Vec::new(),
-        2 => vec![(0, 1)],
-        _ => (0..n).map(|k| (k, (k + 1) % n)).collect(),
-    };
-    let key = |x: &GpuDevice, y: &GpuDevice| (x.ordinal().min(y.ordinal()), x.ordinal().max(y.ordinal()));
-    let mut pairs: Vec<(&GpuDevice, &GpuDevice)> = Vec::new();
-    for (i, j) in neighbours {
-        let (a, b) = (&devices[i], &devices[j]);
-        if !pairs.iter().any(|(x, y)| key(x, y) == key(a, b)) {
-            pairs.push((a, b));
-        }
-    }
     let mut links = Vec::new();
-    for (a, b) in pairs {
-        let name = format!("GPU {} <-> GPU {}", a.ordinal(), b.ordinal());
-        if a.ordinal() == b.ordinal() {
-            links.push(format!("{name}: same device"));
+    for k in 0..n {
+        let (a, b) = (&devices[k], &devices[(k + 1) % n]);
+        if a.ordinal() == b.ordinal() || (n == 2 && k == 1) {
+            if a.ordinal() == b.ordinal() && n > 1 {
+                links.push(format!("GPU {} <-> GPU {}: same device", a.ordinal(), b.ordinal()));
+            }
             continue;
         }
         let mut can = 0;
@@ -406,7 +394,7 @@ fn enable_peer_access(devices: &[GpuDevice]) -> Result<Vec<String>> {
             .result()
             .ctx("querying peer access")?;
         if can == 0 {
-            links.push(format!("{name}: no peer access, the driver stages copies through the host"));
+            links.push(format!("GPU {} <-> GPU {}: no peer access, staged through the host", a.ordinal(), b.ordinal()));
             continue;
         }
         for (from, to) in [(a, b), (b, a)] {
@@ -417,7 +405,7 @@ fn enable_peer_access(devices: &[GpuDevice]) -> Result<Vec<String>> {
                 r.result().ctx(format!("enabling peer access from GPU {} to GPU {}", from.ordinal(), to.ordinal()))?;
             }
         }
-        links.push(format!("{name}: peer access"));
+        links.push(format!("GPU {} <-> GPU {}: peer access", a.ordinal(), b.ordinal()));
     }
     Ok(links)
 }
