@@ -190,11 +190,26 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
         let id = share_id(ranks, rendezvous)?;
         ctx.bind_to_thread().ctx("binding the device")?;
         let mut comm = std::ptr::null_mut();
+        // ncclCommInitRank blocks until every rank joins: a rank that failed
+        // would leave the others waiting forever, so a watchdog ends them.
+        let joined = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watch = joined.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(RENDEZVOUS_TIMEOUT);
+            if !watch.load(std::sync::atomic::Ordering::SeqCst) {
+                eprintln!(
+                    "error: rank {} of {}: not every rank joined NCCL within {} s; another rank has probably failed (see its messages)",
+                    ranks.rank,
+                    ranks.world,
+                    RENDEZVOUS_TIMEOUT.as_secs()
+                );
+                std::process::exit(1);
+            }
+        });
         // SAFETY: `comm` receives the communicator; every rank passes the same id.
-        nccl_result(
-            unsafe { nccl::ncclCommInitRank(&mut comm, ranks.world as i32, id, ranks.rank as i32) },
-            "joining the job",
-        )?;
+        let joining = unsafe { nccl::ncclCommInitRank(&mut comm, ranks.world as i32, id, ranks.rank as i32) };
+        joined.store(true, std::sync::atomic::Ordering::SeqCst);
+        nccl_result(joining, "joining the job")?;
         if ranks.rank == 0 {
             if let Some(path) = rendezvous.strip_prefix("file:") {
                 std::fs::remove_file(path).ok();
