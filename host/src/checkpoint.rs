@@ -13,7 +13,9 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"LBMCKPT\0";
-const VERSION: u32 = 1;
+/// Format 2: the 3D velocity sets list their z-crossing pairs first and the
+/// flag byte was re-laid out, so format-1 population buffers mean other things.
+const VERSION: u32 = 2;
 const HEADER: usize = 8 + 4 + 4 + 32 + 8 + 8 + 32;
 
 /// SHA-256 over everything that decides how a state evolves: lattice,
@@ -126,6 +128,10 @@ mod tests {
         std::fs::write(&path, &good).unwrap();
         let other = cavity_config(LatticeKind::D2Q9, Precision::F32, Streaming::EsotericPull, 6, 20.0, 0.05).unwrap();
         assert!(read(&path, &other).unwrap_err().to_string().contains("different set-up"));
+        let mut old = good.clone();
+        old[8..12].copy_from_slice(&1u32.to_le_bytes());
+        std::fs::write(&path, &old).unwrap();
+        assert!(read(&path, &config).unwrap_err().to_string().contains("format 1 is not supported"));
         std::fs::remove_dir_all(&dir).ok();
     }
 }
