@@ -400,13 +400,8 @@ impl Case {
         if sim.devices.is_empty() {
             return Err(bad("[simulation] devices is empty: give at least one GPU ordinal, e.g. [0]".into()));
         }
-        let exchange =
-            crate::multi_gpu::Exchange::ALL.into_iter().find(|e| e.name() == sim.exchange).ok_or_else(|| {
-                bad(format!(
-                    "[simulation] exchange = \"{}\": use \"disaggregated\", \"soa\" or \"no-overlap\"",
-                    sim.exchange
-                ))
-            })?;
+        let exchange = crate::multi_gpu::Exchange::from_name(&sim.exchange)
+            .map_err(|m| bad(format!("[simulation] exchange: {m}")))?;
         let units = match &self.units {
             None => None,
             Some(u) => {

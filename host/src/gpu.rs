@@ -323,7 +323,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             return Ok(());
         }
         let d = self.config.domain.dims;
-        let cfg = LaunchConfig { grid_dim: (launch_config(d).grid_dim.0, d.ny, layers), ..launch_config(d) };
+        let whole = launch_config(d);
+        let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, d.ny, layers), ..whole };
         let p = self.params();
         let s = self.device.stream().clone();
         let mut launch = s.launch_builder(&self.step_kernel);
@@ -447,8 +448,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
     fn restore_state(&mut self, state: &SavedState) -> Result<()> {
         let mut host = vec![S::ZERO; self.f.len()];
         restore_storage(&mut host, &state.populations)?;
-        let elems: Vec<S::Elem> = host.iter().map(|&v| S::to_elem(v)).collect();
-        self.device.stream().memcpy_htod(&elems, &mut self.f).ctx("uploading a saved state")?;
+        self.upload_populations(&host)?;
         self.t = state.time;
         Ok(())
     }

@@ -31,6 +31,7 @@
 //! lower halo) and its bottom layer's `b`-planes down, from the freshly
 //! written buffer.
 
+use kernels_gpu::layout::population_index;
 use kernels_gpu::Streaming;
 
 /// A layer of a partition's local grid.
@@ -55,6 +56,13 @@ impl Layer {
             Layer::Top => len,
             Layer::UpperHalo => len + 1,
         }
+    }
+
+    /// Index, in a partition's population buffer (`len` owned layers of
+    /// `plane` cells, plus halos), of the first value of population `slot` in
+    /// this layer: the plane is the `plane` values from there.
+    pub fn plane_start(self, slot: usize, len: u32, plane: u32) -> usize {
+        population_index(self.z(len) * plane, slot, (len + 2) * plane)
     }
 }
 
@@ -107,6 +115,16 @@ mod tests {
     /// The planes each exchange reads and writes are disjoint, so the copies
     /// of all partitions may run in any order (with one or two partitions a
     /// partition is its own neighbour).
+    /// A layer's planes lie where the shared layout puts the layer's cells.
+    #[test]
+    fn planes_start_where_the_layout_says() {
+        let (len, plane) = (5, 12);
+        let cells = (len + 2) * plane;
+        assert_eq!(Layer::UpperHalo.plane_start(3, len, plane), population_index((len + 1) * plane, 3, cells));
+        assert_eq!(Layer::Bottom.plane_start(2, len, plane) + plane as usize, population_index(2 * plane, 2, cells));
+        assert_eq!(Layer::LowerHalo.plane_start(0, len, plane), 0);
+    }
+
     #[test]
     fn copies_never_read_what_another_writes() {
         for scheme in [Streaming::EsotericPull, Streaming::TwoLattice] {

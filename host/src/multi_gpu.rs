@@ -21,9 +21,9 @@
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::Fields;
 use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
-use crate::halo::{halo_copies, HaloCopy};
-use crate::partition::split;
-use crate::solver::{BackendKind, Initial, SavedState, Solver, SolverConfig};
+use crate::halo::{halo_copies, HaloCopy, Layer};
+use crate::partition::{local_config, local_layers, split, write_own_layers};
+use crate::solver::{BackendKind, SavedState, Solver, SolverConfig};
 use crate::{cpu::CpuSolver, domain::Domain};
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -47,6 +47,14 @@ pub enum Exchange {
 impl Exchange {
     /// All modes, for benchmarks.
     pub const ALL: [Exchange; 3] = [Exchange::Disaggregated, Exchange::Soa, Exchange::NoOverlap];
+
+    /// The mode named `name` (as on the command line), or a message listing the names.
+    pub fn from_name(name: &str) -> std::result::Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|e| e.name() == name)
+            .ok_or_else(|| format!("unknown exchange `{name}`: use {}", Self::ALL.map(|e| e.name()).join(", ")))
+    }
 
     /// Name as on the command line.
     pub fn name(self) -> &'static str {
@@ -174,7 +182,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
 
     fn step_once(&mut self) -> Result<()> {
         let n = self.parts.len();
-        let p = self.config.streaming;
+        let scheme = self.config.streaming;
         // Compute: wait for the last step's copies into and out of each partition.
         for k in 0..n {
             if self.t > 0 {
@@ -203,7 +211,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             part.solver.swap_buffers();
         }
         // Copies: each partition sends its planes to both neighbours.
-        let copies = halo_copies(p, self.t, z_pairs(&L::C));
+        let copies = halo_copies(scheme, self.t, z_pairs(&L::C));
         for k in 0..n {
             let part = &self.parts[k];
             part.copies.wait(&part.boundary_done).ctx("waiting for boundary layers")?;
@@ -233,22 +241,23 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
         let (src, dst) = (&self.parts[from], &self.parts[to]);
         let d = self.config.domain.dims;
         let elem = std::mem::size_of::<S::Elem>();
-        let plane = (d.nx * d.ny) as usize * elem;
-        let cells = |p: &Part<L, Q, S>| (d.nx * d.ny) as usize * (p.z.len() + 2) * elem;
-        let offset = |p: &Part<L, Q, S>, layer: crate::halo::Layer| {
-            copy.first * cells(p) + layer.z(p.z.len() as u32) as usize * plane
-        };
+        let plane = d.nx * d.ny;
+        // Byte offset of plane `slot` of `layer`, and the step between the
+        // every-second planes a copy moves (the pitch of its rows).
+        let at = |p: &Part<L, Q, S>, layer: Layer, slot: usize| layer.plane_start(slot, p.z.len() as u32, plane) * elem;
+        let pitch = |p: &Part<L, Q, S>| at(p, Layer::Bottom, 2) - at(p, Layer::Bottom, 0);
         let (src_base, dst_base) = (src.solver.buffer_address(), dst.solver.buffer_address());
         let (src_ctx, dst_ctx) = (src.solver.device().context().cu_ctx(), dst.solver.device().context().cu_ctx());
         src.solver.device().context().bind_to_thread().ctx("binding the device")?;
         let stream = src.copies.cu_stream();
-        let src_at = |row: usize| src_base + (offset(src, copy.from) + 2 * row * cells(src)) as u64;
-        let dst_at = |row: usize| dst_base + (offset(dst, copy.to) + 2 * row * cells(dst)) as u64;
+        let src_at = |row: usize| src_base + at(src, copy.from, copy.first + 2 * row) as u64;
+        let dst_at = |row: usize| dst_base + at(dst, copy.to, copy.first + 2 * row) as u64;
+        let plane_bytes = plane as usize * elem;
         if self.exchange == Exchange::Soa {
             // One contiguous plane per crossing population.
             for row in 0..copy.count {
                 // SAFETY: both planes lie inside the partitions' population buffers.
-                unsafe { sys::cuMemcpyPeerAsync(dst_at(row), dst_ctx, src_at(row), src_ctx, plane, stream) }
+                unsafe { sys::cuMemcpyPeerAsync(dst_at(row), dst_ctx, src_at(row), src_ctx, plane_bytes, stream) }
                     .result()
                     .ctx("queuing a halo copy")?;
             }
@@ -267,7 +276,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             srcDevice: src_at(0),
             srcArray: std::ptr::null_mut(),
             srcContext: src_ctx,
-            srcPitch: 2 * cells(src),
+            srcPitch: pitch(src),
             srcHeight: copy.count,
             dstXInBytes: 0,
             dstY: 0,
@@ -278,9 +287,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             dstDevice: dst_at(0),
             dstArray: std::ptr::null_mut(),
             dstContext: dst_ctx,
-            dstPitch: 2 * cells(dst),
+            dstPitch: pitch(dst),
             dstHeight: copy.count,
-            WidthInBytes: plane,
+            WidthInBytes: plane_bytes,
             Height: copy.count,
             Depth: 1,
         };
@@ -292,16 +301,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
     /// The global population buffer from every partition's own layers.
     fn gather(&mut self) -> Result<Vec<S>> {
         let d = self.config.domain.dims;
-        let (plane, cells) = ((d.nx * d.ny) as usize, d.cells());
-        let mut f = vec![S::ZERO; Q * cells];
+        let mut f = vec![S::ZERO; Q * d.cells()];
         for p in &mut self.parts {
             p.copies.synchronize().ctx("finishing halo copies")?;
-            let local = p.solver.read_populations()?;
-            let local_cells = plane * (p.z.len() + 2);
-            for i in 0..Q {
-                let (dst, src) = (i * cells + p.z.start as usize * plane, i * local_cells + plane);
-                f[dst..dst + plane * p.z.len()].copy_from_slice(&local[src..src + plane * p.z.len()]);
-            }
+            write_own_layers(&p.solver.read_populations()?, d, Q, &p.z, &mut f);
         }
         Ok(f)
     }
@@ -309,18 +312,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
     /// Every partition's layers, halos included, from a global buffer.
     fn scatter(&mut self, f: &[S]) -> Result<()> {
         let d = self.config.domain.dims;
-        let (plane, cells) = ((d.nx * d.ny) as usize, d.cells());
         for p in &mut self.parts {
-            let local_cells = plane * (p.z.len() + 2);
-            let mut local = vec![S::ZERO; Q * local_cells];
-            for zl in 0..p.z.len() as u32 + 2 {
-                let zg = (p.z.start + d.nz + zl - 1) % d.nz;
-                for i in 0..Q {
-                    let (dst, src) = (i * local_cells + zl as usize * plane, i * cells + zg as usize * plane);
-                    local[dst..dst + plane].copy_from_slice(&f[src..src + plane]);
-                }
-            }
-            p.solver.upload_populations(&local)?;
+            p.solver.upload_populations(&local_layers(f, d, Q, &p.z))?;
         }
         Ok(())
     }
@@ -346,33 +339,6 @@ pub(crate) fn in_partition(e: Error, which: String) -> Error {
         }
         other => Error::Setup(format!("{which}: {other}")),
     }
-}
-
-/// The configuration of the partition owning global layers `z`: those
-/// layers plus one halo layer on each side (wrapping), same physics.
-pub(crate) fn local_config(config: &SolverConfig, z: &Range<u32>) -> Result<SolverConfig> {
-    let d = config.domain.dims;
-    let local = Dims::new(d.nx, d.ny, z.len() as u32 + 2);
-    let plane = (d.nx * d.ny) as usize;
-    let global_of = |zl: u32| ((z.start + d.nz + zl - 1) % d.nz) as usize;
-    let mut domain = Domain::new(local)?;
-    domain.wall_velocities = config.domain.wall_velocities.clone();
-    domain.open_states = config.domain.open_states.clone();
-    for zl in 0..local.nz {
-        let src = global_of(zl) * plane;
-        domain.flags[zl as usize * plane..][..plane].copy_from_slice(&config.domain.flags[src..src + plane]);
-    }
-    let initial = match &config.initial {
-        Initial::Uniform { rho, u } => Initial::Uniform { rho: *rho, u: *u },
-        Initial::Fields { rho, u } => {
-            let pick = |zl: u32| global_of(zl) * plane..global_of(zl) * plane + plane;
-            Initial::Fields {
-                rho: (0..local.nz).flat_map(|zl| rho[pick(zl)].to_vec()).collect(),
-                u: (0..local.nz).flat_map(|zl| u[pick(zl)].to_vec()).collect(),
-            }
-        }
-    };
-    Ok(SolverConfig { domain, initial, ..config.clone() })
 }
 
 /// Enables peer access between neighbouring devices where possible and
@@ -513,7 +479,12 @@ pub fn measure(
         devices: &[GpuDevice],
         exchange: Exchange,
         steps: u64,
-    ) -> Result<(f64, StepTiming, Vec<String>)> {
+    ) -> Result<(f64, StepTiming, Vec<String>, usize, usize)> {
+        let plane_bytes = (c.domain.dims.nx * c.domain.dims.ny) as usize * std::mem::size_of::<S::Elem>();
+        // One partition per step sends k planes to each neighbour, in one
+        // copy per neighbour, or one per plane for SoA.
+        let k = z_pairs(&L::C);
+        let transfers = if exchange == Exchange::Soa { 2 * k } else { 2 };
         let mut s = MultiGpu::<L, Q, S>::new(c, devices, exchange, true)?;
         s.step(10)?;
         s.synchronize()?;
@@ -529,7 +500,7 @@ pub fn measure(
             sum.compute_ms += t.compute_ms / samples as f64;
             sum.halo_ms += t.halo_ms / samples as f64;
         }
-        Ok((seconds, sum, s.links().to_vec()))
+        Ok((seconds, sum, s.links().to_vec(), 2 * k * plane_bytes, transfers))
     }
     let mut config = crate::validation::cavity_config(
         lattice,
@@ -543,15 +514,9 @@ pub fn measure(
     let mut faces = [crate::domain::FaceBoundary::Wall; 6];
     faces[3] = crate::domain::FaceBoundary::MovingWall([0.05, 0.0, 0.0]);
     config.domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)?;
-    let (seconds, timing, links) =
+    let (seconds, timing, links, halo_bytes, transfers) =
         crate::dispatch!(lattice, crate::Precision::F32, run(config, devices, exchange, steps))?;
     let cells = size.iter().map(|&n| n as f64).product::<f64>();
-    let k = match lattice {
-        crate::LatticeKind::D3Q19 => 5,
-        crate::LatticeKind::D3Q27 => 9,
-        crate::LatticeKind::D2Q9 => 0,
-    };
-    let plane = (size[0] * size[1]) as usize * 4;
     Ok(ScalingResult {
         lattice: lattice.name(),
         size,
@@ -561,8 +526,8 @@ pub fn measure(
         step_ms: timing.step_ms,
         compute_ms: timing.compute_ms,
         halo_ms: timing.halo_ms,
-        halo_bytes: 2 * k * plane,
-        transfers: if exchange == Exchange::Soa { 2 * k } else { 2 },
+        halo_bytes,
+        transfers,
         links,
     })
 }

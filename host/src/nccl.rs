@@ -12,8 +12,8 @@
 
 use crate::error::{CudaContextExt, Error, Result};
 use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
-use crate::halo::halo_copies;
-use crate::partition::split;
+use crate::halo::{halo_copies, Layer};
+use crate::partition::{local_config, split, write_own_layers};
 use crate::solver::{Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -176,7 +176,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
                     .into(),
             ));
         }
-        let local = crate::multi_gpu::local_config(&config, &ranges[ranks.rank])?;
+        let local = local_config(&config, &ranges[ranks.rank])?;
         let solver = GpuSolver::<L, Q, S>::new(local, device.clone())
             .map_err(|e| crate::multi_gpu::in_partition(e, format!("rank {} on GPU {}", ranks.rank, ranks.local)))?;
         let ctx = device.context().clone();
@@ -225,8 +225,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
         let (up_peer, down_peer) = ((self.ranks.rank + 1) % w, (self.ranks.rank + w - 1) % w);
         let d = self.config.domain.dims;
         let elem = std::mem::size_of::<S::Elem>();
-        let plane = (d.nx * d.ny) as usize * elem;
-        let cells = plane * (len as usize + 2);
+        let plane = d.nx * d.ny;
+        let plane_bytes = plane as usize * elem;
         let stream = self.copies.cu_stream() as nccl::cudaStream_t;
         for _ in 0..steps {
             let compute = self.solver.device().stream().clone();
@@ -240,8 +240,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
             self.solver.swap_buffers();
             self.copies.wait(&self.boundary_done).ctx("waiting for boundary layers")?;
             let base = self.solver.buffer_address();
-            let at =
-                |layer: crate::halo::Layer, slot: usize| base + (slot * cells + layer.z(len) as usize * plane) as u64;
+            let at = |layer: Layer, slot: usize| base + (layer.plane_start(slot, len, plane) * elem) as u64;
             let copies = halo_copies(self.config.streaming, self.t, z_pairs(&L::C));
             // SAFETY: group calls; every pointer is a plane inside this rank's buffer.
             unsafe {
@@ -251,7 +250,14 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
                     for slot in c.slots() {
                         let p = at(c.from, slot) as *const std::ffi::c_void;
                         nccl_result(
-                            nccl::ncclSend(p, plane, nccl::ncclDataType_t::ncclUint8, peer as i32, self.comm, stream),
+                            nccl::ncclSend(
+                                p,
+                                plane_bytes,
+                                nccl::ncclDataType_t::ncclUint8,
+                                peer as i32,
+                                self.comm,
+                                stream,
+                            ),
                             "sending halo planes",
                         )?;
                     }
@@ -262,7 +268,14 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
                     for slot in c.slots() {
                         let p = at(c.to, slot) as *mut std::ffi::c_void;
                         nccl_result(
-                            nccl::ncclRecv(p, plane, nccl::ncclDataType_t::ncclUint8, peer as i32, self.comm, stream),
+                            nccl::ncclRecv(
+                                p,
+                                plane_bytes,
+                                nccl::ncclDataType_t::ncclUint8,
+                                peer as i32,
+                                self.comm,
+                                stream,
+                            ),
                             "receiving halo planes",
                         )?;
                     }
@@ -282,71 +295,45 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
         self.copies.synchronize().ctx("finishing the halo exchange")
     }
 
-    /// The global populations on rank 0 (`None` on the others): every rank
-    /// sends its own layers, population by population, over NCCL.
+    /// The global populations on rank 0 (`None` on the others): every other
+    /// rank sends its whole population buffer, and rank 0 keeps the own layers.
     pub fn gather(&mut self) -> Result<Option<Vec<S>>> {
         self.synchronize()?;
         let d = self.config.domain.dims;
-        let plane = (d.nx * d.ny) as usize;
-        let local = self.solver.read_populations()?;
-        let mine = &self.ranges[self.ranks.rank];
-        let local_cells = plane * (mine.len() + 2);
-        let elem = std::mem::size_of::<S::Elem>();
+        let bytes =
+            |range: &Range<u32>| Q * (d.nx * d.ny) as usize * (range.len() + 2) * std::mem::size_of::<S::Elem>();
         let stream = self.copies.cu_stream() as nccl::cudaStream_t;
         if self.ranks.rank != 0 {
-            let own: Vec<S> =
-                (0..Q).flat_map(|i| local[i * local_cells + plane..][..plane * mine.len()].to_vec()).collect();
-            let elems: Vec<S::Elem> = own.iter().map(|&v| v.to_elem()).collect();
-            let buf = self.copies.clone_htod(&elems).ctx("staging populations")?;
-            let (ptr, _g) = cudarc::driver::DevicePtr::device_ptr(&buf, &self.copies);
-            // SAFETY: `buf` holds `elems.len()` elements until the stream is synchronised.
-            nccl_result(
-                unsafe {
-                    nccl::ncclSend(
-                        ptr as *const _,
-                        elems.len() * elem,
-                        nccl::ncclDataType_t::ncclUint8,
-                        0,
-                        self.comm,
-                        stream,
-                    )
-                },
-                "sending populations",
-            )?;
+            let ptr = self.solver.buffer_address() as *const std::ffi::c_void;
+            let n = bytes(&self.ranges[self.ranks.rank]);
+            // SAFETY: the buffer holds `n` bytes; the stream is synchronised before it changes.
+            let sent = unsafe { nccl::ncclSend(ptr, n, nccl::ncclDataType_t::ncclUint8, 0, self.comm, stream) };
+            nccl_result(sent, "sending populations")?;
             self.copies.synchronize().ctx("sending populations")?;
             return Ok(None);
         }
-        let cells = d.cells();
-        let mut f = vec![S::ZERO; Q * cells];
-        for (r, range) in self.ranges.iter().enumerate() {
-            let block: Vec<S> = if r == 0 {
-                (0..Q).flat_map(|i| local[i * local_cells + plane..][..plane * range.len()].to_vec()).collect()
-            } else {
-                let n = Q * plane * range.len();
-                let mut buf = self.copies.alloc_zeros::<S::Elem>(n).ctx("staging populations")?;
-                let (ptr, _g) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
-                // SAFETY: `buf` holds `n` elements.
-                nccl_result(
-                    unsafe {
-                        nccl::ncclRecv(
-                            ptr as *mut _,
-                            n * elem,
-                            nccl::ncclDataType_t::ncclUint8,
-                            r as i32,
-                            self.comm,
-                            stream,
-                        )
-                    },
-                    "receiving populations",
-                )?;
-                drop(_g);
-                let host = self.copies.clone_dtoh(&buf).ctx("reading populations")?;
-                host.into_iter().map(S::from_elem).collect()
+        let mut f = vec![S::ZERO; Q * d.cells()];
+        write_own_layers(&self.solver.read_populations()?, d, Q, &self.ranges[0], &mut f);
+        for (r, range) in self.ranges.iter().enumerate().skip(1) {
+            let n = bytes(range) / std::mem::size_of::<S::Elem>();
+            let mut buf = self.copies.alloc_zeros::<S::Elem>(n).ctx("staging populations")?;
+            let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
+            // SAFETY: `buf` holds `bytes(range)` bytes.
+            let received = unsafe {
+                nccl::ncclRecv(
+                    ptr as *mut _,
+                    bytes(range),
+                    nccl::ncclDataType_t::ncclUint8,
+                    r as i32,
+                    self.comm,
+                    stream,
+                )
             };
-            let n = plane * range.len();
-            for i in 0..Q {
-                f[i * cells + range.start as usize * plane..][..n].copy_from_slice(&block[i * n..][..n]);
-            }
+            nccl_result(received, "receiving populations")?;
+            drop(guard);
+            let local: Vec<S> =
+                self.copies.clone_dtoh(&buf).ctx("reading populations")?.into_iter().map(S::from_elem).collect();
+            write_own_layers(&local, d, Q, range, &mut f);
         }
         Ok(Some(f))
     }

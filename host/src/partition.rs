@@ -12,6 +12,7 @@ use crate::fields::Fields;
 use crate::halo::{halo_copies, HaloCopy};
 use crate::solver::{BackendKind, Initial, SavedState, Solver, SolverConfig};
 use kernels_gpu::lattice::z_pairs;
+use kernels_gpu::layout::population_index;
 use kernels_gpu::{Dims, Lattice, Storage};
 use std::ops::Range;
 
@@ -59,20 +60,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
         let mut global = CpuSolver::<L, Q, S>::new(config.clone())?;
         let d = config.domain.dims;
         let mut out = Vec::new();
+        let plane = (d.nx * d.ny) as usize;
         for z in split(d.nz, parts)? {
-            let local = Dims::new(d.nx, d.ny, z.len() as u32 + 2);
-            let mut domain = Domain::new(local)?;
-            domain.wall_velocities = config.domain.wall_velocities.clone();
-            domain.open_states = config.domain.open_states.clone();
-            let plane = (d.nx * d.ny) as usize;
-            for zl in 0..local.nz {
-                let zg = global_layer(z.start, zl, d.nz);
-                let src = zg as usize * plane;
-                domain.flags[zl as usize * plane..(zl as usize + 1) * plane]
-                    .copy_from_slice(&config.domain.flags[src..src + plane]);
-            }
-            let local_config =
-                SolverConfig { domain, initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] }, ..config.clone() };
+            let local_config = local_config(&config, &z)?;
             let mut solver = CpuSolver::<L, Q, S>::new(local_config)?;
             solver.set_active_cells(plane..plane * (z.len() + 1));
             out.push(Part { z, solver });
@@ -86,32 +76,17 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
     /// Copies a global population buffer into every partition, halos included.
     fn scatter(&mut self, f: &[S]) {
         let d = self.global.config().domain.dims;
-        let (plane, cells) = ((d.nx * d.ny) as usize, d.cells());
         for part in &mut self.parts {
-            let local_cells = plane * (part.z.len() + 2);
-            let buf = part.solver.buffer_mut();
-            for zl in 0..part.z.len() as u32 + 2 {
-                let zg = global_layer(part.z.start, zl, d.nz) as usize;
-                for i in 0..Q {
-                    let (dst, src) = (i * local_cells + zl as usize * plane, i * cells + zg * plane);
-                    buf[dst..dst + plane].copy_from_slice(&f[src..src + plane]);
-                }
-            }
+            part.solver.buffer_mut().copy_from_slice(&local_layers(f, d, Q, &part.z));
         }
     }
 
     /// The global population buffer, from every partition's own layers.
     fn gather(&mut self) -> Vec<S> {
         let d = self.global.config().domain.dims;
-        let (plane, cells) = ((d.nx * d.ny) as usize, d.cells());
-        let mut f = vec![S::ZERO; Q * cells];
+        let mut f = vec![S::ZERO; Q * d.cells()];
         for part in &mut self.parts {
-            let local_cells = plane * (part.z.len() + 2);
-            let buf = part.solver.buffer_mut();
-            for i in 0..Q {
-                let (dst, src) = (i * cells + part.z.start as usize * plane, i * local_cells + plane);
-                f[dst..dst + plane * part.z.len()].copy_from_slice(&buf[src..src + plane * part.z.len()]);
-            }
+            write_own_layers(part.solver.buffer_mut(), d, Q, &part.z, &mut f);
         }
         f
     }
@@ -120,30 +95,28 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
     /// two copies, applied in any order (their planes are disjoint).
     fn exchange(&mut self, parity: u64) {
         let n = self.parts.len();
-        let plane = (self.global.config().domain.dims.nx * self.global.config().domain.dims.ny) as usize;
+        let plane = self.global.config().domain.dims.nx * self.global.config().domain.dims.ny;
         let copies = halo_copies(self.global.config().streaming, parity, z_pairs(&L::C));
         for k in 0..n {
             for copy in copies {
                 let target = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
                 let planes = self.read_planes(k, &copy, plane);
                 let p = &mut self.parts[target];
-                let (len, zl) = (p.z.len() as u32, copy.to.z(p.z.len() as u32) as usize);
-                let cells = plane * (len as usize + 2);
+                let len = p.z.len() as u32;
                 let buf = p.solver.buffer_mut();
                 for (slot, values) in copy.slots().zip(planes) {
-                    buf[slot * cells + zl * plane..][..plane].copy_from_slice(&values);
+                    buf[copy.to.plane_start(slot, len, plane)..][..plane as usize].copy_from_slice(&values);
                 }
             }
         }
     }
 
     /// The planes `copy` sends from partition `k`.
-    fn read_planes(&mut self, k: usize, copy: &HaloCopy, plane: usize) -> Vec<Vec<S>> {
+    fn read_planes(&mut self, k: usize, copy: &HaloCopy, plane: u32) -> Vec<Vec<S>> {
         let p = &mut self.parts[k];
         let len = p.z.len() as u32;
-        let (cells, zl) = (plane * (len as usize + 2), copy.from.z(len) as usize);
         let buf = p.solver.buffer_mut();
-        copy.slots().map(|slot| buf[slot * cells + zl * plane..][..plane].to_vec()).collect()
+        copy.slots().map(|slot| buf[copy.from.plane_start(slot, len, plane)..][..plane as usize].to_vec()).collect()
     }
 
     /// Brings the global solver to the partitions' state, for read-backs.
@@ -157,6 +130,57 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
 /// Global layer of local layer `zl` of a partition starting at `z0` (halos wrap).
 fn global_layer(z0: u32, zl: u32, nz: u32) -> u32 {
     (z0 + nz + zl - 1) % nz
+}
+
+/// The configuration of the partition owning global layers `z`: those
+/// layers plus one halo layer on each side (wrapping), same physics.
+pub(crate) fn local_config(config: &SolverConfig, z: &Range<u32>) -> Result<SolverConfig> {
+    let d = config.domain.dims;
+    let local = Dims::new(d.nx, d.ny, z.len() as u32 + 2);
+    let plane = (d.nx * d.ny) as usize;
+    let layer = |zl: u32| global_layer(z.start, zl, d.nz) as usize * plane..;
+    let mut domain = Domain::new(local)?;
+    domain.wall_velocities = config.domain.wall_velocities.clone();
+    domain.open_states = config.domain.open_states.clone();
+    for zl in 0..local.nz {
+        domain.flags[zl as usize * plane..][..plane].copy_from_slice(&config.domain.flags[layer(zl)][..plane]);
+    }
+    let initial = match &config.initial {
+        Initial::Uniform { rho, u } => Initial::Uniform { rho: *rho, u: *u },
+        Initial::Fields { rho, u } => Initial::Fields {
+            rho: (0..local.nz).flat_map(|zl| rho[layer(zl)][..plane].to_vec()).collect(),
+            u: (0..local.nz).flat_map(|zl| u[layer(zl)][..plane].to_vec()).collect(),
+        },
+    };
+    Ok(SolverConfig { domain, initial, ..config.clone() })
+}
+
+/// A partition's population buffer (own layers `z` of the global grid `d`
+/// plus halos, `q` populations) cut from a global buffer.
+pub(crate) fn local_layers<T: Copy>(global: &[T], d: Dims, q: usize, z: &Range<u32>) -> Vec<T> {
+    let plane = d.nx * d.ny;
+    let local_cells = (z.len() as u32 + 2) * plane;
+    // Every value is overwritten below; the fill value is only a placeholder.
+    let mut local = vec![global[0]; q * local_cells as usize];
+    for i in 0..q {
+        for zl in 0..z.len() as u32 + 2 {
+            let from = population_index(global_layer(z.start, zl, d.nz) * plane, i, d.cells() as u32);
+            let to = population_index(zl * plane, i, local_cells);
+            local[to..][..plane as usize].copy_from_slice(&global[from..][..plane as usize]);
+        }
+    }
+    local
+}
+
+/// Writes the own layers of a partition's population buffer (as
+/// [`local_layers`] cuts it) into a global buffer.
+pub(crate) fn write_own_layers<T: Copy>(local: &[T], d: Dims, q: usize, z: &Range<u32>, global: &mut [T]) {
+    let (plane, len) = (d.nx * d.ny, z.len() as u32);
+    let n = (len * plane) as usize;
+    for i in 0..q {
+        let to = population_index(z.start * plane, i, d.cells() as u32);
+        global[to..][..n].copy_from_slice(&local[population_index(plane, i, (len + 2) * plane)..][..n]);
+    }
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for PartitionedCpu<L, Q, S> {

@@ -187,14 +187,10 @@ pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Info => info::info(),
         Command::Run { case, backend, device, exchange, size, steps, output, resume, report } => {
-            let exchange = match exchange {
-                None => None,
-                Some(e) => {
-                    Some(lbm::host::multi_gpu::Exchange::ALL.into_iter().find(|x| x.name() == e).ok_or_else(|| {
-                        lbm::Error::Setup(format!("unknown exchange `{e}`: use disaggregated, soa or no-overlap"))
-                    })?)
-                }
-            };
+            let exchange = exchange
+                .map(|e| lbm::host::multi_gpu::Exchange::from_name(&e))
+                .transpose()
+                .map_err(lbm::Error::Setup)?;
             let o = run::RunOptions { backend, device, exchange, size, steps, output, resume, report };
             match run::run(&case, o)? {
                 run::Outcome::Finished => Ok(()),
@@ -308,12 +304,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             if !gpus.is_empty() {
                 let exchange = exchange
                     .iter()
-                    .map(|e| {
-                        lbm::host::multi_gpu::Exchange::ALL
-                            .into_iter()
-                            .find(|x| x.name() == e)
-                            .ok_or_else(|| bad("exchange (use disaggregated, soa, no-overlap)", e))
-                    })
+                    .map(|e| lbm::host::multi_gpu::Exchange::from_name(e).map_err(lbm::Error::Setup))
                     .collect::<Result<Vec<_>>>()?;
                 return bench::scaling(bench::ScalingOptions { sizes, steps, lattices, gpus, exchange, weak, json });
             }
