@@ -99,8 +99,8 @@ fn device_layout_matches_host() {
         for y in 0..dims.ny {
             for x in 0..dims.nx {
                 for i in 0..q {
-                    let at = population_index(dims.index(x, y, z) as u32, i, dims.cells() as u32);
-                    assert_eq!(out[at], layout_probe_value(x, y, z, i), "cell ({x},{y},{z}) population {i}");
+                    let at = population_index(dims.nx * dims.ny, q, x + dims.nx * y, z, i);
+                    assert_eq!(out[at], layout_probe_value(x, y, z, i), "cell ({x},{y},{z}) slot {i}");
                 }
             }
         }

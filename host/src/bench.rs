@@ -8,6 +8,9 @@ use crate::validation::cavity_config;
 use kernels_gpu::Streaming;
 use std::time::Instant;
 
+/// Copy buffer for the bandwidth reference: 4 GiB, far beyond the L2 cache.
+pub const COPY_BYTES: usize = 4 << 30;
+
 /// Bytes one cell update moves at least: every population read and written
 /// once, plus the flag byte. (`2 Q b + 1`; the formula `lbm bench` prints.)
 pub const fn bytes_per_cell_update(lattice: LatticeKind, precision: Precision) -> usize {

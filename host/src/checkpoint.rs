@@ -13,9 +13,10 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"LBMCKPT\0";
-/// Format 2: the 3D velocity sets list their z-crossing pairs first and the
-/// flag byte was re-laid out, so format-1 population buffers mean other things.
-const VERSION: u32 = 2;
+/// Format 3: populations are stored blocked by layer, in storage-slot order
+/// (format 2: plain SoA in direction order; format 1: older direction order
+/// and flag byte), so older population buffers mean other things.
+const VERSION: u32 = 3;
 const HEADER: usize = 8 + 4 + 4 + 32 + 8 + 8 + 32;
 
 /// SHA-256 over everything that decides how a state evolves: lattice,
@@ -75,7 +76,11 @@ pub fn read(path: &Path, config: &SolverConfig) -> Result<SavedState> {
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
     if u32_at(8) != VERSION {
-        return Err(bad(format!("checkpoint format {} is not supported (this lbm writes {VERSION})", u32_at(8))));
+        return Err(bad(format!(
+            "checkpoint format {} is not supported (this lbm writes {VERSION}): resume it with the lbm version that \
+             wrote it, or start the case again",
+            u32_at(8)
+        )));
     }
     if bytes[16..48] != fingerprint(config) {
         return Err(bad(

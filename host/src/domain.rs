@@ -237,7 +237,7 @@ impl Domain {
                 continue;
             }
             let nb = Cell::from_index(d, n as u32).neighbours(d, &D3Q27::C);
-            if nb.iter().any(|&j| is_solid(self.flags[j as usize])) {
+            if (0..27).any(|j| is_solid(self.flags[nb.cell(j) as usize])) {
                 *flag |= NEAR_SOLID;
             }
         }

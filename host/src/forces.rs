@@ -35,14 +35,14 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
         let nb = neighbours::<L, Q>(p.dims, cell);
         let mut arriving = None;
         for i in 1..Q {
-            let target = nb[i] as usize;
+            let target = nb.cell(i) as usize;
             for (k, mask) in objects.iter().enumerate() {
                 if !mask[target] {
                     continue;
                 }
                 // SAFETY: `f` and `flags` are sized for the domain (asserted above).
                 let fi = *arriving.get_or_insert_with(|| unsafe {
-                    load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb)
+                    load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb)
                 });
                 let back = opposite(i);
                 // Populations are stored shifted by their weight.

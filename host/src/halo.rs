@@ -5,9 +5,13 @@
 //! A partition owns layers `1 ..= len` of its local grid and mirrors its
 //! neighbours' nearest layers in halos `0` and `len + 1`. The velocity sets
 //! list the `k` z-crossing pairs first, odd members up
-//! ([`kernels_gpu::lattice::z_pairs`]), so the up-going planes are slots
-//! `1, 3, .., 2k - 1` and the down-going ones `2, 4, .., 2k`: every second
-//! plane, `k` of them (5 of 19 for D3Q19, 9 of 27 for D3Q27).
+//! ([`kernels_gpu::lattice::z_pairs`]), and storage puts the up-going
+//! members in slots `1 ..= k` and the down-going ones in `k + 1 ..= 2k`
+//! ([`kernels_gpu::Lattice::SLOT`]). The population buffer is blocked by
+//! layer ([`kernels_gpu::layout::population_index`]), so what one partition
+//! sends one neighbour in a step is `k` adjacent planes of one layer: one
+//! contiguous range (5 of 19 planes for D3Q19, 9 of 27 for D3Q27), copied
+//! as is, with no packing.
 //!
 //! **Esoteric Pull.** For a pair `(a, b)` with `c_a` up, cell `x` touches
 //! slots of `x` and of `j = x + c_a` (one layer up); so every crossing slot
@@ -33,6 +37,7 @@
 
 use kernels_gpu::layout::population_index;
 use kernels_gpu::Streaming;
+use std::ops::Range;
 
 /// A layer of a partition's local grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,16 +64,17 @@ impl Layer {
     }
 
     /// Index, in a partition's population buffer (`len` owned layers of
-    /// `plane` cells, plus halos), of the first value of population `slot` in
-    /// this layer: the plane is the `plane` values from there.
-    pub fn plane_start(self, slot: usize, len: u32, plane: u32) -> usize {
-        population_index(self.z(len) * plane, slot, (len + 2) * plane)
+    /// `plane` cells plus halos, `q` storage slots), of the first value of
+    /// storage slot `slot` in this layer: the plane is the `plane` values
+    /// from there.
+    pub fn plane_start(self, slot: usize, len: u32, plane: u32, q: usize) -> usize {
+        population_index(plane, q, 0, self.z(len), slot)
     }
 }
 
-/// One copy to a neighbour: the population planes `first, first + 2, ..`
-/// (`count` of them) of layer `from` of the sender go to the same slots of
-/// layer `to` of the receiver, the neighbour above (`up`) or below.
+/// One copy to a neighbour: the storage slots `first .. first + count` of
+/// layer `from` of the sender go to the same slots of layer `to` of the
+/// receiver, the neighbour above (`up`) or below.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HaloCopy {
     /// Whether the receiver is the partition above.
@@ -77,30 +83,40 @@ pub struct HaloCopy {
     pub from: Layer,
     /// Receiver's layer.
     pub to: Layer,
-    /// First population slot (1: up-going planes, 2: down-going).
+    /// First storage slot (1: up-going directions, `count + 1`: down-going).
     pub first: usize,
-    /// Number of planes, every second slot from `first`: the z-crossing pairs.
+    /// Number of slots: the z-crossing pairs.
     pub count: usize,
 }
 
 impl HaloCopy {
-    /// The population slots this copy moves.
-    pub fn slots(&self) -> impl Iterator<Item = usize> + use<> {
-        let first = self.first;
-        (0..self.count).map(move |m| first + 2 * m)
+    /// The storage slots this copy moves.
+    pub fn slots(&self) -> Range<usize> {
+        self.first..self.first + self.count
+    }
+
+    /// The values this copy reads from the sender's buffer (`from_len` own
+    /// layers) and writes into the receiver's (`to_len`): one contiguous
+    /// range each, of equal length, for layers of `plane` cells and `q` slots.
+    pub fn ranges(&self, from_len: u32, to_len: u32, plane: u32, q: usize) -> (Range<usize>, Range<usize>) {
+        let n = self.count * plane as usize;
+        let from = self.from.plane_start(self.first, from_len, plane, q);
+        let to = self.to.plane_start(self.first, to_len, plane, q);
+        (from..from + n, to..to + n)
     }
 }
 
 /// The two copies each partition sends after a step of parity `parity` (time
 /// step modulo 2) of `scheme`, for a velocity set with `z_pairs` z-crossing pairs.
 pub const fn halo_copies(scheme: Streaming, parity: u64, z_pairs: usize) -> [HaloCopy; 2] {
+    // Storage slots of the up-going (a) and down-going (b) crossing directions.
+    let (a, b) = (1, 1 + z_pairs);
     let (up_first, down_first, up_from, down_from, up_to) = match scheme {
         Streaming::EsotericPull => {
             let even = parity.is_multiple_of(2);
-            let (b, a) = (2, 1);
             (if even { b } else { a }, if even { a } else { b }, Layer::UpperHalo, Layer::Bottom, Layer::Bottom)
         }
-        Streaming::TwoLattice => (1, 2, Layer::Top, Layer::Bottom, Layer::LowerHalo),
+        Streaming::TwoLattice => (a, b, Layer::Top, Layer::Bottom, Layer::LowerHalo),
     };
     [
         HaloCopy { up: true, from: up_from, to: up_to, first: up_first, count: z_pairs },
@@ -112,19 +128,29 @@ pub const fn halo_copies(scheme: Streaming, parity: u64, z_pairs: usize) -> [Hal
 mod tests {
     use super::*;
 
+    /// A layer's planes lie where the shared layout puts the layer's cells,
+    /// and a copy's range is its slots' planes, back to back.
+    #[test]
+    fn ranges_are_the_copied_slots_planes() {
+        let (len, plane, q) = (5, 12, 19);
+        assert_eq!(Layer::UpperHalo.plane_start(3, len, plane, q), population_index(plane, q, 0, len + 1, 3));
+        assert_eq!(Layer::Bottom.plane_start(2, len, plane, q) + 7, population_index(plane, q, 7, 1, 2));
+        assert_eq!(Layer::LowerHalo.plane_start(0, len, plane, q), 0);
+        for copy in
+            halo_copies(Streaming::EsotericPull, 1, 5).into_iter().chain(halo_copies(Streaming::TwoLattice, 0, 5))
+        {
+            let (from, to) = copy.ranges(len, len + 1, plane, q);
+            let planes: Vec<_> = copy.slots().map(|s| copy.from.plane_start(s, len, plane, q)).collect();
+            assert_eq!(from.start, planes[0]);
+            assert!(planes.windows(2).all(|w| w[1] == w[0] + plane as usize), "{copy:?}");
+            assert_eq!(from.len(), 5 * plane as usize);
+            assert_eq!((to.start, to.len()), (copy.to.plane_start(copy.first, len + 1, plane, q), from.len()));
+        }
+    }
+
     /// The planes each exchange reads and writes are disjoint, so the copies
     /// of all partitions may run in any order (with one or two partitions a
     /// partition is its own neighbour).
-    /// A layer's planes lie where the shared layout puts the layer's cells.
-    #[test]
-    fn planes_start_where_the_layout_says() {
-        let (len, plane) = (5, 12);
-        let cells = (len + 2) * plane;
-        assert_eq!(Layer::UpperHalo.plane_start(3, len, plane), population_index((len + 1) * plane, 3, cells));
-        assert_eq!(Layer::Bottom.plane_start(2, len, plane) + plane as usize, population_index(2 * plane, 2, cells));
-        assert_eq!(Layer::LowerHalo.plane_start(0, len, plane), 0);
-    }
-
     #[test]
     fn copies_never_read_what_another_writes() {
         for scheme in [Streaming::EsotericPull, Streaming::TwoLattice] {
@@ -137,7 +163,7 @@ mod tests {
                     assert!(!reads.contains(w), "{scheme:?} parity {parity}: {w:?} is read and written");
                 }
                 assert_eq!(up.slots().count(), 5);
-                assert!(up.slots().all(|s| s % 2 == up.first % 2) && up.first != down.first);
+                assert!(up.first != down.first && [up.first, down.first].iter().all(|&f| f == 1 || f == 6));
             }
         }
     }

@@ -11,17 +11,17 @@
 //! receiver touches the received planes during the step (see [`crate::halo`]),
 //! so the copies overlap the interiors.
 //!
-//! [`Exchange`] selects the copies: one strided copy per neighbour
-//! (`cuMemcpy3DPeerAsync` of `k` rows, every second population plane), one
-//! copy per crossing population (the SoA baseline of seed 000, Table 3), or
-//! the strided copy without overlap (the whole partition first, then the
-//! copies). Peer access is enabled between neighbouring devices where the
+//! [`Exchange`] selects the copies: one contiguous copy per neighbour
+//! (`cuMemcpyPeerAsync` of the `k` adjacent crossing planes the layer-blocked
+//! layout puts together), one copy per crossing population (the SoA baseline
+//! of seed 000, Table 3), or the single copy without overlap (the whole
+//! partition first, then the copies). Peer access is enabled between neighbouring devices where the
 //! hardware allows it; elsewhere the driver stages peer copies through the host.
 
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::Fields;
 use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
-use crate::halo::{halo_copies, HaloCopy, Layer};
+use crate::halo::{halo_copies, HaloCopy};
 use crate::partition::{local_config, local_layers, split, write_own_layers};
 use crate::solver::{BackendKind, SavedState, Solver, SolverConfig};
 use crate::{cpu::CpuSolver, domain::Domain};
@@ -36,11 +36,11 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Exchange {
-    /// One strided copy per neighbour per step, overlapped with the interior.
+    /// One contiguous copy per neighbour per step, overlapped with the interior.
     Disaggregated,
     /// One copy per crossing population, overlapped (the SoA baseline).
     Soa,
-    /// One strided copy per neighbour, after the whole partition is computed.
+    /// One contiguous copy per neighbour, after the whole partition is computed.
     NoOverlap,
 }
 
@@ -242,60 +242,37 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
         let d = self.config.domain.dims;
         let elem = std::mem::size_of::<S::Elem>();
         let plane = d.nx * d.ny;
-        // Byte offset of plane `slot` of `layer`, and the step between the
-        // every-second planes a copy moves (the pitch of its rows).
-        let at = |p: &Part<L, Q, S>, layer: Layer, slot: usize| layer.plane_start(slot, p.z.len() as u32, plane) * elem;
-        let pitch = |p: &Part<L, Q, S>| at(p, Layer::Bottom, 2) - at(p, Layer::Bottom, 0);
         let (src_base, dst_base) = (src.solver.buffer_address(), dst.solver.buffer_address());
         let (src_ctx, dst_ctx) = (src.solver.device().context().cu_ctx(), dst.solver.device().context().cu_ctx());
         src.solver.device().context().bind_to_thread().ctx("binding the device")?;
         let stream = src.copies.cu_stream();
-        let src_at = |row: usize| src_base + at(src, copy.from, copy.first + 2 * row) as u64;
-        let dst_at = |row: usize| dst_base + at(dst, copy.to, copy.first + 2 * row) as u64;
-        let plane_bytes = plane as usize * elem;
-        if self.exchange == Exchange::Soa {
-            // One contiguous plane per crossing population.
-            for row in 0..copy.count {
-                // SAFETY: both planes lie inside the partitions' population buffers.
-                unsafe { sys::cuMemcpyPeerAsync(dst_at(row), dst_ctx, src_at(row), src_ctx, plane_bytes, stream) }
-                    .result()
-                    .ctx("queuing a halo copy")?;
+        let (from_range, to_range) = copy.ranges(src.z.len() as u32, dst.z.len() as u32, plane, Q);
+        let peer_copy = |offset: usize, values: usize| {
+            let (s, t) = ((from_range.start + offset) * elem, (to_range.start + offset) * elem);
+            // SAFETY: both ranges lie inside the partitions' population buffers.
+            unsafe {
+                sys::cuMemcpyPeerAsync(
+                    dst_base + t as u64,
+                    dst_ctx,
+                    src_base + s as u64,
+                    src_ctx,
+                    values * elem,
+                    stream,
+                )
             }
-            return Ok(());
-        }
-        // One strided copy: `count` planes, every second population plane.
-        // (cuMemcpy2DAsync refuses device-to-device copies between GPUs; the
-        // peer form takes both contexts.)
-        let params = sys::CUDA_MEMCPY3D_PEER {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcZ: 0,
-            srcLOD: 0,
-            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            srcHost: std::ptr::null(),
-            srcDevice: src_at(0),
-            srcArray: std::ptr::null_mut(),
-            srcContext: src_ctx,
-            srcPitch: pitch(src),
-            srcHeight: copy.count,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstZ: 0,
-            dstLOD: 0,
-            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            dstHost: std::ptr::null_mut(),
-            dstDevice: dst_at(0),
-            dstArray: std::ptr::null_mut(),
-            dstContext: dst_ctx,
-            dstPitch: pitch(dst),
-            dstHeight: copy.count,
-            WidthInBytes: plane_bytes,
-            Height: copy.count,
-            Depth: 1,
+            .result()
+            .ctx("queuing a halo copy")
         };
-        // SAFETY: as above.
-        unsafe { sys::cuMemcpy3DPeerAsync(&params, stream) }.result().ctx("queuing a halo copy")?;
-        Ok(())
+        if self.exchange == Exchange::Soa {
+            // The baseline: one copy per crossing population plane.
+            for row in 0..copy.count {
+                peer_copy(row * plane as usize, plane as usize)?;
+            }
+            Ok(())
+        } else {
+            // The slots a neighbour needs are adjacent planes: one copy.
+            peer_copy(0, from_range.len())
+        }
     }
 
     /// The global population buffer from every partition's own layers.

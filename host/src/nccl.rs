@@ -10,9 +10,10 @@
 //! file must not exist before the run, and rank 0 removes it at the end) or
 //! `tcp:HOST:PORT` (rank 0 listens there).
 
+use crate::bench::COPY_BYTES;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
-use crate::halo::{halo_copies, Layer};
+use crate::halo::halo_copies;
 use crate::partition::{local_config, split, write_own_layers};
 use crate::solver::{Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
@@ -25,6 +26,9 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// NCCL moves halos as bytes: the ranges are raw population storage.
+const BYTES: nccl::ncclDataType_t = nccl::ncclDataType_t::ncclUint8;
 
 /// How long a rank waits for the rendezvous.
 const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(120);
@@ -226,7 +230,6 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
         let d = self.config.domain.dims;
         let elem = std::mem::size_of::<S::Elem>();
         let plane = d.nx * d.ny;
-        let plane_bytes = plane as usize * elem;
         let stream = self.copies.cu_stream() as nccl::cudaStream_t;
         for _ in 0..steps {
             let compute = self.solver.device().stream().clone();
@@ -240,45 +243,24 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
             self.solver.swap_buffers();
             self.copies.wait(&self.boundary_done).ctx("waiting for boundary layers")?;
             let base = self.solver.buffer_address();
-            let at = |layer: Layer, slot: usize| base + (layer.plane_start(slot, len, plane) * elem) as u64;
+            let at = |i: usize| (base + (i * elem) as u64) as *mut std::ffi::c_void;
             let copies = halo_copies(self.config.streaming, self.t, z_pairs(&L::C));
-            // SAFETY: group calls; every pointer is a plane inside this rank's buffer.
+            // SAFETY: group calls; every range lies inside this rank's buffer
+            // (each rank places what it sends and receives in its own layers).
             unsafe {
                 nccl_result(nccl::ncclGroupStart(), "starting a group")?;
                 for c in &copies {
+                    let (from, _) = c.ranges(len, len, plane, Q);
                     let peer = if c.up { up_peer } else { down_peer };
-                    for slot in c.slots() {
-                        let p = at(c.from, slot) as *const std::ffi::c_void;
-                        nccl_result(
-                            nccl::ncclSend(
-                                p,
-                                plane_bytes,
-                                nccl::ncclDataType_t::ncclUint8,
-                                peer as i32,
-                                self.comm,
-                                stream,
-                            ),
-                            "sending halo planes",
-                        )?;
-                    }
+                    let sent = nccl::ncclSend(at(from.start), from.len() * elem, BYTES, peer as i32, self.comm, stream);
+                    nccl_result(sent, "sending halo planes")?;
                 }
                 for c in &copies {
                     // The copy `c` that this rank receives comes from the other side.
+                    let (_, to) = c.ranges(len, len, plane, Q);
                     let peer = if c.up { down_peer } else { up_peer };
-                    for slot in c.slots() {
-                        let p = at(c.to, slot) as *mut std::ffi::c_void;
-                        nccl_result(
-                            nccl::ncclRecv(
-                                p,
-                                plane_bytes,
-                                nccl::ncclDataType_t::ncclUint8,
-                                peer as i32,
-                                self.comm,
-                                stream,
-                            ),
-                            "receiving halo planes",
-                        )?;
-                    }
+                    let received = nccl::ncclRecv(at(to.start), to.len() * elem, BYTES, peer as i32, self.comm, stream);
+                    nccl_result(received, "receiving halo planes")?;
                 }
                 nccl_result(nccl::ncclGroupEnd(), "ending a group")?;
             }
@@ -307,7 +289,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
             let ptr = self.solver.buffer_address() as *const std::ffi::c_void;
             let n = bytes(&self.ranges[self.ranks.rank]);
             // SAFETY: the buffer holds `n` bytes; the stream is synchronised before it changes.
-            let sent = unsafe { nccl::ncclSend(ptr, n, nccl::ncclDataType_t::ncclUint8, 0, self.comm, stream) };
+            let sent = unsafe { nccl::ncclSend(ptr, n, BYTES, 0, self.comm, stream) };
             nccl_result(sent, "sending populations")?;
             self.copies.synchronize().ctx("sending populations")?;
             return Ok(None);
@@ -319,16 +301,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
             let mut buf = self.copies.alloc_zeros::<S::Elem>(n).ctx("staging populations")?;
             let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
             // SAFETY: `buf` holds `bytes(range)` bytes.
-            let received = unsafe {
-                nccl::ncclRecv(
-                    ptr as *mut _,
-                    bytes(range),
-                    nccl::ncclDataType_t::ncclUint8,
-                    r as i32,
-                    self.comm,
-                    stream,
-                )
-            };
+            let received = unsafe { nccl::ncclRecv(ptr as *mut _, bytes(range), BYTES, r as i32, self.comm, stream) };
             nccl_result(received, "receiving populations")?;
             drop(guard);
             let local: Vec<S> =
@@ -351,8 +324,14 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Drop for NcclPartition<L, 
 pub struct NcclReport {
     /// Processes.
     pub world: usize,
-    /// Million cell updates per second over the whole domain.
+    /// Million cell updates per second over the whole domain, timed over
+    /// `timed_steps` (after untimed warm-up steps).
     pub mlups: f64,
+    /// Steps timed.
+    pub timed_steps: u64,
+    /// Device-to-device copy bandwidth of rank 0's GPU, bytes read plus
+    /// written per second, measured after the run.
+    pub copy_bandwidth: f64,
     /// Populations that differ from a one-GPU run of the same steps.
     pub differ: usize,
     /// Populations compared.
@@ -376,13 +355,19 @@ pub fn run_and_check(
         ptx: &str,
     ) -> Result<Option<NcclReport>> {
         let mut part = NcclPartition::<L, Q, S>::new(config.clone(), ranks, rendezvous, ptx)?;
+        // NCCL connects peers on their first send: untimed warm-up steps
+        // keep that out of the speed (they count towards the comparison).
+        let warm_up = (steps / 10).min(10);
+        part.step(warm_up)?;
         part.synchronize()?;
         let start = Instant::now();
-        part.step(steps)?;
+        part.step(steps - warm_up)?;
         part.synchronize()?;
         let seconds = start.elapsed().as_secs_f64();
         let Some(got) = part.gather()? else { return Ok(None) };
-        let mut one = GpuSolver::<L, Q, S>::new(config.clone(), GpuDevice::open(ranks.local, ptx)?)?;
+        let device = GpuDevice::open(ranks.local, ptx)?;
+        let copy_bandwidth = device.copy_bandwidth(COPY_BYTES, 20)?;
+        let mut one = GpuSolver::<L, Q, S>::new(config.clone(), device)?;
         one.step(steps)?;
         let want = one.read_populations()?;
         let size = std::mem::size_of::<S>();
@@ -391,7 +376,9 @@ pub fn run_and_check(
         let cells = config.domain.dims.cells() as f64;
         Ok(Some(NcclReport {
             world: ranks.world,
-            mlups: cells * steps as f64 / seconds / 1e6,
+            mlups: cells * (steps - warm_up) as f64 / seconds / 1e6,
+            timed_steps: steps - warm_up,
+            copy_bandwidth,
             differ,
             total: want.len(),
         }))

@@ -3,13 +3,13 @@
 //! multi-GPU path runs, on the CPU backend, so its logic is tested everywhere.
 //! After every step each partition sends its neighbours exactly the
 //! population planes [`crate::halo::halo_copies`] names (the crossing ones,
-//! parity-aware for Esoteric Pull).
+//! parity-aware for Esoteric Pull), one contiguous range per neighbour.
 
 use crate::cpu::CpuSolver;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::fields::Fields;
-use crate::halo::{halo_copies, HaloCopy};
+use crate::halo::halo_copies;
 use crate::solver::{BackendKind, Initial, SavedState, Solver, SolverConfig};
 use kernels_gpu::lattice::z_pairs;
 use kernels_gpu::layout::population_index;
@@ -92,7 +92,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
     }
 
     /// The halo exchange after a step of parity `parity`: every partition's
-    /// two copies, applied in any order (their planes are disjoint).
+    /// two copies, each one contiguous range, applied in any order (their
+    /// ranges are disjoint).
     fn exchange(&mut self, parity: u64) {
         let n = self.parts.len();
         let plane = self.global.config().domain.dims.nx * self.global.config().domain.dims.ny;
@@ -100,23 +101,12 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
         for k in 0..n {
             for copy in copies {
                 let target = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
-                let planes = self.read_planes(k, &copy, plane);
-                let p = &mut self.parts[target];
-                let len = p.z.len() as u32;
-                let buf = p.solver.buffer_mut();
-                for (slot, values) in copy.slots().zip(planes) {
-                    buf[copy.to.plane_start(slot, len, plane)..][..plane as usize].copy_from_slice(&values);
-                }
+                let (from_len, to_len) = (self.parts[k].z.len() as u32, self.parts[target].z.len() as u32);
+                let (from, to) = copy.ranges(from_len, to_len, plane, Q);
+                let values = self.parts[k].solver.buffer_mut()[from].to_vec();
+                self.parts[target].solver.buffer_mut()[to].copy_from_slice(&values);
             }
         }
-    }
-
-    /// The planes `copy` sends from partition `k`.
-    fn read_planes(&mut self, k: usize, copy: &HaloCopy, plane: u32) -> Vec<Vec<S>> {
-        let p = &mut self.parts[k];
-        let len = p.z.len() as u32;
-        let buf = p.solver.buffer_mut();
-        copy.slots().map(|slot| buf[copy.from.plane_start(slot, len, plane)..][..plane as usize].to_vec()).collect()
     }
 
     /// Brings the global solver to the partitions' state, for read-backs.
@@ -156,18 +146,14 @@ pub(crate) fn local_config(config: &SolverConfig, z: &Range<u32>) -> Result<Solv
 }
 
 /// A partition's population buffer (own layers `z` of the global grid `d`
-/// plus halos, `q` populations) cut from a global buffer.
+/// plus halos, `q` populations) cut from a global buffer: layers are
+/// contiguous in the layout, so this is one range, or two where a halo wraps.
 pub(crate) fn local_layers<T: Copy>(global: &[T], d: Dims, q: usize, z: &Range<u32>) -> Vec<T> {
-    let plane = d.nx * d.ny;
-    let local_cells = (z.len() as u32 + 2) * plane;
-    // Every value is overwritten below; the fill value is only a placeholder.
-    let mut local = vec![global[0]; q * local_cells as usize];
-    for i in 0..q {
-        for zl in 0..z.len() as u32 + 2 {
-            let from = population_index(global_layer(z.start, zl, d.nz) * plane, i, d.cells() as u32);
-            let to = population_index(zl * plane, i, local_cells);
-            local[to..][..plane as usize].copy_from_slice(&global[from..][..plane as usize]);
-        }
+    let layer = q * (d.nx * d.ny) as usize;
+    let mut local = Vec::with_capacity((z.len() + 2) * layer);
+    for zl in 0..z.len() as u32 + 2 {
+        let start = population_index(d.nx * d.ny, q, 0, global_layer(z.start, zl, d.nz), 0);
+        local.extend_from_slice(&global[start..][..layer]);
     }
     local
 }
@@ -175,12 +161,9 @@ pub(crate) fn local_layers<T: Copy>(global: &[T], d: Dims, q: usize, z: &Range<u
 /// Writes the own layers of a partition's population buffer (as
 /// [`local_layers`] cuts it) into a global buffer.
 pub(crate) fn write_own_layers<T: Copy>(local: &[T], d: Dims, q: usize, z: &Range<u32>, global: &mut [T]) {
-    let (plane, len) = (d.nx * d.ny, z.len() as u32);
-    let n = (len * plane) as usize;
-    for i in 0..q {
-        let to = population_index(z.start * plane, i, d.cells() as u32);
-        global[to..][..n].copy_from_slice(&local[population_index(plane, i, (len + 2) * plane)..][..n]);
-    }
+    let plane = d.nx * d.ny;
+    let own = |z0: u32| population_index(plane, q, 0, z0, 0)..population_index(plane, q, 0, z0 + z.len() as u32, 0);
+    global[own(z.start)].copy_from_slice(&local[own(1)]);
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for PartitionedCpu<L, Q, S> {

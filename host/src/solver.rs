@@ -329,7 +329,7 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(config: &SolverConfig,
         }
         let nb = neighbours::<L, Q>(p.dims, kernels_gpu::layout::Cell::from_index(p.dims, n));
         // SAFETY: `f` and `flags` are sized for the domain (asserted above).
-        let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), n, &nb) };
+        let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb) };
         mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
     }
     mass

@@ -6,9 +6,11 @@
 //!
 //! The 3D sets list the pairs that cross a z-plane first, each with its odd
 //! member pointing up (`c_z = +1`): directions `1, 3, .., 2k - 1` go up and
-//! `2, 4, .., 2k` down ([`z_pairs`]). The populations that cross between two
-//! z-partitions are then every second population plane from 1 or 2, which a
-//! single strided copy moves (see the host's `halo` module).
+//! `2, 4, .., 2k` down ([`z_pairs`]). Storage reorders them
+//! ([`Lattice::SLOT`]): slots `1 ..= k` hold the up-going directions and
+//! `k + 1 ..= 2k` the down-going ones, so the populations that cross between
+//! two z-partitions are `k` adjacent planes of one layer, which one
+//! contiguous copy moves (see the host's `halo` module).
 
 /// A velocity set with `Q` discrete velocities.
 pub trait Lattice<const Q: usize>: Copy + Send + Sync + 'static {
@@ -20,6 +22,27 @@ pub trait Lattice<const Q: usize>: Copy + Send + Sync + 'static {
     const C: [[i32; 3]; Q];
     /// Quadrature weights `w_i`.
     const W: [f64; Q];
+    /// Storage slot of each direction within a layer (see [`storage_slots`]).
+    const SLOT: [usize; Q] = storage_slots::<Q>(z_pairs(&Self::C));
+}
+
+/// Storage slot of each direction when the first `k` pairs cross z: the
+/// up-going members `1, 3, .., 2k - 1` take slots `1 ..= k`, the down-going
+/// ones `2, 4, .., 2k` slots `k + 1 ..= 2k`; the rest keep their index.
+pub const fn storage_slots<const Q: usize>(k: usize) -> [usize; Q] {
+    let mut slot = [0; Q];
+    let mut i = 0;
+    while i < Q {
+        slot[i] = if i == 0 || i > 2 * k {
+            i
+        } else if i % 2 == 1 {
+            i.div_ceil(2)
+        } else {
+            k + i / 2
+        };
+        i += 1;
+    }
+    slot
 }
 
 /// Number `k` of opposite pairs that cross a z-plane: the first `k` pairs.
@@ -243,8 +266,26 @@ mod tests {
         }
     }
 
+    /// Storage slots are a permutation that puts each way's crossing
+    /// directions in `k` adjacent slots.
+    fn check_slots<L: Lattice<Q>, const Q: usize>() {
+        let k = z_pairs(&L::C);
+        let mut seen = [false; Q];
+        for i in 0..Q {
+            let s = L::SLOT[i];
+            assert!(!seen[s], "{}: slot {s} taken twice", L::NAME);
+            seen[s] = true;
+            let up = (1..=k).contains(&s);
+            let down = (k + 1..=2 * k).contains(&s);
+            assert_eq!((up, down), (L::C[i][2] == 1, L::C[i][2] == -1), "{} direction {i}", L::NAME);
+        }
+    }
+
     #[test]
     fn z_crossing_pairs_come_first() {
+        check_slots::<D2Q9, 9>();
+        check_slots::<D3Q19, 19>();
+        check_slots::<D3Q27, 27>();
         check_z_pairs::<D2Q9, 9>(0);
         check_z_pairs::<D3Q19, 19>(5);
         check_z_pairs::<D3Q27, 27>(9);

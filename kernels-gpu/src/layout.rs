@@ -72,30 +72,56 @@ impl Cell {
         Self { n, x, y, z }
     }
 
-    /// Indices of the neighbours `x + c_i` for the given velocities, with
-    /// periodic wrap: per-axis index offsets for -1, 0 and +1 (wrapped at the
-    /// box faces) are formed once, then each neighbour is one three-way add.
+    /// The neighbours `x + c_i` for the given velocities, with periodic
+    /// wrap: per-axis offsets for -1, 0 and +1 (wrapped at the box faces)
+    /// are formed once, then each neighbour is a two-way add and a pick.
     /// Every axis wraps: non-periodic faces are closed by boundary cells in the
     /// grid, so a fluid cell never reaches across a wrap there.
     #[inline(always)]
-    pub fn neighbours<const Q: usize>(self, dims: Dims, c: &[[i32; 3]; Q]) -> [u32; Q] {
-        let plane = dims.nx * dims.ny;
+    pub fn neighbours<const Q: usize>(self, dims: Dims, c: &[[i32; 3]; Q]) -> Neighbours<Q> {
         let axis = |pos: u32, len: u32, stride: u32| -> [u32; 3] {
             let down = if pos == 0 { (len - 1) * stride } else { stride.wrapping_neg() };
             let up = if pos + 1 == len { ((len - 1) * stride).wrapping_neg() } else { stride };
             [down, 0, up]
         };
-        let (ox, oy, oz) = (axis(self.x, dims.nx, 1), axis(self.y, dims.ny, dims.nx), axis(self.z, dims.nz, plane));
-        let mut nb = [0u32; Q];
+        let (ox, oy) = (axis(self.x, dims.nx, 1), axis(self.y, dims.ny, dims.nx));
+        let oz = axis(self.z, dims.nz, 1);
+        let xy = self.x + dims.nx * self.y;
+        let mut nb = Neighbours { plane: dims.nx * dims.ny, xy: [0; Q], z: [0; Q] };
         for i in 0..Q {
             let [cx, cy, cz] = c[i];
-            nb[i] = self
-                .n
-                .wrapping_add(ox[(cx + 1) as usize])
-                .wrapping_add(oy[(cy + 1) as usize])
-                .wrapping_add(oz[(cz + 1) as usize]);
+            nb.xy[i] = xy.wrapping_add(ox[(cx + 1) as usize]).wrapping_add(oy[(cy + 1) as usize]);
+            nb.z[i] = self.z.wrapping_add(oz[(cz + 1) as usize]);
         }
         nb
+    }
+}
+
+/// Where the neighbours `x + c_i` of a cell are: position `x + nx * y` in
+/// their layer and the layer `z`, which is how both the flags (one byte per
+/// cell) and the populations (see [`population_index`]) are found. Entry 0,
+/// `c_0 = 0`, is the cell itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Neighbours<const Q: usize> {
+    /// Cells per layer, `nx * ny`.
+    pub plane: u32,
+    /// In-layer position of each neighbour.
+    pub xy: [u32; Q],
+    /// Layer of each neighbour.
+    pub z: [u32; Q],
+}
+
+impl<const Q: usize> Neighbours<Q> {
+    /// Cell index (as [`Dims::index`]) of neighbour `j`.
+    #[inline(always)]
+    pub const fn cell(&self, j: usize) -> u32 {
+        self.xy[j] + self.plane * self.z[j]
+    }
+
+    /// Index of storage slot `slot` of neighbour `j` in a population buffer.
+    #[inline(always)]
+    pub const fn population(&self, j: usize, slot: usize) -> usize {
+        population_index(self.plane, Q, self.xy[j], self.z[j], slot)
     }
 }
 
@@ -104,12 +130,19 @@ impl Cell {
 /// split over several devices.
 pub const MAX_CELLS: usize = u32::MAX as usize;
 
-/// Index of population `i` of cell `n` in a structure-of-arrays buffer of
-/// `cells` cells: all cells' population 0, then all population 1, ... This is
-/// what makes a warp's loads of one population coalesced.
+/// Index of storage slot `slot` of the cell at in-layer position `xy` of
+/// layer `z`, in a buffer of `q` populations over layers of `plane` cells.
+///
+/// The layout is structure of arrays blocked by layer: layer `z` holds `q`
+/// planes, one per storage slot, each with the `plane` values of that
+/// population in cell order. Within a plane a warp's loads are coalesced, as
+/// in plain SoA; blocking by layer makes every layer (and so every partition
+/// of a z-split domain, halos included) one contiguous range, and puts the
+/// populations a layer sends to a z-neighbour next to each other
+/// ([`crate::lattice::Lattice::SLOT`] orders the slots so they are).
 #[inline(always)]
-pub const fn population_index(n: u32, i: usize, cells: u32) -> usize {
-    i * cells as usize + n as usize
+pub const fn population_index(plane: u32, q: usize, xy: u32, z: u32, slot: usize) -> usize {
+    (z as usize * q + slot) * plane as usize + xy as usize
 }
 
 #[cfg(test)]
@@ -133,7 +166,8 @@ mod tests {
         assert_eq!(reference_neighbour(d, 4, 0, 0, [1, 0, 0]), at(0, 0, 0));
         assert_eq!(reference_neighbour(d, 0, 0, 0, [-1, -1, -1]), at(4, 3, 2));
         assert_eq!(reference_neighbour(d, 1, 2, 1, [1, -1, 1]), at(2, 1, 2));
-        assert_eq!(population_index(7, 2, d.cells() as u32), 2 * 60 + 7);
+        // Plane 20 cells, 3 slots per layer: slot 2 of layer 1 starts at (3 + 2) * 20.
+        assert_eq!(population_index(20, 3, 7, 1, 2), 100 + 7);
         let all: [[i32; 3]; 27] =
             core::array::from_fn(|k| [k as i32 % 3 - 1, (k as i32 / 3) % 3 - 1, k as i32 / 9 - 1]);
         for n in 0..d.cells() as u32 {
@@ -141,7 +175,7 @@ mod tests {
             assert_eq!(Cell::at(d, cell.x, cell.y, cell.z), cell);
             let nb = cell.neighbours(d, &all);
             for (k, c) in all.iter().enumerate() {
-                assert_eq!(nb[k], reference_neighbour(d, cell.x, cell.y, cell.z, *c), "cell {n} offset {c:?}");
+                assert_eq!(nb.cell(k), reference_neighbour(d, cell.x, cell.y, cell.z, *c), "cell {n} offset {c:?}");
             }
         }
     }

@@ -37,7 +37,7 @@ use crate::flags::{
     is_flow, is_fluid, is_solid, moving_wall_id, open_boundary, MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES, NEAR_SOLID,
 };
 use crate::lattice::{opposite, Lattice};
-use crate::layout::{population_index, Cell, Dims};
+use crate::layout::{population_index, Cell, Dims, Neighbours};
 use crate::params::{OpenBoundary, OpenParams, StepParams};
 use crate::real::Real;
 use crate::storage::Storage;
@@ -64,10 +64,16 @@ impl Streaming {
     }
 }
 
-/// Indices of the neighbours `x + c_i` of a cell (periodic wrap).
+/// The neighbours `x + c_i` of a cell (periodic wrap).
 #[inline(always)]
-pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, cell: Cell) -> [u32; Q] {
+pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, cell: Cell) -> Neighbours<Q> {
     cell.neighbours(dims, &L::C)
+}
+
+/// Index of population `i` of neighbour `j` (`j = 0`: the cell itself).
+#[inline(always)]
+fn slot_of<L: Lattice<Q>, const Q: usize>(nb: &Neighbours<Q>, j: usize, i: usize) -> usize {
+    nb.population(j, L::SLOT[i])
 }
 
 /// BGK collision, with the Guo forcing terms only when the force is not zero
@@ -143,29 +149,27 @@ fn wall_velocity<T: Real>(p: &StepParams<T>, k: usize) -> [T; 3] {
     u
 }
 
-/// Where population `i` arriving at cell `n` at a step of parity `p.parity` is
-/// stored, and the wall term to add to the stored value (zero unless bounced
-/// off a moving wall). With `CHECK_WALLS = false` the cell is known to have no
-/// solid neighbour and no flag is read.
+/// Where population `i` arriving at the cell with neighbours `nb` at a step
+/// of parity `p.parity` is stored, and the wall term to add to the stored
+/// value (zero unless bounced off a moving wall). With `CHECK_WALLS = false`
+/// the cell is known to have no solid neighbour and no flag is read.
 ///
 /// # Safety
-/// `flags` must hold `p.dims.cells()` bytes and `nb` the neighbours of `n`.
+/// `flags` must hold `p.dims.cells()` bytes and `nb` the neighbours of a cell.
 #[inline(always)]
 pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_WALLS: bool>(
     scheme: Streaming,
     p: &StepParams<T>,
     flags: *const u8,
-    n: u32,
-    nb: &[u32; Q],
+    nb: &Neighbours<Q>,
     i: usize,
 ) -> (usize, T) {
-    let cells = p.dims.nx * p.dims.ny * p.dims.nz;
     if i == 0 {
-        return (population_index(n, 0, cells), T::ZERO);
+        return (slot_of::<L, Q>(nb, 0, 0), T::ZERO);
     }
-    let source = nb[opposite(i)];
+    let source = opposite(i);
     let (solid, term) = if CHECK_WALLS {
-        let source_flag = *flags.add(source as usize);
+        let source_flag = *flags.add(nb.cell(source) as usize);
         let solid = is_solid(source_flag);
         (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { T::ZERO })
     } else {
@@ -174,9 +178,9 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
     let slot = match scheme {
         Streaming::TwoLattice => {
             if solid {
-                population_index(n, opposite(i), cells)
+                slot_of::<L, Q>(nb, 0, opposite(i))
             } else {
-                population_index(source, i, cells)
+                slot_of::<L, Q>(nb, source, i)
             }
         }
         Streaming::EsotericPull => {
@@ -186,16 +190,17 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
             // A solid source flips the parity: read what this cell wrote last step.
             let flipped = odd != solid;
             if i == a {
-                population_index(n, if flipped { b } else { a }, cells)
+                slot_of::<L, Q>(nb, 0, if flipped { b } else { a })
             } else {
-                population_index(nb[a], if flipped { a } else { b }, cells)
+                slot_of::<L, Q>(nb, a, if flipped { a } else { b })
             }
         }
     };
     (slot, term)
 }
 
-/// Loads the populations arriving at cell `n` (streaming and boundaries done).
+/// Loads the populations arriving at the cell with neighbours `nb` (streaming
+/// and boundaries done).
 ///
 /// # Safety
 /// `f` must hold `Q * cells` values and `flags` `cells` bytes.
@@ -205,12 +210,11 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
     p: &StepParams<S::Real>,
     f: *const S,
     flags: *const u8,
-    n: u32,
-    nb: &[u32; Q],
+    nb: &Neighbours<Q>,
 ) -> [S::Real; Q] {
     let mut fi = [S::Real::ZERO; Q];
     for i in 0..Q {
-        let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, n, nb, i);
+        let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, nb, i);
         fi[i] = (*f.add(slot)).load() + term;
     }
     fi
@@ -236,12 +240,12 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>
     }
     let nb = neighbours::<L, Q>(p.dims, cell);
     let mut fi = if flag & NEAR_SOLID != 0 {
-        load::<L, Q, S, true>(Streaming::EsotericPull, p, f, flags, n, &nb)
+        load::<L, Q, S, true>(Streaming::EsotericPull, p, f, flags, &nb)
     } else {
-        load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, n, &nb)
+        load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, &nb)
     };
     collide::<L, Q, S::Real>(&mut fi, p);
-    store::<Q, S>(Streaming::EsotericPull, p, f, n, &nb, &fi);
+    store::<L, Q, S>(Streaming::EsotericPull, p, f, &nb, &fi);
 }
 
 /// Two-lattice pull step of fluid cell `n`: reads `src`, writes `dst`.
@@ -263,46 +267,44 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
     }
     let nb = neighbours::<L, Q>(p.dims, cell);
     let mut fi = if flag & NEAR_SOLID != 0 {
-        load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, n, &nb)
+        load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, &nb)
     } else {
-        load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, n, &nb)
+        load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, &nb)
     };
     collide::<L, Q, S::Real>(&mut fi, p);
-    store::<Q, S>(Streaming::TwoLattice, p, dst, n, &nb, &fi);
+    store::<L, Q, S>(Streaming::TwoLattice, p, dst, &nb, &fi);
 }
 
-/// Stores the post-collision populations `fi` of cell `n` where the next
-/// step reads them: in place for Esoteric Pull (`dst` is the one buffer),
-/// at the cell's own slots of `dst` for two-lattice pull.
+/// Stores the post-collision populations `fi` of the cell with neighbours
+/// `nb` where the next step reads them: in place for Esoteric Pull (`dst` is
+/// the one buffer), at the cell's own slots of `dst` for two-lattice pull.
 ///
 /// # Safety
-/// `dst` must hold `Q * cells` values; `nb` must be the neighbours of `n`.
+/// `dst` must hold `Q * cells` values; `nb` must be the neighbours of a cell.
 #[inline(always)]
-unsafe fn store<const Q: usize, S: Storage>(
+unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
     p: &StepParams<S::Real>,
     dst: *mut S,
-    n: u32,
-    nb: &[u32; Q],
+    nb: &Neighbours<Q>,
     fi: &[S::Real; Q],
 ) {
-    let cells = p.dims.nx * p.dims.ny * p.dims.nz;
     match scheme {
         Streaming::EsotericPull => {
             let odd = p.parity & 1 == 1;
-            *dst.add(population_index(n, 0, cells)) = S::store(fi[0]);
+            *dst.add(slot_of::<L, Q>(nb, 0, 0)) = S::store(fi[0]);
             let mut a = 1;
             while a < Q {
                 let b = a + 1;
                 let (to_neighbour, to_self) = if odd { (a, b) } else { (b, a) };
-                *dst.add(population_index(nb[a], to_neighbour, cells)) = S::store(fi[a]);
-                *dst.add(population_index(n, to_self, cells)) = S::store(fi[b]);
+                *dst.add(slot_of::<L, Q>(nb, a, to_neighbour)) = S::store(fi[a]);
+                *dst.add(slot_of::<L, Q>(nb, 0, to_self)) = S::store(fi[b]);
                 a += 2;
             }
         }
         Streaming::TwoLattice => {
             for i in 0..Q {
-                *dst.add(population_index(n, i, cells)) = S::store(fi[i]);
+                *dst.add(slot_of::<L, Q>(nb, 0, i)) = S::store(fi[i]);
             }
         }
     }
@@ -334,10 +336,10 @@ pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage>(
         return;
     };
     let nb = neighbours::<L, Q>(p.dims, cell);
-    let fi = load::<L, Q, S, true>(scheme, p, src, flags, n, &nb);
+    let fi = load::<L, Q, S, true>(scheme, p, src, flags, &nb);
     let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, &open_state(open, k), inlet);
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
-    store::<Q, S>(scheme, p, dst, n, &nb, &feq);
+    store::<L, Q, S>(scheme, p, dst, &nb, &feq);
 }
 
 /// Number of values per cell in a fields buffer: `rho, ux, uy, uz`, each a
@@ -372,7 +374,7 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
     let nb = neighbours::<L, Q>(p.dims, cell);
     for i in 0..Q {
-        let (slot, term) = incoming_slot::<L, Q, S::Real, true>(scheme, p, flags, n, &nb, i);
+        let (slot, term) = incoming_slot::<L, Q, S::Real, true>(scheme, p, flags, &nb, i);
         *f.add(slot) = S::store(feq[i] - term);
     }
 }
@@ -397,7 +399,7 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
     let flag = *flags.add(n as usize);
     let (rho, u) = if is_flow(flag) {
         let nb = neighbours::<L, Q>(p.dims, cell);
-        let fi = load::<L, Q, S, true>(scheme, p, f, flags, n, &nb);
+        let fi = load::<L, Q, S, true>(scheme, p, f, flags, &nb);
         density_velocity::<L, Q, S::Real>(&fi, p.force)
     } else {
         let u = match moving_wall_id(flag) {
@@ -419,14 +421,15 @@ pub const fn layout_probe_value(x: u32, y: u32, z: u32, i: usize) -> u64 {
     x as u64 | (y as u64) << 20 | (z as u64) << 40 | (i as u64) << 60
 }
 
-/// Layout check: writes [`layout_probe_value`] for every population of cell `n`
-/// at the index the shared layout gives.
+/// Layout check: writes [`layout_probe_value`] for every storage slot of
+/// `cell` at the index the shared layout gives.
 ///
 /// # Safety
 /// `out` must hold `q * cells` values.
 #[inline(always)]
 pub unsafe fn write_layout_probe(dims: Dims, q: usize, out: *mut u64, cell: Cell) {
-    for i in 0..q {
-        *out.add(population_index(cell.n, i, dims.cells() as u32)) = layout_probe_value(cell.x, cell.y, cell.z, i);
+    let (plane, xy) = (dims.nx * dims.ny, cell.x + dims.nx * cell.y);
+    for slot in 0..q {
+        *out.add(population_index(plane, q, xy, cell.z, slot)) = layout_probe_value(cell.x, cell.y, cell.z, slot);
     }
 }

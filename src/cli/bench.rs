@@ -9,8 +9,7 @@ use lbm::kernels::Streaming;
 use lbm::{BackendKind, Error, Result};
 use std::path::PathBuf;
 
-/// Copy buffer for the bandwidth reference: 4 GiB, far beyond the L2 cache.
-const COPY_BYTES: usize = 4 << 30;
+use lbm::host::bench::COPY_BYTES;
 
 /// What to measure.
 pub struct BenchOptions {
