@@ -123,6 +123,16 @@ impl Domain {
                 kernels_gpu::layout::MAX_CELLS
             )));
         }
+        // Populations are blocked by z-layer with 32-bit offsets inside a
+        // layer; 27 is the largest velocity set.
+        let max_plane = kernels_gpu::layout::MAX_LAYER_VALUES / 27;
+        if dims.nx as usize * dims.ny as usize > max_plane {
+            return Err(Error::Setup(format!(
+                "a {}x{} layer holds more than {max_plane} cells: make x and y smaller (z, the axis split over GPUs, \
+                 may be as long as needed)",
+                dims.nx, dims.ny
+            )));
+        }
         Ok(Self {
             dims,
             flags: vec![CellKind::Fluid.to_flag(); dims.cells()],

@@ -140,10 +140,24 @@ pub const MAX_CELLS: usize = u32::MAX as usize;
 /// of a z-split domain, halos included) one contiguous range, and puts the
 /// populations a layer sends to a z-neighbour next to each other
 /// ([`crate::lattice::Lattice::SLOT`] orders the slots so they are).
+///
+/// The offset within a layer is 32-bit arithmetic (a layer holds fewer than
+/// 2^32 values, see [`MAX_LAYER_VALUES`]), so kernels form three layer starts
+/// per cell and one narrow offset per population, not 64-bit products.
 #[inline(always)]
 pub const fn population_index(plane: u32, q: usize, xy: u32, z: u32, slot: usize) -> usize {
-    (z as usize * q + slot) * plane as usize + xy as usize
+    layer_start(plane, q, z) + (slot as u32 * plane + xy) as usize
 }
+
+/// Index of the first value of layer `z` (see [`population_index`]).
+#[inline(always)]
+pub const fn layer_start(plane: u32, q: usize, z: u32) -> usize {
+    z as usize * q * plane as usize
+}
+
+/// Most population values one layer may hold (`q * nx * ny`), so that
+/// offsets within a layer are 32-bit.
+pub const MAX_LAYER_VALUES: usize = u32::MAX as usize;
 
 #[cfg(test)]
 mod tests {
