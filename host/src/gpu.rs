@@ -319,6 +319,13 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
     /// Queues the stream-collide kernel of the current step for the layers
     /// `z0 .. z0 + layers`; the buffers are not swapped and the time not advanced.
     pub(crate) fn launch_layers(&mut self, z0: u32, layers: u32) -> Result<()> {
+        let s = self.device.stream().clone();
+        self.launch_layers_on(&s, z0, layers)
+    }
+
+    /// As [`Self::launch_layers`], on stream `s` of this solver's device
+    /// (the caller orders it against the others).
+    pub(crate) fn launch_layers_on(&mut self, s: &Arc<CudaStream>, z0: u32, layers: u32) -> Result<()> {
         if layers == 0 {
             return Ok(());
         }
@@ -326,7 +333,6 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         let whole = launch_config(d);
         let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, d.ny, layers), ..whole };
         let p = self.params();
-        let s = self.device.stream().clone();
         let mut launch = s.launch_builder(&self.step_kernel);
         match self.f_next.as_mut() {
             None => launch.arg(&mut self.f).arg(&self.flags).arg(&p).arg(&z0),

@@ -22,6 +22,7 @@ use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::Fields;
 use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
 use crate::halo::{halo_copies, HaloCopy};
+use crate::overlap::SplitStep;
 use crate::partition::{local_config, local_layers, split, write_own_layers};
 use crate::solver::{BackendKind, SavedState, Solver, SolverConfig};
 use crate::{cpu::CpuSolver, domain::Domain};
@@ -75,12 +76,28 @@ struct Part<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     solver: GpuSolver<L, Q, S>,
     /// Stream of the outgoing copies.
     copies: Arc<CudaStream>,
-    /// Recorded after the boundary layers of the current step.
+    /// Boundary layers beside the interior (overlapped exchanges).
+    split: SplitStep,
+    /// Recorded after the whole partition (no overlap).
     boundary_done: CudaEvent,
+    /// Whether the exchange overlaps the interior.
+    overlap: bool,
     /// Recorded after the outgoing copies of the last step.
     copied: CudaEvent,
     /// Timing events (compute start, compute end, copies start, copies end), when timing.
     timing: Option<[CudaEvent; 4]>,
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Part<L, Q, S> {
+    /// Recorded once the planes this partition sends are written: after its
+    /// boundary layers, or after the whole partition without overlap.
+    fn ready(&self) -> &CudaEvent {
+        if self.overlap {
+            self.split.boundary_done()
+        } else {
+            &self.boundary_done
+        }
+    }
 }
 
 /// Per-step time split measured with events, in milliseconds (averages over partitions).
@@ -145,7 +162,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             parts.push(Part {
                 z,
                 copies: ctx.new_stream().ctx("creating the copy stream")?,
+                split: SplitStep::new(&ctx)?,
                 boundary_done: event(CUevent_flags::CU_EVENT_DISABLE_TIMING)?,
+                overlap: exchange != Exchange::NoOverlap,
                 copied: event(CUevent_flags::CU_EVENT_DISABLE_TIMING)?,
                 timing,
                 solver,
@@ -183,30 +202,40 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
     fn step_once(&mut self) -> Result<()> {
         let n = self.parts.len();
         let scheme = self.config.streaming;
-        // Compute: wait for the last step's copies into and out of each partition.
         for k in 0..n {
-            if self.t > 0 {
-                for m in [(k + n - 1) % n, k, (k + 1) % n] {
-                    let event = &self.parts[m].copied;
-                    self.parts[k].solver.device().stream().wait(event).ctx("waiting for halo copies")?;
-                }
-            }
-            let part = &mut self.parts[k];
+            let neighbours = [(k + n - 1) % n, k, (k + 1) % n];
+            let (before, rest) = self.parts.split_at_mut(k);
+            let (part, after) = rest.split_first_mut().expect("partition k exists");
+            // The copies into and out of this partition (it may be its own neighbour).
+            let copied: Vec<&CudaEvent> = neighbours
+                .iter()
+                .filter(|&&m| self.t > 0 && m != k)
+                .map(|&m| if m < k { &before[m].copied } else { &after[m - k - 1].copied })
+                .collect();
+            let compute = part.solver.device().stream().clone();
             let len = part.z.len() as u32;
             if let Some([start, ..]) = &part.timing {
-                start.record(part.solver.device().stream()).ctx("recording an event")?;
+                start.record(&compute).ctx("recording an event")?;
             }
             if self.exchange == Exchange::NoOverlap {
-                part.solver.launch_layers(1, len)?;
-                part.boundary_done.record(part.solver.device().stream()).ctx("recording an event")?;
+                // Everything in order on one stream, after the copies.
+                for event in copied.iter().copied().chain((self.t > 0).then_some(&part.copied)) {
+                    compute.wait(event).ctx("waiting for halo copies")?;
+                }
+                part.solver.launch_layers_on(&compute, 1, len)?;
+                part.boundary_done.record(&compute).ctx("recording an event")?;
             } else {
-                part.solver.launch_layers(1, 1)?;
-                part.solver.launch_layers(len, 1)?;
-                part.boundary_done.record(part.solver.device().stream()).ctx("recording an event")?;
-                part.solver.launch_layers(2, len - 2)?;
+                let mut exchanged = copied;
+                if self.t > 0 {
+                    exchanged.push(&part.copied);
+                }
+                let start = part.timing.as_ref().map(|[start, ..]| start);
+                part.split.launch(&mut part.solver, len, &exchanged, start)?;
             }
             if let Some([_, compute_end, ..]) = &part.timing {
-                compute_end.record(part.solver.device().stream()).ctx("recording an event")?;
+                // The step's kernels end with the later of both streams.
+                compute.wait(part.ready()).ctx("waiting for boundary layers")?;
+                compute_end.record(&compute).ctx("recording an event")?;
             }
             part.solver.swap_buffers();
         }
@@ -214,7 +243,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
         let copies = halo_copies(scheme, self.t, z_pairs(&L::C));
         for k in 0..n {
             let part = &self.parts[k];
-            part.copies.wait(&part.boundary_done).ctx("waiting for boundary layers")?;
+            part.copies.wait(part.ready()).ctx("waiting for boundary layers")?;
             if let Some([_, _, copy_start, _]) = &part.timing {
                 copy_start.record(&part.copies).ctx("recording an event")?;
             }
@@ -364,6 +393,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for MultiGpu<L, Q, 
     fn synchronize(&mut self) -> Result<()> {
         for p in &mut self.parts {
             p.solver.synchronize()?;
+            p.split.synchronize()?;
             p.copies.synchronize().ctx("finishing halo copies")?;
         }
         Ok(())

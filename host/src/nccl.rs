@@ -14,6 +14,7 @@ use crate::bench::COPY_BYTES;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
 use crate::halo::halo_copies;
+use crate::overlap::SplitStep;
 use crate::partition::{local_config, split, write_own_layers};
 use crate::solver::{Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
@@ -154,7 +155,8 @@ pub struct NcclPartition<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     solver: GpuSolver<L, Q, S>,
     comm: nccl::ncclComm_t,
     copies: Arc<CudaStream>,
-    boundary_done: CudaEvent,
+    split: SplitStep,
+    /// Recorded after the last exchange (sends and receives) of this rank.
     exchanged: CudaEvent,
     t: u64,
 }
@@ -190,7 +192,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
         let (_, highest) = cudarc::driver::result::stream::get_priority_range().ctx("reading stream priorities")?;
         let copies = ctx.new_stream_with_priority(highest).ctx("creating the NCCL stream")?;
         let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event");
-        let (boundary_done, exchanged) = (event()?, event()?);
+        let (split, exchanged) = (SplitStep::new(&ctx)?, event()?);
         let id = share_id(ranks, rendezvous)?;
         ctx.bind_to_thread().ctx("binding the device")?;
         let mut comm = std::ptr::null_mut();
@@ -219,7 +221,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
                 std::fs::remove_file(path).ok();
             }
         }
-        Ok(Self { config, ranks, ranges, solver, comm, copies, boundary_done, exchanged, t: 0 })
+        Ok(Self { config, ranks, ranges, solver, comm, copies, split, exchanged, t: 0 })
     }
 
     /// Runs `steps` time steps.
@@ -232,16 +234,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
         let plane = d.nx * d.ny;
         let stream = self.copies.cu_stream() as nccl::cudaStream_t;
         for _ in 0..steps {
-            let compute = self.solver.device().stream().clone();
-            if self.t > 0 {
-                compute.wait(&self.exchanged).ctx("waiting for the halo exchange")?;
-            }
-            self.solver.launch_layers(1, 1)?;
-            self.solver.launch_layers(len, 1)?;
-            self.boundary_done.record(&compute).ctx("recording an event")?;
-            self.solver.launch_layers(2, len - 2)?;
+            self.split.launch(&mut self.solver, len, &[&self.exchanged], None)?;
             self.solver.swap_buffers();
-            self.copies.wait(&self.boundary_done).ctx("waiting for boundary layers")?;
+            self.copies.wait(self.split.boundary_done()).ctx("waiting for boundary layers")?;
             let base = self.solver.buffer_address();
             let at = |i: usize| (base + (i * elem) as u64) as *mut std::ffi::c_void;
             let copies = halo_copies(self.config.streaming, self.t, z_pairs(&L::C));
@@ -274,6 +269,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
     /// Waits for all queued work of this rank.
     pub fn synchronize(&mut self) -> Result<()> {
         self.solver.synchronize()?;
+        self.split.synchronize()?;
         self.copies.synchronize().ctx("finishing the halo exchange")
     }
 

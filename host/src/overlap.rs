@@ -1,0 +1,85 @@
+//! One partition's step split for overlap: its two boundary layers on a
+//! high-priority stream, its interior meanwhile on the device's stream, with
+//! the events that order them against the last step and the halo exchange.
+//! Shared by the in-process multi-GPU solver and the NCCL ranks.
+//!
+//! Ordering (see [`crate::halo`] for which slots each part touches): the
+//! boundary layers touch the halos and the layers next to them, so they
+//! wait for the last exchange into and out of the partition and for the last
+//! interior (which touched layers 2 and `len - 1`). The interior touches no
+//! halo and nothing an exchange moves, so it waits only for the last
+//! boundary layers. The exchange waits for [`SplitStep::boundary_done`].
+
+use crate::error::{CudaContextExt, Result};
+use crate::gpu::{DeviceStorage, GpuSolver};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
+use kernels_gpu::Lattice;
+use std::sync::Arc;
+
+/// Streams and events of one partition's split step.
+pub(crate) struct SplitStep {
+    /// High-priority stream of the boundary layers: a one-layer launch alone
+    /// would leave most of the GPU idle, so they run beside the interior.
+    boundary: Arc<CudaStream>,
+    boundary_done: CudaEvent,
+    interior_done: CudaEvent,
+    /// Whether a step has been queued (the first waits for nothing).
+    started: bool,
+}
+
+impl SplitStep {
+    /// Streams and events on the device of `ctx`.
+    pub(crate) fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        ctx.bind_to_thread().ctx("binding the device")?;
+        let (_, highest) = cudarc::driver::result::stream::get_priority_range().ctx("reading stream priorities")?;
+        let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event");
+        Ok(Self {
+            boundary: ctx.new_stream_with_priority(highest).ctx("creating the boundary stream")?,
+            boundary_done: event()?,
+            interior_done: event()?,
+            started: false,
+        })
+    }
+
+    /// Queues the current step of `solver`, a partition of `len` own layers:
+    /// the boundary layers after `exchanged` (the last exchanges into and out
+    /// of the partition) and, if given, after `start`. Neither swaps buffers
+    /// nor advances time.
+    pub(crate) fn launch<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
+        &mut self,
+        solver: &mut GpuSolver<L, Q, S>,
+        len: u32,
+        exchanged: &[&CudaEvent],
+        start: Option<&CudaEvent>,
+    ) -> Result<()> {
+        let compute = solver.device().stream().clone();
+        if self.started {
+            for event in exchanged {
+                self.boundary.wait(event).ctx("waiting for the halo exchange")?;
+            }
+            self.boundary.wait(&self.interior_done).ctx("waiting for the interior")?;
+            compute.wait(&self.boundary_done).ctx("waiting for boundary layers")?;
+        }
+        if let Some(start) = start {
+            self.boundary.wait(start).ctx("waiting for the timing start")?;
+        }
+        solver.launch_layers_on(&self.boundary, 1, 1)?;
+        solver.launch_layers_on(&self.boundary, len, 1)?;
+        self.boundary_done.record(&self.boundary).ctx("recording an event")?;
+        solver.launch_layers_on(&compute, 2, len - 2)?;
+        self.interior_done.record(&compute).ctx("recording an event")?;
+        self.started = true;
+        Ok(())
+    }
+
+    /// Recorded after the boundary layers of the last queued step.
+    pub(crate) fn boundary_done(&self) -> &CudaEvent {
+        &self.boundary_done
+    }
+
+    /// Waits for the boundary layers queued so far.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        self.boundary.synchronize().ctx("finishing boundary layers")
+    }
+}
