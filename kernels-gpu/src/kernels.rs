@@ -47,13 +47,16 @@ impl KernelKind {
 /// brittle: D3Q19 f32 Esoteric Pull fitted 64 until a change in the
 /// near-solid path's flag tests left it spilling 12 bytes (and 8% slower at 256^3);
 /// at 72 it does not spill; D3Q27 16-bit spilled 4 bytes at 96 after the
-/// velocity set was reordered, and D3Q19 16-bit 8 bytes at 64 after the
-/// populations were blocked by layer.
+/// velocity set was reordered. With 32-bit offsets inside a layer, D3Q27
+/// 16-bit fits 88 (25% -> 31% occupancy, +6% at 256^3 and 512^3 on an
+/// H200); D3Q19 at 64 instead of 72 was +1.7% at 256^3 but -0.6% at 512^3,
+/// and D3Q27 f32 at 88 instead of 96 -0.4%, so those stay
+/// (`docs/bench/h200-register-caps-session3.txt`).
 pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u32> {
     match (kind, q, bytes) {
         (_, _, 8) => None,
         (KernelKind::StreamCollideEsoteric, 19, _) => Some(72),
-        (KernelKind::StreamCollideEsoteric, 27, 2) => Some(104),
+        (KernelKind::StreamCollideEsoteric, 27, 2) => Some(88),
         (KernelKind::StreamCollideEsoteric, 27, _) => Some(96),
         (KernelKind::StreamCollideTwoLattice, 19, _) => Some(80),
         _ => None,
