@@ -345,9 +345,14 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
 
     /// Queues the open-boundary group of the current step, if the domain has one.
     fn launch_open_boundaries(&mut self) -> Result<()> {
+        let s = self.device.stream().clone();
+        self.launch_open_boundaries_on(&s)
+    }
+
+    /// As [`Self::launch_open_boundaries`], on stream `s` of this solver's device.
+    pub(crate) fn launch_open_boundaries_on(&mut self, s: &Arc<CudaStream>) -> Result<()> {
         let Some(open) = &self.open else { return Ok(()) };
         let p = self.params();
-        let s = self.device.stream().clone();
         let scheme = self.config.streaming as u32;
         let mut launch = s.launch_builder(&open.kernel);
         let null = 0u64;
@@ -386,9 +391,23 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         ptr
     }
 
-    /// Whether the domain has open-boundary cells.
-    pub(crate) fn has_open_boundaries(&self) -> bool {
-        self.open.is_some()
+    /// Keeps only the open-boundary cells of layers `1 ..= nz - 2`: a
+    /// partition updates its own layers, and its halos mirror cells its
+    /// neighbours update.
+    pub(crate) fn own_layers_only(&mut self) -> Result<()> {
+        let d = self.config.domain.dims;
+        let plane = d.nx * d.ny;
+        let own: Vec<u32> =
+            self.config.domain.open_cells().into_iter().filter(|&n| (plane..plane * (d.nz - 1)).contains(&n)).collect();
+        match (&mut self.open, own.is_empty()) {
+            (None, _) => {}
+            (Some(_), true) => self.open = None,
+            (Some(open), false) => {
+                open.cells = self.device.stream().clone_htod(&own).ctx("uploading the open-boundary cells")?;
+                open.count = own.len() as u32;
+            }
+        }
+        Ok(())
     }
 
     /// Uploads a whole population buffer (the layout of [`Self::read_populations`]).

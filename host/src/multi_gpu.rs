@@ -141,13 +141,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
         for (z, device) in ranges.into_iter().zip(devices) {
             let local = local_config(&config, &z)?;
             let ctx = device.context().clone();
-            let solver = GpuSolver::<L, Q, S>::new(local, device.clone())
+            let mut solver = GpuSolver::<L, Q, S>::new(local, device.clone())
                 .map_err(|e| in_partition(e, format!("GPU {} (layers {z:?})", device.ordinal())))?;
-            if solver.has_open_boundaries() {
-                return Err(Error::Setup(
-                    "inlets and outlets do not run on several GPUs yet: run this case on one GPU".into(),
-                ));
-            }
+            solver.own_layers_only()?;
             let event = |flags| ctx.new_event(Some(flags)).ctx("creating an event");
             let timing = if timing {
                 Some([
@@ -223,6 +219,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
                     compute.wait(event).ctx("waiting for halo copies")?;
                 }
                 part.solver.launch_layers_on(&compute, 1, len)?;
+                part.solver.launch_open_boundaries_on(&compute)?;
                 part.boundary_done.record(&compute).ctx("recording an event")?;
             } else {
                 let mut exchanged = copied;

@@ -183,8 +183,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
             ));
         }
         let local = local_config(&config, &ranges[ranks.rank])?;
-        let solver = GpuSolver::<L, Q, S>::new(local, device.clone())
+        let mut solver = GpuSolver::<L, Q, S>::new(local, device.clone())
             .map_err(|e| crate::multi_gpu::in_partition(e, format!("rank {} on GPU {}", ranks.rank, ranks.local)))?;
+        solver.own_layers_only()?;
         let ctx = device.context().clone();
         // NCCL moves data with kernels: the highest priority lets them start
         // while the interior kernel still fills the GPU.

@@ -66,6 +66,9 @@ impl SplitStep {
         }
         solver.launch_layers_on(&self.boundary, 1, 1)?;
         solver.launch_layers_on(&self.boundary, len, 1)?;
+        // Inlets and outlets, wherever they are: few cells, and any order
+        // against the bulk is safe (see `kernels_gpu::stream::open_boundary_update`).
+        solver.launch_open_boundaries_on(&self.boundary)?;
         self.boundary_done.record(&self.boundary).ctx("recording an event")?;
         solver.launch_layers_on(&compute, 2, len - 2)?;
         self.interior_done.record(&compute).ctx("recording an event")?;

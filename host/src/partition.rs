@@ -275,6 +275,27 @@ mod tests {
         check::<D3Q27, 27, f64>(LatticeKind::D3Q27, Precision::F64);
     }
 
+    /// Flow along z from a velocity inlet to a pressure outlet crosses every
+    /// partition boundary; the open cells sit in the first and last
+    /// partitions' own layers and next to their halos.
+    #[test]
+    fn open_boundaries_across_partitions() {
+        for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
+            let dims = Dims::new(6, 7, 13);
+            let c = crate::validation::z_duct_config(LatticeKind::D3Q19, Precision::F32, streaming, dims).unwrap();
+            let mut one = CpuSolver::<D3Q19, 19, f32>::new(c.clone()).unwrap();
+            one.step(301).unwrap();
+            let want = one.populations().unwrap();
+            for n in 1..=4 {
+                let mut split_run = PartitionedCpu::<D3Q19, 19, f32>::new(c.clone(), n).unwrap();
+                split_run.step(301).unwrap();
+                let got = split_run.populations().unwrap();
+                let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+                assert_eq!(differ, 0, "{streaming:?}, {n} partitions: {differ} populations differ");
+            }
+        }
+    }
+
     #[test]
     fn one_layer_partitions_work_and_too_many_are_refused() {
         let c = forced_cavity(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, 4);

@@ -119,6 +119,31 @@ pub fn channel_config(
     })
 }
 
+/// A duct along z from a velocity inlet (z min, `u_z = 0.02`) to a pressure
+/// outlet (z max), walls on y, periodic in x: a flow through open boundaries
+/// that crosses every z-partition boundary, for tests of partitioned runs.
+pub fn z_duct_config(
+    lattice: LatticeKind,
+    precision: Precision,
+    streaming: Streaming,
+    dims: Dims,
+) -> Result<SolverConfig> {
+    let mut faces = [FaceBoundary::Wall; 6];
+    faces[0] = FaceBoundary::Periodic;
+    faces[1] = FaceBoundary::Periodic;
+    faces[4] = FaceBoundary::VelocityInlet([0.0, 0.0, 0.02]);
+    faces[5] = FaceBoundary::PressureOutlet(1e-3);
+    Ok(SolverConfig {
+        lattice,
+        precision,
+        streaming,
+        tau: 0.8,
+        force: [0.0; 3],
+        domain: Domain::with_faces(dims, faces)?,
+        initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
+    })
+}
+
 /// Steady channel flow between an inlet and an outlet, against plane Poiseuille flow.
 #[derive(Clone, Debug)]
 pub struct ChannelResult {
