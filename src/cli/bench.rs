@@ -167,12 +167,24 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
     let device = format!("{available} x {}", d0.info()?.name);
     println!("devices: {device}; copy bandwidth of GPU 0: {:.1} GB/s", copy / 1e9);
     println!(
-        "{} scaling; f32, Esoteric Pull; efficiency = MLUPS on N GPUs / (N x MLUPS of the one-GPU solver)",
+        "{} scaling; f32, Esoteric Pull; efficiency = MLUPS on N GPUs / (N x MLUPS of the one-GPU solver); \
+         of copy = MLUPS x bytes per cell update / (N x copy bandwidth of GPU 0)",
         if o.weak { "weak" } else { "strong" }
     );
     println!(
-        "{:<6} {:>16} {:>4} {:<13} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
-        "lattice", "cells", "gpus", "exchange", "MLUPS", "eff", "step ms", "kernel ms", "halo ms", "halo MB", "copies"
+        "{:<6} {:>16} {:>4} {:<13} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
+        "lattice",
+        "cells",
+        "gpus",
+        "exchange",
+        "MLUPS",
+        "eff",
+        "of copy",
+        "step ms",
+        "kernel ms",
+        "halo ms",
+        "halo MB",
+        "copies"
     );
     let devices: Vec<_> = (0..most).map(|i| lbm::host::gpu::GpuDevice::open(i, &ptx)).collect::<Result<_>>()?;
     let (mut singles, mut results) = (Vec::new(), Vec::new());
@@ -181,14 +193,19 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
         for &size in &o.sizes {
             let case = BenchCase { lattice, precision: Precision::F32, streaming: Streaming::EsotericPull, size };
             let one = measure(&|c, b| lbm::build_solver(c, b), BackendKind::Gpu(0), case, o.steps, Some(copy))?;
+            let of_copy = |mlups: f64, gpus: usize| {
+                let bytes = lbm::host::bench::bytes_per_cell_update(lattice, Precision::F32) as f64;
+                format!("{:.1}%", 100.0 * mlups * 1e6 * bytes / (gpus as f64 * copy))
+            };
             println!(
-                "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
+                "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
                 lattice.name(),
                 format!("{size}^3"),
                 1,
                 "one-gpu",
                 one.mlups,
                 "100.0%",
+                of_copy(one.mlups, 1),
                 "-",
                 "-",
                 "-",
@@ -220,13 +237,14 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
                     }
                     let eff = r.mlups / (n as f64 * one.mlups);
                     println!(
-                        "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>6.1}% {:>9.3} {:>9.3} {:>9.3} {:>9.2} {:>6}",
+                        "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>6.1}% {:>7} {:>9.3} {:>9.3} {:>9.3} {:>9.2} {:>6}",
                         r.lattice,
                         format!("{}x{}x{}", dims[0], dims[1], dims[2]),
                         n,
                         exchange.name(),
                         r.mlups,
                         100.0 * eff,
+                        of_copy(r.mlups, n),
                         r.step_ms,
                         r.compute_ms,
                         r.halo_ms,
