@@ -66,3 +66,25 @@ fn ptx_assembles_without_spills() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The bulk kernels load only populations and flags: at most `Q` populations
+/// on each of the two paths (no solid neighbour / some) and `Q` flags (the
+/// cell's and its neighbours'). A table indexed at run time (a velocity
+/// set's storage slots chosen by the step's parity, say) would add loads
+/// that each population load waits on.
+#[test]
+fn bulk_kernels_load_only_populations_and_flags() {
+    let ptx = lbm::ptx::PTX;
+    for (l, q) in [("d2q9", 9), ("d3q19", 19), ("d3q27", 27)] {
+        for kind in [KernelKind::StreamCollideEsoteric, KernelKind::StreamCollideTwoLattice] {
+            for p in STORAGES {
+                let name = lbm::host::gpu::kernel_name(kind, l, p);
+                let start = ptx.find(&format!(".entry {name}(")).expect("kernel present");
+                let body = &ptx[start..];
+                let body = &body[..body.find("\n}\n").expect("kernel body ends")];
+                let loads = body.matches("ld.global").count();
+                assert!(loads <= 3 * q, "{name}: {loads} global loads, more than 3 x {q}");
+            }
+        }
+    }
+}

@@ -71,6 +71,9 @@ pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, cell: Cell) -> Neig
 }
 
 /// Index of population `i` of neighbour `j` (`j = 0`: the cell itself).
+/// Where a step chooses between two directions, callers choose between
+/// their `L::SLOT` entries (constants) instead: indexing the table with a
+/// run-time value would make the kernel load it from memory.
 #[inline(always)]
 fn slot_of<L: Lattice<Q>, const Q: usize>(nb: &Neighbours<Q>, j: usize, i: usize) -> usize {
     nb.population(j, L::SLOT[i])
@@ -189,10 +192,11 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
             let (a, b) = if i % 2 == 1 { (i, i + 1) } else { (i - 1, i) };
             // A solid source flips the parity: read what this cell wrote last step.
             let flipped = odd != solid;
+            let (sa, sb) = (L::SLOT[a], L::SLOT[b]);
             if i == a {
-                slot_of::<L, Q>(nb, 0, if flipped { b } else { a })
+                nb.population(0, if flipped { sb } else { sa })
             } else {
-                slot_of::<L, Q>(nb, a, if flipped { a } else { b })
+                nb.population(a, if flipped { sa } else { sb })
             }
         }
     };
@@ -296,9 +300,10 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
             let mut a = 1;
             while a < Q {
                 let b = a + 1;
-                let (to_neighbour, to_self) = if odd { (a, b) } else { (b, a) };
-                *dst.add(slot_of::<L, Q>(nb, a, to_neighbour)) = S::store(fi[a]);
-                *dst.add(slot_of::<L, Q>(nb, 0, to_self)) = S::store(fi[b]);
+                let (sa, sb) = (L::SLOT[a], L::SLOT[b]);
+                let (to_neighbour, to_self) = if odd { (sa, sb) } else { (sb, sa) };
+                *dst.add(nb.population(a, to_neighbour)) = S::store(fi[a]);
+                *dst.add(nb.population(0, to_self)) = S::store(fi[b]);
                 a += 2;
             }
         }
