@@ -9,7 +9,8 @@ out="${OUT:-gpu-logs}"; mkdir -p "$out"
 export LBM_REQUIRE_GPU=1
 bin=.device-bin
 {
-  echo "configurations bit-identical: $($bin/multi_gpu --test-threads 1 --nocapture 2>&1 | grep -c " 0 differ") of 120"
+  $bin/multi_gpu --test-threads 1 --nocapture > "$out/multi_gpu.log" 2>&1
+  echo "multi_gpu test: $(grep -c " 0 differ" "$out/multi_gpu.log") of $(grep -c " differ" "$out/multi_gpu.log") configurations bit-identical; $(grep "test result" "$out/multi_gpu.log")"
   for n in 2 4; do for l in d3q19 d3q27; do for s in esoteric-pull two-lattice; do
     scripts/nccl-local.sh $n --lattice $l --streaming $s --size 64 --steps 1001 2>&1 | grep -i "differ\|error"
   done; done; done

@@ -84,6 +84,33 @@ fn open_boundaries_on_gpus_match_one_domain() {
     }
 }
 
+/// A split run restored from a saved state continues bit for bit: the
+/// restore's uploads are ordered before the next step's boundary layers,
+/// which run on a stream of their own.
+#[test]
+fn restored_partitions_continue_bit_for_bit() {
+    let Some(_) = common::gpu("restored_partitions_continue_bit_for_bit") else { return };
+    let devices = layouts().pop().expect("at least one layout");
+    for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
+        for e in Exchange::ALL {
+            let c = forced_cavity(LatticeKind::D3Q19, streaming, 29);
+            let mut unbroken = lbm::build_multi_gpu(c.clone(), &devices, e).unwrap();
+            unbroken.step(500).unwrap();
+            let saved = unbroken.save_state().unwrap();
+            unbroken.step(501).unwrap();
+            let want = unbroken.populations().unwrap();
+            let mut resumed = lbm::build_multi_gpu(c, &devices, e).unwrap();
+            resumed.step(3).unwrap();
+            resumed.restore_state(&saved).unwrap();
+            resumed.step(501).unwrap();
+            let got = resumed.populations().unwrap();
+            let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+            println!("restored {streaming:?} {devices:?} {}: {differ} differ", e.name());
+            assert_eq!(differ, 0, "restored {streaming:?} {devices:?} {}", e.name());
+        }
+    }
+}
+
 #[test]
 fn thin_partitions_and_missing_devices_are_clear_errors() {
     let Some(_) = common::gpu("thin_partitions_and_missing_devices_are_clear_errors") else { return };

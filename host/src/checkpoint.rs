@@ -133,10 +133,16 @@ mod tests {
         std::fs::write(&path, &good).unwrap();
         let other = cavity_config(LatticeKind::D2Q9, Precision::F32, Streaming::EsotericPull, 6, 20.0, 0.05).unwrap();
         assert!(read(&path, &other).unwrap_err().to_string().contains("different set-up"));
-        let mut old = good.clone();
-        old[8..12].copy_from_slice(&1u32.to_le_bytes());
-        std::fs::write(&path, &old).unwrap();
-        assert!(read(&path, &config).unwrap_err().to_string().contains("format 1 is not supported"));
+        for version in [1u32, 2] {
+            let mut old = good.clone();
+            old[8..12].copy_from_slice(&version.to_le_bytes());
+            std::fs::write(&path, &old).unwrap();
+            let err = read(&path, &config).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("format {version} is not supported")) && err.contains("start the case"),
+                "{err}"
+            );
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -124,12 +124,12 @@ impl Domain {
             )));
         }
         // Populations are blocked by z-layer with 32-bit offsets inside a
-        // layer; 27 is the largest velocity set.
+        // layer; 27 is the largest velocity set, so the limit holds for all.
         let max_plane = kernels_gpu::layout::MAX_LAYER_VALUES / 27;
         if dims.nx as usize * dims.ny as usize > max_plane {
             return Err(Error::Setup(format!(
-                "a {}x{} layer holds more than {max_plane} cells: make x and y smaller (z, the axis split over GPUs, \
-                 may be as long as needed)",
+                "a {}x{} layer holds more than {max_plane} cells: make x and y smaller and z longer \
+                 (z is the axis split over GPUs)",
                 dims.nx, dims.ny
             )));
         }
@@ -261,6 +261,14 @@ impl Domain {
         (0..self.flags.len() as u32).filter(|&n| open_boundary(self.flags[n as usize]).is_some()).collect()
     }
 
+    /// The open-boundary cells of layers `1 ..= nz - 2`: those a partition
+    /// updates (its halo layers mirror cells its neighbours update).
+    pub fn own_open_cells(&self) -> Vec<u32> {
+        let plane = self.dims.nx * self.dims.ny;
+        let own = plane..plane * (self.dims.nz - 1);
+        self.open_cells().into_iter().filter(|n| own.contains(n)).collect()
+    }
+
     /// Number of cells the kernels update (fluid and open boundaries).
     pub fn fluid_cells(&self) -> usize {
         self.flags.iter().filter(|&&f| kernels_gpu::flags::is_flow(f)).count()
@@ -298,6 +306,8 @@ mod tests {
         assert_eq!(d.flags[d.dims.index(0, 4, 0)], CellKind::MovingWall(0).to_flag());
         assert_eq!(d.flags[d.dims.index(0, 0, 0)], CellKind::Wall.to_flag());
         assert_eq!(d.fluid_cells(), 27);
+        let err = Domain::new(Dims::new(65536, 2500, 1)).expect_err("a layer of 164 M cells").to_string();
+        assert!(err.contains("65536x2500 layer") && err.contains("z longer"), "{err}");
         faces[0] = FaceBoundary::Periodic;
         assert!(Domain::with_faces(Dims::new(5, 5, 5), faces).is_err());
         assert!(Domain::with_faces(Dims::new(2, 5, 5), [FaceBoundary::Wall; 6]).is_err());

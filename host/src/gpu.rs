@@ -96,9 +96,11 @@ impl GpuDevice {
             return Err(Error::NoGpu(format!("device {ordinal} asked for, but only {count} device(s) exist")));
         }
         let ctx = CudaContext::new(ordinal).ctx(format!("opening device {ordinal}"))?;
-        // One stream per device and explicit synchronisation: cudarc's
-        // per-buffer event tracking only adds launch overhead here.
-        // SAFETY: no buffer of this context is used from a second stream.
+        // Explicit synchronisation: cudarc's per-buffer event tracking only
+        // adds launch overhead here.
+        // SAFETY: work on a buffer from a second stream (the partitions'
+        // boundary and copy streams) is ordered by events the callers record
+        // (`crate::overlap`, `crate::multi_gpu`, `crate::nccl`).
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
         let module = ctx.load_module(Ptx::from_src(ptx)).ctx(format!(
@@ -144,7 +146,8 @@ impl GpuDevice {
         self.ordinal
     }
 
-    /// The stream all work of this device is queued on.
+    /// The device's main stream: uploads, read-backs and the single-domain
+    /// kernels; partitions order their other streams against it with events.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
@@ -167,6 +170,9 @@ impl GpuDevice {
         stop.record(s).ctx("recording an event")?;
         stop.synchronize().ctx("waiting for the copies")?;
         let ms = start.elapsed_ms(&stop).ctx("reading the event timer")? as f64;
+        // Free the buffers before returning, so the caller sees the memory free.
+        drop((src, dst));
+        s.synchronize().ctx("freeing the bandwidth test buffers")?;
         Ok(2.0 * bytes as f64 * reps as f64 / (ms * 1e-3))
     }
 
@@ -395,10 +401,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
     /// partition updates its own layers, and its halos mirror cells its
     /// neighbours update.
     pub(crate) fn own_layers_only(&mut self) -> Result<()> {
-        let d = self.config.domain.dims;
-        let plane = d.nx * d.ny;
-        let own: Vec<u32> =
-            self.config.domain.open_cells().into_iter().filter(|&n| (plane..plane * (d.nz - 1)).contains(&n)).collect();
+        let own = self.config.domain.own_open_cells();
         match (&mut self.open, own.is_empty()) {
             (None, _) => {}
             (Some(_), true) => self.open = None,

@@ -2,14 +2,15 @@
 //! partitions of [`crate::partition`] on devices, with the halo plan of
 //! [`crate::halo`] moved by peer copies on a stream of their own.
 //!
-//! Each step, every partition computes its two boundary layers, records an
-//! event, and computes its interior; its copy stream waits for that event and
-//! sends the crossing planes to both neighbours, then records `copied`. The
-//! next step of a partition waits for the `copied` events of itself and of
-//! both neighbours, so halos are complete and its buffers free again. What a
-//! step sends is written by the boundary layers only, and no cell of the
-//! receiver touches the received planes during the step (see [`crate::halo`]),
-//! so the copies overlap the interiors.
+//! Each step, every partition computes its two boundary layers on a
+//! high-priority stream while its interior runs on the device's stream
+//! ([`crate::overlap::SplitStep`]); its copy stream waits for the boundary
+//! layers and sends the crossing planes to both neighbours, then records
+//! `copied`. The next step's boundary layers wait for the `copied` events of
+//! the partition and of both neighbours, so halos are complete and its
+//! buffers free again. What a step sends is written by the boundary layers
+//! only, and no cell of the receiver touches the received planes during the
+//! step (see [`crate::halo`]), so the copies overlap the interiors.
 //!
 //! [`Exchange`] selects the copies: one contiguous copy per neighbour
 //! (`cuMemcpyPeerAsync` of the `k` adjacent crossing planes the layer-blocked
@@ -305,8 +306,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
     fn gather(&mut self) -> Result<Vec<S>> {
         let d = self.config.domain.dims;
         let mut f = vec![S::ZERO; Q * d.cells()];
+        // A neighbour's copy writes into a partition's own layers: finish
+        // every partition's work before reading any.
+        self.synchronize()?;
         for p in &mut self.parts {
-            p.copies.synchronize().ctx("finishing halo copies")?;
             write_own_layers(&p.solver.read_populations()?, d, Q, &p.z, &mut f);
         }
         Ok(f)

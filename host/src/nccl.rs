@@ -327,7 +327,7 @@ pub struct NcclReport {
     /// Steps timed.
     pub timed_steps: u64,
     /// Device-to-device copy bandwidth of rank 0's GPU, bytes read plus
-    /// written per second, measured after the run.
+    /// written per second, measured before the run.
     pub copy_bandwidth: f64,
     /// Populations that differ from a one-GPU run of the same steps.
     pub differ: usize,
@@ -351,10 +351,13 @@ pub fn run_and_check(
         steps: u64,
         ptx: &str,
     ) -> Result<Option<NcclReport>> {
+        // Rank 0's copy bandwidth, before the partition takes memory.
+        let copy_bandwidth =
+            if ranks.rank == 0 { GpuDevice::open(ranks.local, ptx)?.copy_bandwidth(COPY_BYTES, 20)? } else { 0.0 };
         let mut part = NcclPartition::<L, Q, S>::new(config.clone(), ranks, rendezvous, ptx)?;
         // NCCL connects peers on their first send: untimed warm-up steps
         // keep that out of the speed (they count towards the comparison).
-        let warm_up = (steps / 10).min(10);
+        let warm_up = (steps / 2).min(10);
         part.step(warm_up)?;
         part.synchronize()?;
         let start = Instant::now();
@@ -362,9 +365,7 @@ pub fn run_and_check(
         part.synchronize()?;
         let seconds = start.elapsed().as_secs_f64();
         let Some(got) = part.gather()? else { return Ok(None) };
-        let device = GpuDevice::open(ranks.local, ptx)?;
-        let copy_bandwidth = device.copy_bandwidth(COPY_BYTES, 20)?;
-        let mut one = GpuSolver::<L, Q, S>::new(config.clone(), device)?;
+        let mut one = GpuSolver::<L, Q, S>::new(config.clone(), GpuDevice::open(ranks.local, ptx)?)?;
         one.step(steps)?;
         let want = one.read_populations()?;
         let size = std::mem::size_of::<S>();

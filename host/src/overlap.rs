@@ -4,11 +4,14 @@
 //! Shared by the in-process multi-GPU solver and the NCCL ranks.
 //!
 //! Ordering (see [`crate::halo`] for which slots each part touches): the
-//! boundary layers touch the halos and the layers next to them, so they
-//! wait for the last exchange into and out of the partition and for the last
-//! interior (which touched layers 2 and `len - 1`). The interior touches no
-//! halo and nothing an exchange moves, so it waits only for the last
-//! boundary layers. The exchange waits for [`SplitStep::boundary_done`].
+//! boundary layers touch the halos and layers 2 and `len - 1`, which the
+//! interior touches too (Esoteric Pull: it also writes layer `len`), so they
+//! wait for the last exchange into and out of the partition and for
+//! everything queued on the device's stream (the last interior, and any
+//! upload or restore). The interior writes no halo and nothing an exchange
+//! moves (two-lattice interiors only read the layers being sent), so it
+//! waits only for the last boundary layers. The exchange waits for
+//! [`SplitStep::boundary_done`].
 
 use crate::error::{CudaContextExt, Result};
 use crate::gpu::{DeviceStorage, GpuSolver};
@@ -23,8 +26,9 @@ pub(crate) struct SplitStep {
     /// would leave most of the GPU idle, so they run beside the interior.
     boundary: Arc<CudaStream>,
     boundary_done: CudaEvent,
-    interior_done: CudaEvent,
-    /// Whether a step has been queued (the first waits for nothing).
+    /// Recorded on the device's stream before each step.
+    compute_ready: CudaEvent,
+    /// Whether a step has been queued (the first has no boundary layers to wait for).
     started: bool,
 }
 
@@ -37,7 +41,7 @@ impl SplitStep {
         Ok(Self {
             boundary: ctx.new_stream_with_priority(highest).ctx("creating the boundary stream")?,
             boundary_done: event()?,
-            interior_done: event()?,
+            compute_ready: event()?,
             started: false,
         })
     }
@@ -54,11 +58,12 @@ impl SplitStep {
         start: Option<&CudaEvent>,
     ) -> Result<()> {
         let compute = solver.device().stream().clone();
+        self.compute_ready.record(&compute).ctx("recording an event")?;
+        self.boundary.wait(&self.compute_ready).ctx("waiting for the device's stream")?;
         if self.started {
             for event in exchanged {
                 self.boundary.wait(event).ctx("waiting for the halo exchange")?;
             }
-            self.boundary.wait(&self.interior_done).ctx("waiting for the interior")?;
             compute.wait(&self.boundary_done).ctx("waiting for boundary layers")?;
         }
         if let Some(start) = start {
@@ -71,7 +76,6 @@ impl SplitStep {
         solver.launch_open_boundaries_on(&self.boundary)?;
         self.boundary_done.record(&self.boundary).ctx("recording an event")?;
         solver.launch_layers_on(&compute, 2, len - 2)?;
-        self.interior_done.record(&compute).ctx("recording an event")?;
         self.started = true;
         Ok(())
     }

@@ -296,6 +296,28 @@ mod tests {
         }
     }
 
+    /// Each open cell belongs to exactly one partition's own layers (what a
+    /// GPU partition's open-boundary group holds).
+    #[test]
+    fn every_open_cell_is_owned_once() {
+        let dims = Dims::new(5, 6, 11);
+        let c = crate::validation::z_duct_config(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, dims)
+            .unwrap();
+        let plane = dims.nx * dims.ny;
+        let want = c.domain.open_cells();
+        assert_eq!(want.len(), 2 * 5 * 4, "inlet and outlet faces inside the y walls");
+        for parts in 1..=4 {
+            let mut got = Vec::new();
+            for z in split(dims.nz, parts).unwrap() {
+                let local = local_config(&c, &z).unwrap();
+                // Local layer 1 is global layer z.start.
+                got.extend(local.domain.own_open_cells().iter().map(|&n| n - plane + z.start * plane));
+            }
+            got.sort();
+            assert_eq!(got, want, "{parts} partitions");
+        }
+    }
+
     #[test]
     fn one_layer_partitions_work_and_too_many_are_refused() {
         let c = forced_cavity(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, 4);

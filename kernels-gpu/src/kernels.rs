@@ -47,8 +47,9 @@ impl KernelKind {
 /// brittle: D3Q19 f32 Esoteric Pull fitted 64 until a change in the
 /// near-solid path's flag tests left it spilling 12 bytes (and 8% slower at 256^3);
 /// at 72 it does not spill; D3Q27 16-bit spilled 4 bytes at 96 after the
-/// velocity set was reordered. With 32-bit offsets inside a layer, D3Q27
-/// 16-bit fits 88 (25% -> 31% occupancy, +6% at 256^3 and 512^3 on an
+/// velocity set was reordered, and D3Q19 16-bit 8 bytes at 64 (now 72) when
+/// the populations were first blocked by layer. With 32-bit offsets inside
+/// a layer, D3Q27 16-bit fits 88 (25% -> 31% occupancy, +6% at 256^3 and 512^3 on an
 /// H200); D3Q19 at 64 instead of 72 was +1.7% at 256^3 but -0.6% at 512^3,
 /// and D3Q27 f32 at 88 instead of 96 -0.4%, so those stay
 /// (`docs/bench/h200-register-caps-session3.txt`).
