@@ -19,4 +19,14 @@ bin=.device-bin
   for l in d3q19 d3q27; do
     scripts/nccl-local.sh 4 --lattice $l --size 512 --steps 200 2>&1 | grep -i "differ\|error"
   done
+  # A case over NCCL writes what one GPU writes; a resumed one too.
+  $bin/lbm run cases/cavity3d.toml --backend gpu --output "$out/run-1gpu" --report quiet
+  scripts/nccl-local.sh 4 run cases/cavity3d.toml --output "$out/run-nccl" --report quiet
+  scripts/nccl-local.sh 4 run cases/cavity3d.toml --output "$out/run-resumed" --report quiet --steps 3001
+  scripts/nccl-local.sh 4 run cases/cavity3d.toml --output "$out/run-resumed" --report quiet --resume
+  for d in run-nccl run-resumed; do
+    for f in "$out"/run-1gpu/*.csv; do
+      cmp -s "$f" "$out/$d/$(basename "$f")" && echo "$d: $(basename "$f") identical" || echo "$d: $(basename "$f") DIFFERS"
+    done
+  done
 } 2>&1 | tee "$out/scaling.log"

@@ -247,8 +247,8 @@ fn steady_state_criterion_stops_the_run() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `lbm nccl` outside a launcher, and `lbm bench --gpus` asking for more GPUs
-/// than exist, are clear errors.
+/// `lbm nccl` and `lbm run --rendezvous` outside a launcher, and `lbm bench
+/// --gpus` asking for more GPUs than exist, are clear errors.
 #[test]
 fn multi_gpu_commands_explain_what_is_missing() {
     let o = lbm()
@@ -266,6 +266,18 @@ fn multi_gpu_commands_explain_what_is_missing() {
     let o = lbm().args(["nccl", "--rendezvous", "file:/x"]).env("RANK", "0").output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("WORLD_SIZE"), "{err}");
+    let o = lbm()
+        .args(["run", "cases/cavity3d.toml", "--rendezvous", "file:/nonexistent/id"])
+        .env_remove("RANK")
+        .env_remove("WORLD_SIZE")
+        .env_remove("LOCAL_RANK")
+        .env_remove("OMPI_COMM_WORLD_RANK")
+        .env_remove("SLURM_PROCID")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--rendezvous needs launcher variables"), "{err}");
     let o = lbm().args(["bench", "--gpus", "1,64", "--sizes", "8"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");

@@ -16,6 +16,7 @@ pub mod gpu;
 pub mod halo;
 pub mod multi_gpu;
 pub mod nccl;
+pub mod nccl_run;
 mod overlap;
 pub mod partition;
 pub mod picture;

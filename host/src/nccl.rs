@@ -15,7 +15,7 @@ use crate::error::{CudaContextExt, Error, Result};
 use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
 use crate::halo::halo_copies;
 use crate::overlap::SplitStep;
-use crate::partition::{local_config, split, write_own_layers};
+use crate::partition::{local_config, local_layers, split, write_own_layers};
 use crate::solver::{Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -138,13 +138,20 @@ fn share_id(ranks: Ranks, rendezvous: &str) -> Result<nccl::ncclUniqueId> {
     Ok(id)
 }
 
-fn nccl_result(r: nccl::ncclResult_t, what: &str) -> Result<()> {
+pub(crate) fn nccl_result(r: nccl::ncclResult_t, what: &str) -> Result<()> {
     if r == nccl::ncclResult_t::ncclSuccess {
         Ok(())
     } else {
         Err(Error::Setup(format!("NCCL error while {what}: {r:?}")))
     }
 }
+
+/// An NCCL communicator, owned by one partition.
+struct Comm(nccl::ncclComm_t);
+
+// SAFETY: NCCL lets a communicator move between threads as long as no two
+// use it at once; it is only reached through `&mut NcclPartition`.
+unsafe impl Send for Comm {}
 
 /// This process's partition of a domain split over the job's ranks.
 pub struct NcclPartition<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
@@ -153,7 +160,7 @@ pub struct NcclPartition<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     /// Every rank's global layers.
     ranges: Vec<Range<u32>>,
     solver: GpuSolver<L, Q, S>,
-    comm: nccl::ncclComm_t,
+    comm: Comm,
     copies: Arc<CudaStream>,
     split: SplitStep,
     /// Recorded after the last exchange (sends and receives) of this rank.
@@ -222,7 +229,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
                 std::fs::remove_file(path).ok();
             }
         }
-        Ok(Self { config, ranks, ranges, solver, comm, copies, split, exchanged, t: 0 })
+        Ok(Self { config, ranks, ranges, solver, comm: Comm(comm), copies, split, exchanged, t: 0 })
     }
 
     /// Runs `steps` time steps.
@@ -248,14 +255,16 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
                 for c in &copies {
                     let (from, _) = c.ranges(len, len, plane, Q);
                     let peer = if c.up { up_peer } else { down_peer };
-                    let sent = nccl::ncclSend(at(from.start), from.len() * elem, BYTES, peer as i32, self.comm, stream);
+                    let sent =
+                        nccl::ncclSend(at(from.start), from.len() * elem, BYTES, peer as i32, self.comm.0, stream);
                     nccl_result(sent, "sending halo planes")?;
                 }
                 for c in &copies {
                     // The copy `c` that this rank receives comes from the other side.
                     let (_, to) = c.ranges(len, len, plane, Q);
                     let peer = if c.up { down_peer } else { up_peer };
-                    let received = nccl::ncclRecv(at(to.start), to.len() * elem, BYTES, peer as i32, self.comm, stream);
+                    let received =
+                        nccl::ncclRecv(at(to.start), to.len() * elem, BYTES, peer as i32, self.comm.0, stream);
                     nccl_result(received, "receiving halo planes")?;
                 }
                 nccl_result(nccl::ncclGroupEnd(), "ending a group")?;
@@ -264,6 +273,82 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
             self.solver.advance();
             self.t += 1;
         }
+        Ok(())
+    }
+
+    /// This rank's place in the job.
+    pub fn ranks(&self) -> Ranks {
+        self.ranks
+    }
+
+    /// Time steps done.
+    pub fn time(&self) -> u64 {
+        self.t
+    }
+
+    /// The whole simulation's configuration.
+    pub fn config(&self) -> &SolverConfig {
+        &self.config
+    }
+
+    /// Rank 0's `words` reach every rank (the others pass anything): the
+    /// small messages that keep the ranks in step.
+    pub fn broadcast(&mut self, words: [u64; 2]) -> Result<[u64; 2]> {
+        self.synchronize()?;
+        let mut buf = self.copies.clone_htod(&words).ctx("staging a message")?;
+        let stream = self.copies.cu_stream() as nccl::cudaStream_t;
+        let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
+        // SAFETY: in place over the two words of `buf`, on the stream that owns it.
+        let sent = unsafe {
+            nccl::ncclBroadcast(
+                ptr as *const _,
+                ptr as *mut _,
+                2,
+                nccl::ncclDataType_t::ncclUint64,
+                0,
+                self.comm.0,
+                stream,
+            )
+        };
+        drop(guard);
+        nccl_result(sent, "broadcasting a message")?;
+        let got = self.copies.clone_dtoh(&buf).ctx("reading a message")?;
+        Ok([got[0], got[1]])
+    }
+
+    /// Sets every rank's populations (halos included) from the global
+    /// buffer `global`, which rank 0 passes (the others pass `None`), and
+    /// the time to `time`.
+    pub fn scatter(&mut self, global: Option<&[S]>, time: u64) -> Result<()> {
+        self.synchronize()?;
+        let d = self.config.domain.dims;
+        let stream = self.copies.cu_stream() as nccl::cudaStream_t;
+        let bytes =
+            |range: &Range<u32>| Q * (d.nx * d.ny) as usize * (range.len() + 2) * std::mem::size_of::<S::Elem>();
+        if self.ranks.rank == 0 {
+            let global = global.ok_or_else(|| Error::Setup("rank 0 scatters without populations".into()))?;
+            for (r, range) in self.ranges.iter().enumerate().skip(1) {
+                let local: Vec<S::Elem> = local_layers(global, d, Q, range).into_iter().map(S::to_elem).collect();
+                let mut buf = self.copies.clone_htod(&local).ctx("staging populations")?;
+                let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
+                // SAFETY: `buf` holds `bytes(range)` bytes; the stream is synchronised before it is freed.
+                let sent =
+                    unsafe { nccl::ncclSend(ptr as *const _, bytes(range), BYTES, r as i32, self.comm.0, stream) };
+                drop(guard);
+                nccl_result(sent, "sending populations")?;
+                self.copies.synchronize().ctx("sending populations")?;
+            }
+            self.solver.upload_populations(&local_layers(global, d, Q, &self.ranges[0]))?;
+        } else {
+            let ptr = self.solver.buffer_address() as *mut std::ffi::c_void;
+            let n = bytes(&self.ranges[self.ranks.rank]);
+            // SAFETY: the population buffer holds `n` bytes (own layers and halos).
+            let received = unsafe { nccl::ncclRecv(ptr, n, BYTES, 0, self.comm.0, stream) };
+            nccl_result(received, "receiving populations")?;
+        }
+        self.synchronize()?;
+        self.t = time;
+        self.solver.set_time(time);
         Ok(())
     }
 
@@ -286,7 +371,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
             let ptr = self.solver.buffer_address() as *const std::ffi::c_void;
             let n = bytes(&self.ranges[self.ranks.rank]);
             // SAFETY: the buffer holds `n` bytes; the stream is synchronised before it changes.
-            let sent = unsafe { nccl::ncclSend(ptr, n, BYTES, 0, self.comm, stream) };
+            let sent = unsafe { nccl::ncclSend(ptr, n, BYTES, 0, self.comm.0, stream) };
             nccl_result(sent, "sending populations")?;
             self.copies.synchronize().ctx("sending populations")?;
             return Ok(None);
@@ -298,7 +383,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
             let mut buf = self.copies.alloc_zeros::<S::Elem>(n).ctx("staging populations")?;
             let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
             // SAFETY: `buf` holds `bytes(range)` bytes.
-            let received = unsafe { nccl::ncclRecv(ptr as *mut _, bytes(range), BYTES, r as i32, self.comm, stream) };
+            let received = unsafe { nccl::ncclRecv(ptr as *mut _, bytes(range), BYTES, r as i32, self.comm.0, stream) };
             nccl_result(received, "receiving populations")?;
             drop(guard);
             let local: Vec<S> =
@@ -312,7 +397,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Drop for NcclPartition<L, Q, S> {
     fn drop(&mut self) {
         // SAFETY: the communicator was created in `new` and is destroyed once.
-        unsafe { nccl::ncclCommDestroy(self.comm) };
+        unsafe { nccl::ncclCommDestroy(self.comm.0) };
     }
 }
 

@@ -48,6 +48,12 @@ enum Command {
         /// Progress reporting: a bar, quiet, or JSON lines for scripts.
         #[arg(long, value_enum, default_value_t = run::Report::Bar)]
         report: run::Report,
+        /// Run as one rank of an NCCL job (one process per GPU, started by
+        /// mpirun, srun or scripts/nccl-local.sh): where ranks find rank 0's
+        /// NCCL id, file:PATH (must not exist yet) or tcp:HOST:PORT. Rank 0
+        /// writes every output; the case's backend and devices are ignored.
+        #[arg(long)]
+        rendezvous: Option<String>,
     },
     /// Run the built-in validation cases (Poiseuille, Taylor-Green, lid-driven
     /// cavities against Ghia et al. and Wong & Baker) and print their errors.
@@ -186,12 +192,12 @@ pub fn describe_backend(backend: BackendKind) -> String {
 pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Info => info::info(),
-        Command::Run { case, backend, device, exchange, size, steps, output, resume, report } => {
+        Command::Run { case, backend, device, exchange, size, steps, output, resume, report, rendezvous } => {
             let exchange = exchange
                 .map(|e| lbm::host::multi_gpu::Exchange::from_name(&e))
                 .transpose()
                 .map_err(lbm::Error::Setup)?;
-            let o = run::RunOptions { backend, device, exchange, size, steps, output, resume, report };
+            let o = run::RunOptions { backend, device, exchange, size, steps, output, resume, report, rendezvous };
             match run::run(&case, o)? {
                 run::Outcome::Finished => Ok(()),
                 run::Outcome::Interrupted => std::process::exit(130),

@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub output: Option<PathBuf>,
     pub resume: bool,
     pub report: Report,
+    /// `--rendezvous`: run as one rank of an NCCL job.
+    pub rendezvous: Option<String>,
 }
 
 /// How a run ended without error.
@@ -58,8 +60,20 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         setup.output.directory = dir;
     }
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("case").to_string();
+    // In an NCCL job only rank 0 reports and writes; the others serve it.
+    let ranks = match &o.rendezvous {
+        None => None,
+        Some(_) => Some(lbm::host::nccl::Ranks::from_env()?.ok_or_else(|| {
+            Error::Setup(
+                "--rendezvous needs launcher variables: start one process per GPU with mpirun, srun or \
+                 scripts/nccl-local.sh (or set RANK, WORLD_SIZE and LOCAL_RANK)"
+                    .into(),
+            )
+        })?),
+    };
+    let root = ranks.is_none_or(|r| r.rank == 0);
     let say = |line: String| {
-        if o.report == Report::Bar {
+        if o.report == Report::Bar && root {
             println!("{line}");
         }
     };
@@ -68,9 +82,17 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     }
     for o in &setup.objects {
         say(format!("geometry `{}`: {} cells", o.name, o.cells.iter().filter(|&&c| c).count()));
-        for note in &o.notes {
+        for note in o.notes.iter().filter(|_| root) {
             eprintln!("warning: {note}");
         }
+    }
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        // Installed before an NCCL job starts, so that Ctrl-C under a
+        // launcher leaves every rank running until rank 0 has checkpointed.
+        let flag = interrupted.clone();
+        // A second handler cannot be installed in the same process (tests); ignore that.
+        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
     }
     let masks: Vec<Vec<bool>> = setup.objects.iter().map(|o| o.cells.clone()).collect();
     let mut force_rows = String::new();
@@ -80,25 +102,26 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let devices = o.device.map_or(setup.devices.clone(), |d| vec![d]);
     let exchange = o.exchange.unwrap_or(setup.exchange);
     let backend = o.backend.unwrap_or(setup.backend.into()).resolve(devices[0])?;
-    let (mut solver, device) = match backend {
-        lbm::BackendKind::Gpu(_) if devices.len() > 1 => (
-            lbm::build_multi_gpu(setup.config.clone(), &devices, exchange)?,
-            format!("{} GPUs {devices:?}, split along z, {} halo exchange", devices.len(), exchange.name()),
-        ),
-        _ => (lbm::build_solver(setup.config.clone(), backend)?, crate::cli::describe_backend(backend)),
+    let (mut solver, device) = match (ranks, &o.rendezvous) {
+        (Some(ranks), Some(rendezvous)) => {
+            let joined = lbm::host::nccl_run::join(setup.config.clone(), ranks, rendezvous, &lbm::ptx::active())?;
+            // Every rank but 0 has served the whole run when `join` returns.
+            let Some(solver) = joined else { return Ok(Outcome::Finished) };
+            (solver, format!("{} ranks over NCCL, split along z (rank 0 on GPU {})", ranks.world, ranks.local))
+        }
+        _ => match backend {
+            lbm::BackendKind::Gpu(_) if devices.len() > 1 => (
+                lbm::build_multi_gpu(setup.config.clone(), &devices, exchange)?,
+                format!("{} GPUs {devices:?}, split along z, {} halo exchange", devices.len(), exchange.name()),
+            ),
+            _ => (lbm::build_solver(setup.config.clone(), backend)?, crate::cli::describe_backend(backend)),
+        },
     };
     say(format!("backend: {device}"));
     if o.resume {
         let state = checkpoint::read(&checkpoint_path, &setup.config)?;
         solver.restore_state(&state)?;
         say(format!("resumed from {} at step {}", checkpoint_path.display(), state.time));
-    }
-
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupted.clone();
-        // A second handler cannot be installed in the same process (tests); ignore that.
-        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
     }
 
     let total = setup.steps;
