@@ -5,7 +5,7 @@
 mod common;
 
 use lbm::host::multi_gpu::Exchange;
-use lbm::host::validation::{cavity_config, z_duct_config};
+use lbm::host::validation::{cavity_config, duct_config};
 use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::Streaming;
 use lbm::{BackendKind, SolverConfig};
@@ -60,14 +60,16 @@ fn partitions_on_gpus_match_one_domain() {
     }
 }
 
-/// Inlets and outlets on the z faces: the open-boundary group of each
+/// Inlets and outlets on the z faces (open cells next to the halos) and on
+/// the x faces (open cells in every layer): the open-boundary group of each
 /// partition (its own layers only) runs beside the boundary layers.
 #[test]
 fn open_boundaries_on_gpus_match_one_domain() {
     let Some(_) = common::gpu("open_boundaries_on_gpus_match_one_domain") else { return };
-    for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
+    for (streaming, axis) in [Streaming::EsotericPull, Streaming::TwoLattice].into_iter().flat_map(|s| [(s, 2), (s, 0)])
+    {
         let dims = lbm::kernels::Dims::new(12, 10, 29);
-        let c = z_duct_config(LatticeKind::D3Q19, Precision::F32, streaming, dims).unwrap();
+        let c = duct_config(LatticeKind::D3Q19, Precision::F32, streaming, dims, axis).unwrap();
         let mut one = lbm::build_solver(c.clone(), BackendKind::Gpu(0)).unwrap();
         one.step(1001).unwrap();
         let want = one.populations().unwrap();
@@ -77,8 +79,8 @@ fn open_boundaries_on_gpus_match_one_domain() {
                 s.step(1001).unwrap();
                 let got = s.populations().unwrap();
                 let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
-                println!("z duct {streaming:?} {devices:?} {} after 1001 steps: {differ} differ", e.name());
-                assert_eq!(differ, 0, "z duct {streaming:?} {devices:?} {}", e.name());
+                println!("duct along {axis} {streaming:?} {devices:?} {} after 1001 steps: {differ} differ", e.name());
+                assert_eq!(differ, 0, "duct along {axis} {streaming:?} {devices:?} {}", e.name());
             }
         }
     }

@@ -275,14 +275,17 @@ mod tests {
         check::<D3Q27, 27, f64>(LatticeKind::D3Q27, Precision::F64);
     }
 
-    /// Flow along z from a velocity inlet to a pressure outlet crosses every
-    /// partition boundary; the open cells sit in the first and last
-    /// partitions' own layers and next to their halos.
+    /// Flow from a velocity inlet to a pressure outlet, along z (crossing
+    /// every partition boundary, open cells in the first and last partitions
+    /// next to their halos) and along x (open cells in every partition's
+    /// boundary and interior layers).
     #[test]
     fn open_boundaries_across_partitions() {
-        for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
+        for (streaming, axis) in
+            [Streaming::EsotericPull, Streaming::TwoLattice].into_iter().flat_map(|s| [(s, 2), (s, 0)])
+        {
             let dims = Dims::new(6, 7, 13);
-            let c = crate::validation::z_duct_config(LatticeKind::D3Q19, Precision::F32, streaming, dims).unwrap();
+            let c = crate::validation::duct_config(LatticeKind::D3Q19, Precision::F32, streaming, dims, axis).unwrap();
             let mut one = CpuSolver::<D3Q19, 19, f32>::new(c.clone()).unwrap();
             one.step(301).unwrap();
             let want = one.populations().unwrap();
@@ -291,7 +294,7 @@ mod tests {
                 split_run.step(301).unwrap();
                 let got = split_run.populations().unwrap();
                 let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
-                assert_eq!(differ, 0, "{streaming:?}, {n} partitions: {differ} populations differ");
+                assert_eq!(differ, 0, "{streaming:?}, axis {axis}, {n} partitions: {differ} populations differ");
             }
         }
     }
@@ -301,11 +304,11 @@ mod tests {
     #[test]
     fn every_open_cell_is_owned_once() {
         let dims = Dims::new(5, 6, 11);
-        let c = crate::validation::z_duct_config(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, dims)
+        let c = crate::validation::duct_config(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, dims, 2)
             .unwrap();
         let plane = dims.nx * dims.ny;
         let want = c.domain.open_cells();
-        assert_eq!(want.len(), 2 * 5 * 4, "inlet and outlet faces inside the y walls");
+        assert_eq!(want.len(), 2 * 3 * 6, "inlet and outlet faces inside the x walls");
         for parts in 1..=4 {
             let mut got = Vec::new();
             for z in split(dims.nz, parts).unwrap() {

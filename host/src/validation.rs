@@ -119,20 +119,26 @@ pub fn channel_config(
     })
 }
 
-/// A duct along z from a velocity inlet (z min, `u_z = 0.02`) to a pressure
-/// outlet (z max), walls on y, periodic in x: a flow through open boundaries
-/// that crosses every z-partition boundary, for tests of partitioned runs.
-pub fn z_duct_config(
+/// A duct along `axis` from a velocity inlet (speed 0.02) on its min face
+/// to a pressure outlet on its max face, walls across the next axis and
+/// periodic along the third: a flow through open boundaries for tests of
+/// partitioned runs. Along z it crosses every z-partition boundary; along x
+/// or y its open cells lie in every partition's boundary and interior layers.
+pub fn duct_config(
     lattice: LatticeKind,
     precision: Precision,
     streaming: Streaming,
     dims: Dims,
+    axis: usize,
 ) -> Result<SolverConfig> {
-    let mut faces = [FaceBoundary::Wall; 6];
-    faces[0] = FaceBoundary::Periodic;
-    faces[1] = FaceBoundary::Periodic;
-    faces[4] = FaceBoundary::VelocityInlet([0.0, 0.0, 0.02]);
-    faces[5] = FaceBoundary::PressureOutlet(1e-3);
+    let mut faces = [FaceBoundary::Periodic; 6];
+    let mut u = [0.0; 3];
+    u[axis] = 0.02;
+    faces[2 * axis] = FaceBoundary::VelocityInlet(u);
+    faces[2 * axis + 1] = FaceBoundary::PressureOutlet(1e-3);
+    let walls = (axis + 1) % 3;
+    faces[2 * walls] = FaceBoundary::Wall;
+    faces[2 * walls + 1] = FaceBoundary::Wall;
     Ok(SolverConfig {
         lattice,
         precision,
