@@ -120,8 +120,6 @@ pub struct CpuSolver<L: Lattice<Q>, const Q: usize, S: Storage> {
     f: Vec<S>,
     /// Second buffer of the two-lattice scheme.
     f_next: Vec<S>,
-    /// Cells a step updates (all; a partition's interior when partitioned).
-    active: Range<usize>,
     t: u64,
     _lattice: PhantomData<L>,
 }
@@ -146,52 +144,68 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
             unsafe { stream::init_equilibrium::<L, Q, S>(scheme, &p, fp.get(), fl.get(), pl.get(), n) }
         });
-        Ok(Self { config, flags, f, f_next, active: 0..cells, t: 0, _lattice: PhantomData })
+        Ok(Self { config, flags, f, f_next, t: 0, _lattice: PhantomData })
     }
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
-    /// Restricts steps to the cells `cells` (a partition's interior).
-    pub(crate) fn set_active_cells(&mut self, cells: Range<usize>) {
-        self.active = cells;
-    }
-
     /// The current population buffer.
     pub(crate) fn buffer_mut(&mut self) -> &mut [S] {
         &mut self.f
+    }
+
+    /// The buffer that holds, or is receiving, the output of step `t`: the
+    /// current buffer once step `t` has ended, the one being written while
+    /// it runs (two-lattice pull; Esoteric Pull has one buffer).
+    pub(crate) fn step_output_mut(&mut self, t: u64) -> &mut [S] {
+        if self.t > t || self.config.streaming == Streaming::EsotericPull {
+            &mut self.f
+        } else {
+            &mut self.f_next
+        }
+    }
+
+    /// Updates the cells `cells` for the current step, without ending it
+    /// (a partition's boundary layers and interior, in any order).
+    pub(crate) fn update_cells(&mut self, cells: Range<usize>) {
+        let flags = Shared::new(self.flags.as_ptr());
+        let fma = has_fma();
+        let open = self.config.open_params::<S::Real>();
+        let p = self.config.step_params::<S::Real>(self.t);
+        let scheme = self.config.streaming;
+        let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
+        for_each_range(cells, |range| {
+            // SAFETY: buffers sized for the domain in `new`; ranges are
+            // disjoint; FMA use checked by `has_fma`.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                if fma {
+                    step_range_fma::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
+                } else {
+                    step_range::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            unsafe {
+                step_range::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
+            }
+        });
+    }
+
+    /// Ends the current step: the buffer written becomes the current one.
+    pub(crate) fn end_step(&mut self) {
+        if self.config.streaming == Streaming::TwoLattice {
+            std::mem::swap(&mut self.f, &mut self.f_next);
+        }
+        self.t += 1;
     }
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
     fn step(&mut self, steps: u64) -> Result<()> {
-        let flags = Shared::new(self.flags.as_ptr());
-        let fma = has_fma();
-        let cells = self.active.clone();
-        let open = self.config.open_params::<S::Real>();
         for _ in 0..steps {
-            let p = self.config.step_params::<S::Real>(self.t);
-            let scheme = self.config.streaming;
-            let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
-            for_each_range(cells.clone(), |range| {
-                // SAFETY: buffers sized for the domain in `new`; ranges are
-                // disjoint; FMA use checked by `has_fma`.
-                #[cfg(target_arch = "x86_64")]
-                unsafe {
-                    if fma {
-                        step_range_fma::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
-                    } else {
-                        step_range::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
-                    }
-                }
-                #[cfg(not(target_arch = "x86_64"))]
-                unsafe {
-                    step_range::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
-                }
-            });
-            if scheme == Streaming::TwoLattice {
-                std::mem::swap(&mut self.f, &mut self.f_next);
-            }
-            self.t += 1;
+            self.update_cells(0..self.config.domain.dims.cells());
+            self.end_step();
         }
         Ok(())
     }

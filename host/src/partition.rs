@@ -3,7 +3,9 @@
 //! multi-GPU path runs, on the CPU backend, so its logic is tested everywhere.
 //! After every step each partition sends its neighbours exactly the
 //! population planes [`crate::halo::halo_copies`] names (the crossing ones,
-//! parity-aware for Esoteric Pull), one contiguous range per neighbour.
+//! parity-aware for Esoteric Pull), one contiguous range per neighbour. A
+//! step's pieces (boundary layers, interior, copies) can run in the orders
+//! the GPU paths allow ([`Schedule`]).
 
 use crate::cpu::CpuSolver;
 use crate::domain::Domain;
@@ -39,6 +41,23 @@ pub fn split(nz: u32, parts: u32) -> Result<Vec<Range<u32>>> {
         .collect())
 }
 
+/// The order in which the pieces of a partitioned step run. The GPU paths
+/// run them in any order their events allow ([`crate::overlap`]); these
+/// CPU orders are the extremes, so that tests check the ordering argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// Whole partitions, then every copy.
+    InOrder,
+    /// Every partition's interior, then the last step's copies, then the
+    /// boundary layers: interiors run before the copies into and out of
+    /// their partitions have landed.
+    InteriorFirst,
+    /// Partition by partition, the boundary layers and at once their copies
+    /// (which land before the neighbours' own boundary layers run), then
+    /// every interior.
+    CopiesEarly,
+}
+
 struct Part<L: Lattice<Q>, const Q: usize, S: Storage> {
     /// Global z-layers this partition owns.
     z: Range<u32>,
@@ -46,29 +65,59 @@ struct Part<L: Lattice<Q>, const Q: usize, S: Storage> {
     solver: CpuSolver<L, Q, S>,
 }
 
+impl<L: Lattice<Q>, const Q: usize, S: Storage> Part<L, Q, S> {
+    /// Cells of local layers `z0 .. z1`.
+    fn layers(&self, z0: usize, z1: usize) -> Range<usize> {
+        let d = self.solver.config().domain.dims;
+        let plane = (d.nx * d.ny) as usize;
+        z0 * plane..z1 * plane
+    }
+
+    /// Updates the bottom and top layers of the current step.
+    fn boundary(&mut self) {
+        let len = self.z.len();
+        self.solver.update_cells(self.layers(1, 2));
+        if len > 1 {
+            self.solver.update_cells(self.layers(len, len + 1));
+        }
+    }
+
+    /// Updates the layers between them.
+    fn interior(&mut self) {
+        let len = self.z.len();
+        if len > 2 {
+            self.solver.update_cells(self.layers(2, len));
+        }
+    }
+}
+
 /// A simulation split into z-partitions on the CPU.
 pub struct PartitionedCpu<L: Lattice<Q>, const Q: usize, S: Storage> {
     /// The whole domain: initialisation and every read-back go through it.
     global: CpuSolver<L, Q, S>,
     parts: Vec<Part<L, Q, S>>,
+    schedule: Schedule,
     t: u64,
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
     /// Splits `config`'s domain into `parts` partitions along z.
     pub fn new(config: SolverConfig, parts: u32) -> Result<Self> {
+        Self::with_schedule(config, parts, Schedule::InOrder)
+    }
+
+    /// As [`Self::new`], running the pieces of each step in `schedule`'s order.
+    pub fn with_schedule(config: SolverConfig, parts: u32, schedule: Schedule) -> Result<Self> {
         let mut global = CpuSolver::<L, Q, S>::new(config.clone())?;
         let d = config.domain.dims;
         let mut out = Vec::new();
-        let plane = (d.nx * d.ny) as usize;
         for z in split(d.nz, parts)? {
             let local_config = local_config(&config, &z)?;
-            let mut solver = CpuSolver::<L, Q, S>::new(local_config)?;
-            solver.set_active_cells(plane..plane * (z.len() + 1));
+            let solver = CpuSolver::<L, Q, S>::new(local_config)?;
             out.push(Part { z, solver });
         }
         let start = global.buffer_mut().to_vec();
-        let mut p = Self { parts: out, t: 0, global };
+        let mut p = Self { parts: out, schedule, t: 0, global };
         p.scatter(&start);
         Ok(p)
     }
@@ -91,22 +140,57 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> PartitionedCpu<L, Q, S> {
         f
     }
 
-    /// The halo exchange after a step of parity `parity`: every partition's
-    /// two copies, each one contiguous range, applied in any order (their
-    /// ranges are disjoint).
-    fn exchange(&mut self, parity: u64) {
+    /// Partition `k`'s two copies after step `t`, each one contiguous range
+    /// from the buffer holding its step-`t` output into its neighbours'.
+    fn send(&mut self, k: usize, t: u64) {
         let n = self.parts.len();
         let plane = self.global.config().domain.dims.nx * self.global.config().domain.dims.ny;
-        let copies = halo_copies(self.global.config().streaming, parity, z_pairs(&L::C));
-        for k in 0..n {
-            for copy in copies {
-                let target = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
-                let (from_len, to_len) = (self.parts[k].z.len() as u32, self.parts[target].z.len() as u32);
-                let (from, to) = copy.ranges(from_len, to_len, plane, Q);
-                let values = self.parts[k].solver.buffer_mut()[from].to_vec();
-                self.parts[target].solver.buffer_mut()[to].copy_from_slice(&values);
+        for copy in halo_copies(self.global.config().streaming, t, z_pairs(&L::C)) {
+            let target = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
+            let (from_len, to_len) = (self.parts[k].z.len() as u32, self.parts[target].z.len() as u32);
+            let (from, to) = copy.ranges(from_len, to_len, plane, Q);
+            let values = self.parts[k].solver.step_output_mut(t)[from].to_vec();
+            self.parts[target].solver.step_output_mut(t)[to].copy_from_slice(&values);
+        }
+    }
+
+    /// Runs step `self.t` in the order of `self.schedule`; with
+    /// [`Schedule::InteriorFirst`] the copies of the step before run first
+    /// (`pending`), and this step's are left pending.
+    fn step_once(&mut self, pending: &mut Option<u64>) {
+        let (n, t) = (self.parts.len(), self.t);
+        match self.schedule {
+            Schedule::InOrder => {
+                for p in &mut self.parts {
+                    p.boundary();
+                    p.interior();
+                    p.solver.end_step();
+                }
+                (0..n).for_each(|k| self.send(k, t));
+            }
+            Schedule::InteriorFirst => {
+                self.parts.iter_mut().for_each(Part::interior);
+                if let Some(before) = pending.take() {
+                    (0..n).for_each(|k| self.send(k, before));
+                }
+                for p in &mut self.parts {
+                    p.boundary();
+                    p.solver.end_step();
+                }
+                *pending = Some(t);
+            }
+            Schedule::CopiesEarly => {
+                for k in 0..n {
+                    self.parts[k].boundary();
+                    self.send(k, t);
+                }
+                for p in &mut self.parts {
+                    p.interior();
+                    p.solver.end_step();
+                }
             }
         }
+        self.t += 1;
     }
 
     /// Brings the global solver to the partitions' state, for read-backs.
@@ -168,12 +252,12 @@ pub(crate) fn write_own_layers<T: Copy>(local: &[T], d: Dims, q: usize, z: &Rang
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for PartitionedCpu<L, Q, S> {
     fn step(&mut self, steps: u64) -> Result<()> {
+        let mut pending = None;
         for _ in 0..steps {
-            for p in &mut self.parts {
-                p.solver.step(1)?;
-            }
-            self.exchange(self.t);
-            self.t += 1;
+            self.step_once(&mut pending);
+        }
+        if let Some(t) = pending {
+            (0..self.parts.len()).for_each(|k| self.send(k, t));
         }
         Ok(())
     }
@@ -241,27 +325,33 @@ mod tests {
         c
     }
 
-    /// N partitions give bit-identical populations to one, for both schemes,
+    /// Every order of a step's pieces that the GPU paths allow, at its extremes.
+    const SCHEDULES: [Schedule; 3] = [Schedule::InOrder, Schedule::InteriorFirst, Schedule::CopiesEarly];
+
+    /// N partitions give bit-identical populations to one, for both schemes
+    /// and every schedule,
     /// after 1, 3, 40, 1000 and 1001 steps (odd and even), uneven partitions included (12 + 2
     /// walls = 14 layers: 3 partitions of 5, 5, 4; 5 of 3, 3, 3, 3, 2).
     fn check<L: Lattice<Q>, const Q: usize, S: Storage>(lattice: LatticeKind, precision: Precision) {
         for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
             let c = forced_cavity(lattice, precision, streaming, 12);
             let mut one = CpuSolver::<L, Q, S>::new(c.clone()).unwrap();
-            let mut split_runs: Vec<_> =
-                (1..=5).map(|n| PartitionedCpu::<L, Q, S>::new(c.clone(), n).unwrap()).collect();
+            let mut split_runs: Vec<_> = SCHEDULES
+                .into_iter()
+                .flat_map(|s| (1..=5).map(move |n| (s, n)))
+                .map(|(s, n)| (s, n, PartitionedCpu::<L, Q, S>::with_schedule(c.clone(), n, s).unwrap()))
+                .collect();
             for steps in [1, 2, 37, 960, 1] {
                 one.step(steps).unwrap();
                 let want = one.populations().unwrap();
-                for (k, s) in split_runs.iter_mut().enumerate() {
+                for (schedule, n, s) in split_runs.iter_mut() {
                     s.step(steps).unwrap();
                     let got = s.populations().unwrap();
                     let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
                     assert_eq!(
                         differ,
                         0,
-                        "{lattice:?} {streaming:?}, {} partitions, step {}: {differ} populations differ",
-                        k + 1,
+                        "{lattice:?} {streaming:?} {schedule:?}, {n} partitions, step {}: {differ} populations differ",
                         one.time()
                     );
                 }
@@ -289,12 +379,12 @@ mod tests {
             let mut one = CpuSolver::<D3Q19, 19, f32>::new(c.clone()).unwrap();
             one.step(301).unwrap();
             let want = one.populations().unwrap();
-            for n in 1..=4 {
-                let mut split_run = PartitionedCpu::<D3Q19, 19, f32>::new(c.clone(), n).unwrap();
+            for (schedule, n) in SCHEDULES.into_iter().flat_map(|s| (1..=4).map(move |n| (s, n))) {
+                let mut split_run = PartitionedCpu::<D3Q19, 19, f32>::with_schedule(c.clone(), n, schedule).unwrap();
                 split_run.step(301).unwrap();
                 let got = split_run.populations().unwrap();
                 let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
-                assert_eq!(differ, 0, "{streaming:?}, axis {axis}, {n} partitions: {differ} populations differ");
+                assert_eq!(differ, 0, "{streaming:?} {schedule:?}, axis {axis}, {n} partitions: {differ} differ");
             }
         }
     }
