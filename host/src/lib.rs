@@ -17,7 +17,7 @@ pub mod halo;
 pub mod multi_gpu;
 pub mod nccl;
 pub mod nccl_run;
-mod overlap;
+pub mod overlap;
 pub mod partition;
 pub mod picture;
 pub mod probe;

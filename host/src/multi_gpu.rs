@@ -4,7 +4,7 @@
 //!
 //! Each step, every partition computes its two boundary layers on a
 //! high-priority stream while its interior runs on the device's stream
-//! ([`crate::overlap::SplitStep`]); its copy stream waits for the boundary
+//! (`crate::overlap::SplitStep`); its copy stream waits for the boundary
 //! layers and sends the crossing planes to both neighbours, then records
 //! `copied`. The next step's boundary layers wait for the `copied` events of
 //! the partition and of both neighbours, so halos are complete and its

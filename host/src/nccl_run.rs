@@ -1,6 +1,6 @@
 //! A case run over NCCL, one process per GPU: rank 0 runs the time loop with
 //! outputs, checkpoints and resume ([`NcclRun`] is its solver); every other
-//! rank serves ([`serve`]), doing what rank 0 broadcasts before each step
+//! rank serves, doing what rank 0 broadcasts before each step
 //! or read-back. Only rank 0 decides anything, so the ranks cannot disagree
 //! about when to write, stop or resume.
 
