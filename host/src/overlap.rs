@@ -11,7 +11,7 @@
 //! upload or restore). The interior writes no halo and nothing an exchange
 //! moves (two-lattice interiors only read the layers being sent), so it
 //! waits only for the last boundary layers. The exchange waits for
-//! [`SplitStep::boundary_done`]. The CPU partitions run the extreme orders
+//! `SplitStep::boundary_done`. The CPU partitions run the extreme orders
 //! this allows ([`crate::partition::Schedule`]); tests check that every one
 //! gives the populations of a single domain, bit for bit.
 
