@@ -15,6 +15,25 @@ for ((r = 0; r < n; r++)); do
   RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r "$bin" "$command" --rendezvous "file:$id" "$@" &
   pids+=($!)
 done
+# The first rank to fail ends the others (they would wait for it forever),
+# as mpirun and srun --kill-on-bad-exit do.
 status=0
-for p in "${pids[@]}"; do wait "$p" || status=1; done
+running=("${pids[@]}")
+while [ ${#running[@]} -gt 0 ]; do
+  still=()
+  for p in "${running[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then
+      still+=("$p")
+    elif ! wait "$p"; then
+      status=1
+    fi
+  done
+  running=("${still[@]}")
+  if [ $status -ne 0 ] && [ ${#running[@]} -gt 0 ]; then
+    kill "${running[@]}" 2>/dev/null
+    wait "${running[@]}" 2>/dev/null
+    running=()
+  fi
+  [ ${#running[@]} -gt 0 ] && sleep 0.2
+done
 exit $status

@@ -21,12 +21,17 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 use cudarc::nccl::sys as nccl;
 use kernels_gpu::lattice::z_pairs;
+use kernels_gpu::layout::population_index;
 use kernels_gpu::Lattice;
 use std::io::{Read, Write};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Layers rank 0 stages at a time when it gathers or scatters populations:
+/// a few, so that it needs little device memory beyond its partition.
+pub const CHUNK_LAYERS: usize = 4;
 
 /// NCCL moves halos as bytes: the ranges are raw population storage.
 const BYTES: nccl::ncclDataType_t = nccl::ncclDataType_t::ncclUint8;
@@ -165,6 +170,8 @@ pub struct NcclPartition<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     split: SplitStep,
     /// Recorded after the last exchange (sends and receives) of this rank.
     exchanged: CudaEvent,
+    /// Whether [`Self::abort`] ended the communicator.
+    aborted: bool,
     t: u64,
 }
 
@@ -229,7 +236,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
                 std::fs::remove_file(path).ok();
             }
         }
-        Ok(Self { config, ranks, ranges, solver, comm: Comm(comm), copies, split, exchanged, t: 0 })
+        Ok(Self { config, ranks, ranges, solver, comm: Comm(comm), copies, split, exchanged, aborted: false, t: 0 })
     }
 
     /// Runs `steps` time steps.
@@ -252,12 +259,13 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
             // (each rank places what it sends and receives in its own layers).
             unsafe {
                 nccl_result(nccl::ncclGroupStart(), "starting a group")?;
+                let mut queued = Ok(());
                 for c in &copies {
                     let (from, _) = c.ranges(len, len, plane, Q);
                     let peer = if c.up { up_peer } else { down_peer };
                     let sent =
                         nccl::ncclSend(at(from.start), from.len() * elem, BYTES, peer as i32, self.comm.0, stream);
-                    nccl_result(sent, "sending halo planes")?;
+                    queued = queued.and(nccl_result(sent, "sending halo planes"));
                 }
                 for c in &copies {
                     // The copy `c` that this rank receives comes from the other side.
@@ -265,9 +273,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
                     let peer = if c.up { down_peer } else { up_peer };
                     let received =
                         nccl::ncclRecv(at(to.start), to.len() * elem, BYTES, peer as i32, self.comm.0, stream);
-                    nccl_result(received, "receiving halo planes")?;
+                    queued = queued.and(nccl_result(received, "receiving halo planes"));
                 }
-                nccl_result(nccl::ncclGroupEnd(), "ending a group")?;
+                // Close the group whatever failed, so later calls are not queued into it.
+                let ended = nccl_result(nccl::ncclGroupEnd(), "ending a group");
+                queued.and(ended)?;
             }
             self.exchanged.record(&self.copies).ctx("recording an event")?;
             self.solver.advance();
@@ -318,33 +328,47 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
 
     /// Sets every rank's populations (halos included) from the global
     /// buffer `global`, which rank 0 passes (the others pass `None`), and
-    /// the time to `time`.
+    /// the time to `time`. Rank 0 stages [`CHUNK_LAYERS`] layers at a time.
     pub fn scatter(&mut self, global: Option<&[S]>, time: u64) -> Result<()> {
         self.synchronize()?;
         let d = self.config.domain.dims;
+        let layer = Q * (d.nx * d.ny) as usize;
+        let elem = std::mem::size_of::<S::Elem>();
         let stream = self.copies.cu_stream() as nccl::cudaStream_t;
-        let bytes =
-            |range: &Range<u32>| Q * (d.nx * d.ny) as usize * (range.len() + 2) * std::mem::size_of::<S::Elem>();
         if self.ranks.rank == 0 {
             let global = global.ok_or_else(|| Error::Setup("rank 0 scatters without populations".into()))?;
             for (r, range) in self.ranges.iter().enumerate().skip(1) {
                 let local: Vec<S::Elem> = local_layers(global, d, Q, range).into_iter().map(S::to_elem).collect();
-                let mut buf = self.copies.clone_htod(&local).ctx("staging populations")?;
-                let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
-                // SAFETY: `buf` holds `bytes(range)` bytes; the stream is synchronised before it is freed.
-                let sent =
-                    unsafe { nccl::ncclSend(ptr as *const _, bytes(range), BYTES, r as i32, self.comm.0, stream) };
-                drop(guard);
-                nccl_result(sent, "sending populations")?;
-                self.copies.synchronize().ctx("sending populations")?;
+                for chunk in local.chunks(CHUNK_LAYERS * layer) {
+                    let mut buf = self.copies.clone_htod(chunk).ctx("staging populations")?;
+                    let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
+                    // SAFETY: `buf` holds the chunk; the stream is synchronised before `buf` is freed.
+                    let sent = unsafe {
+                        nccl::ncclSend(
+                            ptr as *const _,
+                            std::mem::size_of_val(chunk),
+                            BYTES,
+                            r as i32,
+                            self.comm.0,
+                            stream,
+                        )
+                    };
+                    drop(guard);
+                    nccl_result(sent, "sending populations")?;
+                    self.copies.synchronize().ctx("sending populations")?;
+                }
             }
             self.solver.upload_populations(&local_layers(global, d, Q, &self.ranges[0]))?;
         } else {
-            let ptr = self.solver.buffer_address() as *mut std::ffi::c_void;
-            let n = bytes(&self.ranges[self.ranks.rank]);
-            // SAFETY: the population buffer holds `n` bytes (own layers and halos).
-            let received = unsafe { nccl::ncclRecv(ptr, n, BYTES, 0, self.comm.0, stream) };
-            nccl_result(received, "receiving populations")?;
+            let base = self.solver.buffer_address();
+            let total = layer * (self.ranges[self.ranks.rank].len() + 2);
+            for start in (0..total).step_by(CHUNK_LAYERS * layer) {
+                let n = (total - start).min(CHUNK_LAYERS * layer);
+                let ptr = (base + (start * elem) as u64) as *mut std::ffi::c_void;
+                // SAFETY: `start + n` values lie inside the population buffer (own layers and halos).
+                let received = unsafe { nccl::ncclRecv(ptr, n * elem, BYTES, 0, self.comm.0, stream) };
+                nccl_result(received, "receiving populations")?;
+            }
         }
         self.synchronize()?;
         self.t = time;
@@ -360,44 +384,67 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
     }
 
     /// The global populations on rank 0 (`None` on the others): every other
-    /// rank sends its whole population buffer, and rank 0 keeps the own layers.
+    /// rank sends its own layers, which rank 0 stages [`CHUNK_LAYERS`]
+    /// layers at a time.
     pub fn gather(&mut self) -> Result<Option<Vec<S>>> {
         self.synchronize()?;
         let d = self.config.domain.dims;
-        let bytes =
-            |range: &Range<u32>| Q * (d.nx * d.ny) as usize * (range.len() + 2) * std::mem::size_of::<S::Elem>();
+        let (plane, elem) = (d.nx * d.ny, std::mem::size_of::<S::Elem>());
+        let layer = Q * plane as usize;
         let stream = self.copies.cu_stream() as nccl::cudaStream_t;
+        // Chunks of own layers: local layers `1 ..= len`, CHUNK_LAYERS at a time.
+        let chunks = |len: usize| (0..len).step_by(CHUNK_LAYERS).map(move |c| (1 + c, CHUNK_LAYERS.min(len - c)));
         if self.ranks.rank != 0 {
-            let ptr = self.solver.buffer_address() as *const std::ffi::c_void;
-            let n = bytes(&self.ranges[self.ranks.rank]);
-            // SAFETY: the buffer holds `n` bytes; the stream is synchronised before it changes.
-            let sent = unsafe { nccl::ncclSend(ptr, n, BYTES, 0, self.comm.0, stream) };
-            nccl_result(sent, "sending populations")?;
+            let base = self.solver.buffer_address();
+            for (first, layers) in chunks(self.ranges[self.ranks.rank].len()) {
+                let ptr = (base + (first * layer * elem) as u64) as *const std::ffi::c_void;
+                // SAFETY: the chunk lies inside the population buffer; the stream is synchronised below.
+                let sent = unsafe { nccl::ncclSend(ptr, layers * layer * elem, BYTES, 0, self.comm.0, stream) };
+                nccl_result(sent, "sending populations")?;
+            }
             self.copies.synchronize().ctx("sending populations")?;
             return Ok(None);
         }
         let mut f = vec![S::ZERO; Q * d.cells()];
         write_own_layers(&self.solver.read_populations()?, d, Q, &self.ranges[0], &mut f);
+        let mut buf = self.copies.alloc_zeros::<S::Elem>(CHUNK_LAYERS * layer).ctx("staging populations")?;
         for (r, range) in self.ranges.iter().enumerate().skip(1) {
-            let n = bytes(range) / std::mem::size_of::<S::Elem>();
-            let mut buf = self.copies.alloc_zeros::<S::Elem>(n).ctx("staging populations")?;
-            let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
-            // SAFETY: `buf` holds `bytes(range)` bytes.
-            let received = unsafe { nccl::ncclRecv(ptr as *mut _, bytes(range), BYTES, r as i32, self.comm.0, stream) };
-            nccl_result(received, "receiving populations")?;
-            drop(guard);
-            let local: Vec<S> =
-                self.copies.clone_dtoh(&buf).ctx("reading populations")?.into_iter().map(S::from_elem).collect();
-            write_own_layers(&local, d, Q, range, &mut f);
+            for (first, layers) in chunks(range.len()) {
+                let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
+                // SAFETY: `buf` holds CHUNK_LAYERS layers.
+                let received = unsafe {
+                    nccl::ncclRecv(ptr as *mut _, layers * layer * elem, BYTES, r as i32, self.comm.0, stream)
+                };
+                drop(guard);
+                nccl_result(received, "receiving populations")?;
+                let staged = self.copies.clone_dtoh(&buf).ctx("reading populations")?;
+                // Local layer `first` is global layer `range.start + first - 1`; layers are contiguous.
+                let at = population_index(plane, Q, 0, range.start + first as u32 - 1, 0);
+                for (to, from) in f[at..at + layers * layer].iter_mut().zip(staged) {
+                    *to = S::from_elem(from);
+                }
+            }
         }
         Ok(Some(f))
+    }
+
+    /// Ends this rank's part in the job at once, after an error: pending
+    /// NCCL work is abandoned rather than waited for.
+    pub fn abort(&mut self) {
+        if !self.aborted {
+            // SAFETY: the communicator is valid until `Drop`, which skips an aborted one.
+            unsafe { nccl::ncclCommAbort(self.comm.0) };
+            self.aborted = true;
+        }
     }
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Drop for NcclPartition<L, Q, S> {
     fn drop(&mut self) {
-        // SAFETY: the communicator was created in `new` and is destroyed once.
-        unsafe { nccl::ncclCommDestroy(self.comm.0) };
+        if !self.aborted {
+            // SAFETY: the communicator was created in `new` and is destroyed once.
+            unsafe { nccl::ncclCommDestroy(self.comm.0) };
+        }
     }
 }
 

@@ -50,20 +50,41 @@ impl Command {
 
 /// Rank 0's solver: each call tells the other ranks what to do, then does
 /// its own part. Dropping it ends the other ranks' service.
+///
+/// An error after a command has gone out leaves the other ranks inside a
+/// collective that rank 0 will not finish: rank 0 then abandons its NCCL
+/// work and returns the error, so the process exits non-zero and the
+/// launcher ends the job (`scripts/nccl-local.sh` ends the other ranks).
 pub struct NcclRun<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     part: NcclPartition<L, Q, S>,
     /// The global state on the CPU, for read-backs: built on first use after a step.
     global: Option<CpuSolver<L, Q, S>>,
+    /// Whether an error broke a collective (no more commands can be sent).
+    broken: bool,
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclRun<L, Q, S> {
     fn tell(&mut self, c: Command) -> Result<()> {
-        self.part.broadcast(c.encode()).map(|_| ())
+        if self.broken {
+            return Err(Error::Setup("an earlier NCCL error ended this job".into()));
+        }
+        let told = self.part.broadcast(c.encode()).map(|_| ());
+        self.check(told)
+    }
+
+    /// Marks the job broken on an error inside a collective.
+    fn check<T>(&mut self, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            self.broken = true;
+            self.part.abort();
+        }
+        r
     }
 
     fn gather(&mut self) -> Result<Vec<S>> {
         self.tell(Command::Gather)?;
-        self.part.gather()?.ok_or_else(|| Error::Setup("only rank 0 gathers".into()))
+        let gathered = self.part.gather();
+        self.check(gathered)?.ok_or_else(|| Error::Setup("only rank 0 gathers".into()))
     }
 
     fn global(&mut self) -> Result<&mut CpuSolver<L, Q, S>> {
@@ -80,9 +101,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclRun<L, Q, S> {
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Drop for NcclRun<L, Q, S> {
     fn drop(&mut self) {
-        // The others wait for a command: release them even after an error.
-        if let Err(e) = self.tell(Command::Finish) {
-            eprintln!("error: could not tell the other ranks to finish: {e}");
+        // The others wait for a command: release them, unless a collective broke.
+        if !self.broken {
+            if let Err(e) = self.tell(Command::Finish) {
+                eprintln!("error: could not tell the other ranks to finish: {e}");
+            }
         }
     }
 }
@@ -91,11 +114,13 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for NcclRun<L, Q, S
     fn step(&mut self, steps: u64) -> Result<()> {
         self.tell(Command::Step(steps))?;
         self.global = None;
-        self.part.step(steps)
+        let stepped = self.part.step(steps);
+        self.check(stepped)
     }
 
     fn synchronize(&mut self) -> Result<()> {
-        self.part.synchronize()
+        let done = self.part.synchronize();
+        self.check(done)
     }
 
     fn time(&self) -> u64 {
@@ -119,6 +144,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for NcclRun<L, Q, S
     }
 
     fn save_state(&mut self) -> Result<SavedState> {
+        // The read-back copy, when there is one, is this step's state.
+        if let Some(g) = &mut self.global {
+            return g.save_state();
+        }
         let time = self.part.time();
         Ok(SavedState { time, populations: crate::solver::storage_bytes(&self.gather()?).to_vec() })
     }
@@ -128,7 +157,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for NcclRun<L, Q, S
         crate::solver::restore_storage(&mut f, &state.populations)?;
         self.tell(Command::Scatter(state.time))?;
         self.global = None;
-        self.part.scatter(Some(&f), state.time)
+        let scattered = self.part.scatter(Some(&f), state.time);
+        self.check(scattered)
     }
 
     fn backend(&self) -> BackendKind {
@@ -152,7 +182,7 @@ pub fn join(config: SolverConfig, ranks: Ranks, rendezvous: &str, ptx: &str) -> 
     ) -> Result<Option<Box<dyn Solver>>> {
         let part = NcclPartition::<L, Q, S>::new(config, ranks, rendezvous, ptx)?;
         if ranks.rank == 0 {
-            return Ok(Some(Box::new(NcclRun { part, global: None })));
+            return Ok(Some(Box::new(NcclRun { part, global: None, broken: false })));
         }
         serve(part)?;
         Ok(None)
@@ -161,16 +191,32 @@ pub fn join(config: SolverConfig, ranks: Ranks, rendezvous: &str, ptx: &str) -> 
     crate::dispatch!(lattice, precision, go(config, ranks, rendezvous, ptx))
 }
 
-/// Does what rank 0 asks until it says the run is over.
+/// Does what rank 0 asks until it says the run is over. On an error this
+/// rank abandons its NCCL work and returns it (the process exits non-zero,
+/// and the launcher ends the job).
 fn serve<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(mut part: NcclPartition<L, Q, S>) -> Result<()> {
-    loop {
+    let mut next = || -> Result<bool> {
         match Command::decode(part.broadcast([0, 0])?)? {
             Command::Step(n) => part.step(n)?,
             Command::Gather => {
                 part.gather()?;
             }
             Command::Scatter(t) => part.scatter(None, t)?,
-            Command::Finish => return part.synchronize(),
+            Command::Finish => {
+                part.synchronize()?;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    };
+    loop {
+        match next() {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) => {
+                part.abort();
+                return Err(e);
+            }
         }
     }
 }

@@ -88,16 +88,24 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     }
     let interrupted = Arc::new(AtomicBool::new(false));
     {
-        // Installed before an NCCL job starts, so that Ctrl-C under a
-        // launcher leaves every rank running until rank 0 has checkpointed.
+        // The first Ctrl-C asks for a checkpoint at the next output step; a
+        // second one ends the process at once. Installed before an NCCL job
+        // starts, so that one Ctrl-C under a launcher leaves every rank
+        // running until rank 0 has checkpointed.
         let flag = interrupted.clone();
         // A second handler cannot be installed in the same process (tests); ignore that.
-        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+        let _ = ctrlc::set_handler(move || {
+            if flag.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
     }
     let masks: Vec<Vec<bool>> = setup.objects.iter().map(|o| o.cells.clone()).collect();
     let mut force_rows = String::new();
     let dir = setup.output.directory.clone();
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
+    if root {
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
+    }
     let checkpoint_path = dir.join("checkpoint.lbm");
     let devices = o.device.map_or(setup.devices.clone(), |d| vec![d]);
     let exchange = o.exchange.unwrap_or(setup.exchange);
