@@ -149,6 +149,15 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
+    /// A CPU copy of a split run's whole state, for read-backs: the
+    /// populations `f` of `config`'s domain at step `time`.
+    pub(crate) fn holding(config: SolverConfig, f: &[S], time: u64) -> Result<Self> {
+        let mut copy = Self::new(config)?;
+        copy.f.copy_from_slice(f);
+        copy.t = time;
+        Ok(copy)
+    }
+
     /// The current population buffer.
     pub(crate) fn buffer_mut(&mut self) -> &mut [S] {
         &mut self.f

@@ -328,9 +328,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
     fn global(&mut self) -> Result<&mut CpuSolver<L, Q, S>> {
         if self.global.is_none() {
             let f = self.gather()?;
-            let mut g = CpuSolver::<L, Q, S>::new(self.config.clone())?;
-            g.restore_state(&SavedState { time: self.t, populations: crate::solver::storage_bytes(&f).to_vec() })?;
-            self.global = Some(g);
+            self.global = Some(CpuSolver::holding(self.config.clone(), &f, self.t)?);
         }
         Ok(self.global.as_mut().expect("set above"))
     }

@@ -90,10 +90,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclRun<L, Q, S> {
     fn global(&mut self) -> Result<&mut CpuSolver<L, Q, S>> {
         if self.global.is_none() {
             let f = self.gather()?;
-            let mut g = CpuSolver::<L, Q, S>::new(self.part.config().clone())?;
-            let time = self.part.time();
-            g.restore_state(&SavedState { time, populations: crate::solver::storage_bytes(&f).to_vec() })?;
-            self.global = Some(g);
+            self.global = Some(CpuSolver::holding(self.part.config().clone(), &f, self.part.time())?);
         }
         Ok(self.global.as_mut().expect("set above"))
     }
