@@ -251,30 +251,23 @@ fn steady_state_criterion_stops_the_run() {
 /// --gpus` asking for more GPUs than exist, are clear errors.
 #[test]
 fn multi_gpu_commands_explain_what_is_missing() {
-    let o = lbm()
-        .args(["nccl", "--rendezvous", "file:/nonexistent/id"])
-        .env_remove("RANK")
-        .env_remove("WORLD_SIZE")
-        .env_remove("LOCAL_RANK")
-        .env_remove("OMPI_COMM_WORLD_RANK")
-        .env_remove("SLURM_PROCID")
-        .output()
-        .unwrap();
+    // Outside any launcher: none of the variables a rank reads.
+    let outside = |args: &[&str]| {
+        let mut c = lbm();
+        c.args(args);
+        for v in ["RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"] {
+            c.env_remove(v);
+        }
+        c.output().unwrap()
+    };
+    let o = outside(&["nccl", "--rendezvous", "file:/nonexistent/id"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("launcher") && err.contains("RANK"), "{err}");
     let o = lbm().args(["nccl", "--rendezvous", "file:/x"]).env("RANK", "0").output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("WORLD_SIZE"), "{err}");
-    let o = lbm()
-        .args(["run", "cases/cavity3d.toml", "--rendezvous", "file:/nonexistent/id"])
-        .env_remove("RANK")
-        .env_remove("WORLD_SIZE")
-        .env_remove("LOCAL_RANK")
-        .env_remove("OMPI_COMM_WORLD_RANK")
-        .env_remove("SLURM_PROCID")
-        .output()
-        .unwrap();
+    let o = outside(&["run", "cases/cavity3d.toml", "--rendezvous", "file:/nonexistent/id"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("--rendezvous needs launcher variables"), "{err}");
