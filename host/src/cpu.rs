@@ -158,6 +158,11 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
         Ok(copy)
     }
 
+    /// Sets the step counter (after a caller restored the buffers itself).
+    pub(crate) fn set_time(&mut self, t: u64) {
+        self.t = t;
+    }
+
     /// The current population buffer.
     pub(crate) fn buffer_mut(&mut self) -> &mut [S] {
         &mut self.f
