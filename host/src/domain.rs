@@ -91,6 +91,9 @@ pub struct Domain {
     /// Open-boundary states (lattice units), indexed by the state id of
     /// inlet and outlet cells.
     pub open_states: Vec<OpenState>,
+    /// For a z-partition, the global z of its local layer 0 (wrapping; 0
+    /// for a whole domain): see [`kernels_gpu::StepParams::z_offset`].
+    pub z_offset: u32,
 }
 
 /// What an inlet or outlet face imposes (lattice units).
@@ -138,6 +141,7 @@ impl Domain {
             flags: vec![CellKind::Fluid.to_flag(); dims.cells()],
             wall_velocities: Vec::new(),
             open_states: Vec::new(),
+            z_offset: 0,
         })
     }
 

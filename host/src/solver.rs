@@ -177,7 +177,10 @@ impl SolverConfig {
         }
         StepParams {
             dims: self.domain.dims,
-            parity: (t % 2) as u32,
+            // The low 32 bits: the parity, and a seed that repeats only after 2^32 steps.
+            step: t as u32,
+            z_offset: self.domain.z_offset,
+            reserved: 0,
             omega: T::from_f64(1.0 / self.tau),
             force: self.force.map(T::from_f64),
             wall_velocity,

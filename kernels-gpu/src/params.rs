@@ -9,8 +9,14 @@ use crate::layout::Dims;
 pub struct StepParams<T> {
     /// Grid size.
     pub dims: Dims,
-    /// Time step modulo 2 (Esoteric Pull alternates its access pattern).
-    pub parity: u32,
+    /// Time step (its low 32 bits): Esoteric Pull alternates its access
+    /// pattern with its parity, and 16-bit storage seeds its rounding with it.
+    pub step: u32,
+    /// Global z of local layer 0, wrapping (0 for a whole domain): a
+    /// partition's cells round as the same cells of the whole domain do.
+    pub z_offset: u32,
+    /// Zero: keeps `omega` 8-byte aligned with no implicit padding.
+    pub reserved: u32,
     /// Relaxation rate `omega = 1 / tau`.
     pub omega: T,
     /// Body force density (Guo forcing), lattice units.
@@ -43,7 +49,7 @@ pub struct OpenBoundary<T> {
 }
 
 // The host sends these bytes verbatim: pin the sizes so a layout change is seen.
-const _: () = assert!(core::mem::size_of::<StepParams<f32>>() == 16 + 4 + 12 + 12 * MAX_MOVING_WALLS);
+const _: () = assert!(core::mem::size_of::<StepParams<f32>>() == 24 + 4 + 12 + 12 * MAX_MOVING_WALLS);
 const _: () = assert!(core::mem::size_of::<OpenParams<f32>>() == 28 * MAX_OPEN_BOUNDARIES);
-const _: () = assert!(core::mem::size_of::<StepParams<f64>>() == 16 + 8 + 24 + 24 * MAX_MOVING_WALLS);
+const _: () = assert!(core::mem::size_of::<StepParams<f64>>() == 24 + 8 + 24 + 24 * MAX_MOVING_WALLS);
 const _: () = assert!(core::mem::size_of::<OpenParams<f64>>() == 56 * MAX_OPEN_BOUNDARIES);

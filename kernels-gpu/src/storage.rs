@@ -4,7 +4,17 @@
 //! [`crate::cell`]). The 16-bit format keeps those small values in IEEE half
 //! precision, scaled by 2^15 so that typical deviations (1e-4 .. 1e-1) use
 //! the normal range of the format (Lehmann et al. 2022, "FP16S"); arithmetic
-//! stays in f32. Conversions are correctly rounded on CPU and GPU alike.
+//! stays in f32.
+//!
+//! **Stochastic rounding.** A half keeps 11 significant bits, so a change
+//! smaller than half a unit in the last place of a stored value would be
+//! rounded away every step: a slow flow (a force-driven channel, say) then
+//! stalls short of its steady state, the worse the finer the grid. The
+//! stream-collide updates therefore round 16-bit values up or down with
+//! probabilities that make the stored value exact on average
+//! ([`Storage::store_dithered`]), from pseudo-random bits that depend only
+//! on the cell, the population and the time step: runs stay reproducible,
+//! and CPU, GPU and partitioned runs stay bit-identical.
 
 use crate::real::Real;
 
@@ -27,6 +37,14 @@ pub unsafe trait Storage: Copy + Send + Sync + 'static {
     fn load(self) -> Self::Real;
     /// Encodes a value for storage (rounding to nearest).
     fn store(v: Self::Real) -> Self;
+    /// Whether [`Self::store_dithered`] uses its random bits.
+    const STOCHASTIC: bool = false;
+    /// Encodes a value for storage, rounding with the random bits `noise`
+    /// where the format rounds stochastically (to nearest otherwise).
+    #[inline(always)]
+    fn store_dithered(v: Self::Real, _noise: u32) -> Self {
+        Self::store(v)
+    }
 }
 
 // SAFETY: f32 is plain old data.
@@ -84,6 +102,43 @@ unsafe impl Storage for F16s {
     fn store(v: f32) -> Self {
         F16s(((v * F16S_SCALE) as f16).to_bits())
     }
+    const STOCHASTIC: bool = true;
+    /// Stochastic rounding: the top 13 bits of `noise` are added to the 13
+    /// bits of the f32 magnitude that a half drops, which are then cut off
+    /// (a carry moves into the exponent as it should). The result is exact
+    /// in half precision for normal halves; below that (|v| < 2^-29) the
+    /// conversion rounds to nearest.
+    #[inline(always)]
+    fn store_dithered(v: f32, noise: u32) -> Self {
+        let bits = (v * F16S_SCALE).to_bits();
+        let magnitude = ((bits & 0x7fff_ffff) + (noise >> 19)) & !0x1fff;
+        F16s((f32::from_bits(magnitude | (bits & 0x8000_0000)) as f16).to_bits())
+    }
+}
+
+/// The random bits for the stores of one cell in one step: a hash of the
+/// cell's index in the whole domain and of the time step. [`next_noise`]
+/// gives the bits for each store in turn.
+#[inline(always)]
+pub fn cell_noise(global_cell: u32, step: u32) -> u32 {
+    mix(global_cell.wrapping_mul(0x9e37_79b9) ^ mix(step))
+}
+
+/// The next random bits of a cell's stores (a linear congruential step;
+/// [`Storage::store_dithered`] uses only the high bits, which are good).
+#[inline(always)]
+pub fn next_noise(state: u32) -> u32 {
+    state.wrapping_mul(747_796_405).wrapping_add(2_891_336_453)
+}
+
+/// A 32-bit integer hash (Wellons' "lowbias32").
+#[inline(always)]
+const fn mix(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x7feb_352d);
+    h ^= h >> 15;
+    h = h.wrapping_mul(0x846c_a68b);
+    h ^ (h >> 16)
 }
 
 #[cfg(test)]
@@ -98,5 +153,32 @@ mod tests {
             assert!((back - v).abs() <= v.abs() * 2f32.powi(-11), "{v} -> {back}");
         }
         assert_eq!(F16s::store(0.0), F16s::ZERO);
+    }
+
+    /// Stochastic rounding lands on one of the two halves around a value,
+    /// and on average (over the noise) on the value itself.
+    #[test]
+    fn f16s_stochastic_rounding_is_unbiased() {
+        for &v in &[1.0e-4f32, -3.3e-3, 0.0123, 0.3] {
+            let (lo, hi) = {
+                let nearest = F16s::store(v).load();
+                let ulp = nearest.abs() * 2f32.powi(-10);
+                (nearest - ulp, nearest + ulp)
+            };
+            let n = 1 << 14;
+            let mut sum = 0.0f64;
+            let mut state = cell_noise(7, 11);
+            for _ in 0..n {
+                state = next_noise(state);
+                let got = F16s::store_dithered(v, state).load();
+                assert!(got >= lo && got <= hi, "{v} -> {got} outside [{lo}, {hi}]");
+                sum += got as f64;
+            }
+            let mean = sum / n as f64;
+            // The spread of one rounding is below one ulp: the mean of n is within a few ulp / sqrt(n).
+            let ulp = (v.abs() * 2f32.powi(-10)) as f64;
+            assert!((mean - v as f64).abs() < 4.0 * ulp / (n as f64).sqrt(), "{v}: mean {mean}");
+        }
+        assert_eq!(F16s::store_dithered(0.0, u32::MAX), F16s::ZERO);
     }
 }

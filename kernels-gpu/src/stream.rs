@@ -40,7 +40,7 @@ use crate::lattice::{opposite, Lattice};
 use crate::layout::{population_index, Cell, Dims, Neighbours};
 use crate::params::{OpenBoundary, OpenParams, StepParams};
 use crate::real::Real;
-use crate::storage::Storage;
+use crate::storage::{cell_noise, next_noise, Storage};
 
 /// The streaming scheme.
 #[repr(u32)]
@@ -153,7 +153,7 @@ fn wall_velocity<T: Real>(p: &StepParams<T>, k: usize) -> [T; 3] {
 }
 
 /// Where population `i` arriving at the cell with neighbours `nb` at a step
-/// of parity `p.parity` is stored, and the wall term to add to the stored
+/// of parity `p.step & 1` is stored, and the wall term to add to the stored
 /// value (zero unless bounced off a moving wall). With `CHECK_WALLS = false`
 /// the cell is known to have no solid neighbour and no flag is read.
 ///
@@ -188,7 +188,7 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
         }
         Streaming::EsotericPull => {
             // Pair (a, b): a odd is read from the cell itself, b = a + 1 from j = x + c_a.
-            let odd = p.parity & 1 == 1;
+            let odd = p.step & 1 == 1;
             let (a, b) = if i % 2 == 1 { (i, i + 1) } else { (i - 1, i) };
             // A solid source flips the parity: read what this cell wrote last step.
             let flipped = odd != solid;
@@ -293,23 +293,33 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
     nb: &Neighbours<Q>,
     fi: &[S::Real; Q],
 ) {
+    // Random bits for stochastic rounding, one draw per store in a fixed
+    // order (none are computed for formats that round to nearest).
+    let global_cell = nb.xy[0].wrapping_add(nb.plane.wrapping_mul(nb.z[0].wrapping_add(p.z_offset)));
+    let mut noise = if S::STOCHASTIC { cell_noise(global_cell, p.step) } else { 0 };
+    let mut put = |at: usize, v: S::Real| {
+        if S::STOCHASTIC {
+            noise = next_noise(noise);
+        }
+        *dst.add(at) = S::store_dithered(v, noise);
+    };
     match scheme {
         Streaming::EsotericPull => {
-            let odd = p.parity & 1 == 1;
-            *dst.add(slot_of::<L, Q>(nb, 0, 0)) = S::store(fi[0]);
+            let odd = p.step & 1 == 1;
+            put(slot_of::<L, Q>(nb, 0, 0), fi[0]);
             let mut a = 1;
             while a < Q {
                 let b = a + 1;
                 let (sa, sb) = (L::SLOT[a], L::SLOT[b]);
                 let (to_neighbour, to_self) = if odd { (sa, sb) } else { (sb, sa) };
-                *dst.add(nb.population(a, to_neighbour)) = S::store(fi[a]);
-                *dst.add(nb.population(0, to_self)) = S::store(fi[b]);
+                put(nb.population(a, to_neighbour), fi[a]);
+                put(nb.population(0, to_self), fi[b]);
                 a += 2;
             }
         }
         Streaming::TwoLattice => {
             for i in 0..Q {
-                *dst.add(slot_of::<L, Q>(nb, 0, i)) = S::store(fi[i]);
+                put(slot_of::<L, Q>(nb, 0, i), fi[i]);
             }
         }
     }
@@ -353,7 +363,7 @@ pub const FIELD_COMPONENTS: usize = 4;
 
 /// Writes the equilibrium populations for density `rho` and velocity `u` of
 /// fluid cell `n` into the slots the next step reads them from, so that a
-/// step of parity `p.parity` sees exactly `feq(rho, u)` arriving at `n`.
+/// step of parity `p.step & 1` sees exactly `feq(rho, u)` arriving at `n`.
 /// `fields` holds `rho, ux, uy, uz` planes (see [`FIELD_COMPONENTS`]).
 ///
 /// # Safety
