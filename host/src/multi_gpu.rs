@@ -203,12 +203,14 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             let neighbours = [(k + n - 1) % n, k, (k + 1) % n];
             let (before, rest) = self.parts.split_at_mut(k);
             let (part, after) = rest.split_first_mut().expect("partition k exists");
-            // The copies into and out of this partition (it may be its own neighbour).
-            let copied: Vec<&CudaEvent> = neighbours
-                .iter()
-                .filter(|&&m| self.t > 0 && m != k)
-                .map(|&m| if m < k { &before[m].copied } else { &after[m - k - 1].copied })
-                .collect();
+            // The last copies into and out of this partition (none before the
+            // first step; with one or two partitions some are the same).
+            let copied = neighbours.map(|m| match m.cmp(&k) {
+                std::cmp::Ordering::Less => &before[m].copied,
+                std::cmp::Ordering::Equal => &part.copied,
+                std::cmp::Ordering::Greater => &after[m - k - 1].copied,
+            });
+            let exchanged: &[&CudaEvent] = if self.t > 0 { &copied } else { &[] };
             let compute = part.solver.device().stream().clone();
             let len = part.z.len() as u32;
             if let Some([start, ..]) = &part.timing {
@@ -216,19 +218,15 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             }
             if self.exchange == Exchange::NoOverlap {
                 // Everything in order on one stream, after the copies.
-                for event in copied.iter().copied().chain((self.t > 0).then_some(&part.copied)) {
+                for event in exchanged {
                     compute.wait(event).ctx("waiting for halo copies")?;
                 }
                 part.solver.launch_layers_on(&compute, 1, len)?;
                 part.solver.launch_open_boundaries_on(&compute)?;
                 part.boundary_done.record(&compute).ctx("recording an event")?;
             } else {
-                let mut exchanged = copied;
-                if self.t > 0 {
-                    exchanged.push(&part.copied);
-                }
                 let start = part.timing.as_ref().map(|[start, ..]| start);
-                part.split.launch(&mut part.solver, len, &exchanged, start)?;
+                part.split.launch(&mut part.solver, len, exchanged, start)?;
             }
             if let Some([_, compute_end, ..]) = &part.timing {
                 // The step's kernels end with the later of both streams.

@@ -318,6 +318,12 @@ macro_rules! dispatch {
     }};
 }
 
+/// How many values of `a` and `b` differ bit for bit (the check of every
+/// "same populations" test: split runs, backends, restores).
+pub fn bitwise_differences(a: &[f64], b: &[f64]) -> usize {
+    a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count() + a.len().abs_diff(b.len())
+}
+
 /// Total fluid mass of a population buffer in the given scheme and parity,
 /// summed in f64 from the shifted populations (`rho = 1 + sum fbar_i`).
 pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(config: &SolverConfig, f: &[S], t: u64) -> f64 {

@@ -103,11 +103,7 @@ pub fn channel_config(
     channel: Channel,
 ) -> Result<SolverConfig> {
     let Channel { width, length, tau, u_in } = channel;
-    let mut faces = [FaceBoundary::Periodic; 6];
-    faces[0] = FaceBoundary::VelocityInlet([u_in, 0.0, 0.0]);
-    faces[1] = FaceBoundary::PressureOutlet(1.0);
-    faces[2] = FaceBoundary::Wall;
-    faces[3] = FaceBoundary::Wall;
+    let faces = duct_faces(0, u_in);
     Ok(SolverConfig {
         lattice,
         precision,
@@ -131,23 +127,30 @@ pub fn duct_config(
     dims: Dims,
     axis: usize,
 ) -> Result<SolverConfig> {
-    let mut faces = [FaceBoundary::Periodic; 6];
-    let mut u = [0.0; 3];
-    u[axis] = 0.02;
-    faces[2 * axis] = FaceBoundary::VelocityInlet(u);
-    faces[2 * axis + 1] = FaceBoundary::PressureOutlet(1e-3);
-    let walls = (axis + 1) % 3;
-    faces[2 * walls] = FaceBoundary::Wall;
-    faces[2 * walls + 1] = FaceBoundary::Wall;
     Ok(SolverConfig {
         lattice,
         precision,
         streaming,
         tau: 0.8,
         force: [0.0; 3],
-        domain: Domain::with_faces(dims, faces)?,
+        domain: Domain::with_faces(dims, duct_faces(axis, 0.02))?,
         initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
     })
+}
+
+/// The faces of a duct along `axis`: a velocity inlet (speed `u_in`) on the
+/// min face, a pressure outlet at rest density on the max face, walls across
+/// the next axis, periodic along the third.
+fn duct_faces(axis: usize, u_in: f64) -> [FaceBoundary; 6] {
+    let mut faces = [FaceBoundary::Periodic; 6];
+    let mut u = [0.0; 3];
+    u[axis] = u_in;
+    faces[2 * axis] = FaceBoundary::VelocityInlet(u);
+    faces[2 * axis + 1] = FaceBoundary::PressureOutlet(1.0);
+    let walls = (axis + 1) % 3;
+    faces[2 * walls] = FaceBoundary::Wall;
+    faces[2 * walls + 1] = FaceBoundary::Wall;
+    faces
 }
 
 /// Steady channel flow between an inlet and an outlet, against plane Poiseuille flow.
