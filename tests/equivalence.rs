@@ -59,6 +59,9 @@ fn gpu_matches_cpu_bit_for_bit() {
         (LatticeKind::D3Q27, Precision::F64, Streaming::EsotericPull, 30, 301),
         (LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice, 30, 300),
         (LatticeKind::D2Q9, Precision::F64, Streaming::EsotericPull, 100, 501),
+        // 16-bit: stochastic rounding, and warps that take the near-wall path together.
+        (LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull, 62, 1001),
+        (LatticeKind::D3Q27, Precision::F16, Streaming::TwoLattice, 30, 300),
     ];
     let spec = Channel { width: 30, length: 100, tau: 0.6, u_in: 0.05 };
     let channel = channel_config(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, spec);

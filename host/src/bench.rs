@@ -1,11 +1,12 @@
 //! Throughput measurement: MLUPS, bytes moved, and the fraction of the
 //! device's copy bandwidth, for any lattice, storage and streaming scheme.
 
+use crate::domain::{Domain, FaceBoundary};
 use crate::error::Result;
 use crate::gpu::KernelReport;
-use crate::solver::{streaming_name, BackendKind, LatticeKind, Precision, Solver, SolverConfig};
-use crate::validation::cavity_config;
-use kernels_gpu::Streaming;
+use crate::solver::{streaming_name, BackendKind, Initial, LatticeKind, Precision, Solver, SolverConfig};
+use crate::validation::{cavity_config, tau_for_viscosity};
+use kernels_gpu::{Dims, Streaming};
 use std::time::Instant;
 
 /// Copy buffer for the bandwidth reference: 4 GiB, far beyond the L2 cache.
@@ -28,6 +29,8 @@ pub struct BenchResult {
     pub streaming: &'static str,
     /// Cube side, cells.
     pub size: u32,
+    /// What fills the cube, [`BenchGeometry::name`].
+    pub geometry: &'static str,
     /// Time steps timed.
     pub steps: u64,
     /// Seconds for those steps.
@@ -55,10 +58,68 @@ pub struct BenchCase {
     pub streaming: Streaming,
     /// Cube side, cells.
     pub size: u32,
+    /// What fills the cube.
+    pub geometry: BenchGeometry,
 }
 
-/// Runs a lid-driven cavity of `size`^3 cells for `10 + steps` steps and
-/// times the last `steps`.
+/// What fills a benchmark cube.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchGeometry {
+    /// Lid-driven cavity: walls on every face, the top one moving. Warps
+    /// that hold a wall cell take the near-wall path, as in real cases.
+    Cavity,
+    /// Fluid in a periodic box, no walls: how the published single-GPU
+    /// figures are measured, so the apples-to-apples comparison.
+    Periodic,
+}
+
+impl BenchGeometry {
+    /// Every geometry.
+    pub const ALL: [BenchGeometry; 2] = [BenchGeometry::Cavity, BenchGeometry::Periodic];
+
+    /// Name in reports and on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BenchGeometry::Cavity => "cavity",
+            BenchGeometry::Periodic => "periodic",
+        }
+    }
+
+    /// The geometry called `name`, or an error listing the choices.
+    pub fn from_name(name: &str) -> std::result::Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|g| g.name() == name)
+            .ok_or_else(|| format!("unknown bench geometry `{name}` (use cavity, periodic)"))
+    }
+
+    /// The solver configuration of a `size`^3 cube (Re 1000, speed 0.05).
+    pub fn config(
+        self,
+        lattice: LatticeKind,
+        precision: Precision,
+        streaming: Streaming,
+        size: u32,
+    ) -> Result<SolverConfig> {
+        const SPEED: f64 = 0.05;
+        let config = cavity_config(lattice, precision, streaming, size - 2, 1000.0, SPEED)?;
+        Ok(match self {
+            BenchGeometry::Cavity => config,
+            BenchGeometry::Periodic => {
+                let nz = if lattice.dimension() == 2 { 1 } else { size };
+                SolverConfig {
+                    tau: tau_for_viscosity(SPEED * size as f64 / 1000.0),
+                    domain: Domain::with_faces(Dims::new(size, size, nz), [FaceBoundary::Periodic; 6])?,
+                    initial: Initial::Uniform { rho: 1.0, u: [SPEED, 0.0, 0.0] },
+                    ..config
+                }
+            }
+        })
+    }
+}
+
+/// Runs a `size`^3 cube of `case.geometry` for `10 + steps` steps and times
+/// the last `steps`.
 pub fn measure(
     make: &dyn Fn(SolverConfig, BackendKind) -> Result<Box<dyn Solver>>,
     backend: BackendKind,
@@ -66,8 +127,8 @@ pub fn measure(
     steps: u64,
     copy_bandwidth: Option<f64>,
 ) -> Result<BenchResult> {
-    let BenchCase { lattice, precision, streaming, size } = case;
-    let config = cavity_config(lattice, precision, streaming, size - 2, 1000.0, 0.05)?;
+    let BenchCase { lattice, precision, streaming, size, geometry } = case;
+    let config = geometry.config(lattice, precision, streaming, size)?;
     let mut s = make(config, backend)?;
     s.step(10)?;
     s.synchronize()?;
@@ -84,6 +145,7 @@ pub fn measure(
         precision: precision.name(),
         streaming: streaming_name(streaming),
         size,
+        geometry: geometry.name(),
         steps,
         seconds,
         mlups,
@@ -103,4 +165,25 @@ pub fn max_cube(lattice: LatticeKind, precision: Precision, free_bytes: usize) -
         n -= 1;
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_gpu::flags::is_solid;
+
+    /// The periodic cube is all fluid with no walls; the cavity has its one-cell walls.
+    #[test]
+    fn bench_geometries() {
+        let (l, p, s) = (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull);
+        let solids = |g: BenchGeometry| {
+            let c = g.config(l, p, s, 12).unwrap();
+            assert_eq!(c.domain.dims, Dims::new(12, 12, 12), "{g:?}");
+            c.domain.kernel_flags().iter().filter(|&&f| is_solid(f)).count()
+        };
+        assert_eq!(solids(BenchGeometry::Periodic), 0);
+        assert_eq!(solids(BenchGeometry::Cavity), 12 * 12 * 12 - 10 * 10 * 10);
+        assert_eq!(BenchGeometry::from_name("periodic"), Ok(BenchGeometry::Periodic));
+        assert!(BenchGeometry::from_name("box").unwrap_err().contains("cavity, periodic"));
+    }
 }

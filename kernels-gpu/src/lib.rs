@@ -9,7 +9,7 @@
 //! `extern "ptx-kernel"` entry points around the same functions.
 #![no_std]
 #![feature(f16, core_float_math)]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
 #![warn(missing_docs)]
 // Per-cell loops index several parallel tables (c_i, w_i, f_i) by direction;
 // the index form says so, and unrolls to constants.
@@ -24,6 +24,7 @@ pub mod params;
 pub mod real;
 pub mod storage;
 pub mod stream;
+pub mod warp;
 
 #[cfg(target_arch = "nvptx64")]
 mod entry;

@@ -22,7 +22,9 @@
 //!
 //! **Fast path.** Fluid cells without the [`NEAR_SOLID`] bit have no solid
 //! neighbour: their loads never look at a neighbour's flag, so all `Q` loads
-//! are independent and in flight together.
+//! are independent and in flight together. Both paths give a cell with no
+//! solid neighbour the same values, so a warp may take the near-wall path
+//! together when one of its cells needs it ([`warp_uniform_walls`]).
 //!
 //! **Halfway bounce-back.** When the cell a population would be pulled from
 //! is solid, the population is the cell's own post-collision population of
@@ -41,6 +43,7 @@ use crate::layout::{population_index, Cell, Dims, Neighbours};
 use crate::params::{OpenBoundary, OpenParams, StepParams};
 use crate::real::Real;
 use crate::storage::{cell_noise, next_noise, Storage};
+use crate::warp::any_in_warp;
 
 /// The streaming scheme.
 #[repr(u32)]
@@ -153,37 +156,25 @@ fn wall_velocity<T: Real>(p: &StepParams<T>, k: usize) -> [T; 3] {
 }
 
 /// Where population `i` arriving at the cell with neighbours `nb` at a step
-/// of parity `p.step & 1` is stored, and the wall term to add to the stored
-/// value (zero unless bounced off a moving wall). With `CHECK_WALLS = false`
-/// the cell is known to have no solid neighbour and no flag is read.
-///
-/// # Safety
-/// `flags` must hold `p.dims.cells()` bytes and `nb` the neighbours of a cell.
+/// of parity `p.step & 1` is stored, if the cell it streams from is solid
+/// (`solid`: halfway bounce-back) or not.
 #[inline(always)]
-pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_WALLS: bool>(
+fn source_slot<L: Lattice<Q>, const Q: usize, T: Real>(
     scheme: Streaming,
     p: &StepParams<T>,
-    flags: *const u8,
     nb: &Neighbours<Q>,
     i: usize,
-) -> (usize, T) {
+    solid: bool,
+) -> usize {
     if i == 0 {
-        return (slot_of::<L, Q>(nb, 0, 0), T::ZERO);
+        return slot_of::<L, Q>(nb, 0, 0);
     }
-    let source = opposite(i);
-    let (solid, term) = if CHECK_WALLS {
-        let source_flag = *flags.add(nb.cell(source) as usize);
-        let solid = is_solid(source_flag);
-        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { T::ZERO })
-    } else {
-        (false, T::ZERO)
-    };
-    let slot = match scheme {
+    match scheme {
         Streaming::TwoLattice => {
             if solid {
                 slot_of::<L, Q>(nb, 0, opposite(i))
             } else {
-                slot_of::<L, Q>(nb, source, i)
+                slot_of::<L, Q>(nb, opposite(i), i)
             }
         }
         Streaming::EsotericPull => {
@@ -199,8 +190,43 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
                 nb.population(a, if flipped { sa } else { sb })
             }
         }
+    }
+}
+
+/// Where population `i` arriving at the cell with neighbours `nb` at a step
+/// of parity `p.step & 1` is stored, and the wall term to add to the stored
+/// value (zero unless bounced off a moving wall). With `CHECK_WALLS = false`
+/// the cell is known to have no solid neighbour and no flag is read.
+///
+/// # Safety
+/// `flags` must hold `p.dims.cells()` bytes and `nb` the neighbours of a cell.
+#[inline(always)]
+pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_WALLS: bool>(
+    scheme: Streaming,
+    p: &StepParams<T>,
+    flags: *const u8,
+    nb: &Neighbours<Q>,
+    i: usize,
+) -> (usize, T) {
+    let (solid, term) = if CHECK_WALLS && i != 0 {
+        let source_flag = *flags.add(nb.cell(opposite(i)) as usize);
+        let solid = is_solid(source_flag);
+        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { T::ZERO })
+    } else {
+        (false, T::ZERO)
     };
-    (slot, term)
+    (source_slot::<L, Q, T>(scheme, p, nb, i, solid), term)
+}
+
+/// Whether warps of cells stored as `S` take the near-wall path together
+/// ([`any_in_warp`]) and load it in two passes ([`load_near_walls`]).
+/// Measured on an H200 (`docs/bench/h200-near-wall-session4.txt`): +12-15%
+/// for 16-bit storage in a closed cavity, where every x-wall puts one wall
+/// cell into a warp of 31 fluid ones, but -2 to -6% for f32, whose kernels
+/// are closer to the memory limit than to the issue limit.
+#[inline(always)]
+const fn warp_uniform_walls<S: Storage>() -> bool {
+    S::BYTES == 2
 }
 
 /// Loads the populations arriving at the cell with neighbours `nb` (streaming
@@ -216,12 +242,67 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
     flags: *const u8,
     nb: &Neighbours<Q>,
 ) -> [S::Real; Q] {
+    if CHECK_WALLS && warp_uniform_walls::<S>() {
+        return load_near_walls::<L, Q, S>(scheme, p, f, flags, nb);
+    }
     let mut fi = [S::Real::ZERO; Q];
     for i in 0..Q {
         let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, nb, i);
         fi[i] = (*f.add(slot)).load() + term;
     }
     fi
+}
+
+/// [`load`] near walls in two passes: the populations, then the moving-wall
+/// terms, only if a neighbour is a moving wall. Choosing a wall's velocity
+/// from the parameters costs as much as the rest of the load, and most cells
+/// next to a wall (all those by a still one) need none. Adding zero where
+/// there is no term keeps the values of the one-pass load (`-0 + 0 = +0`).
+///
+/// # Safety
+/// As [`load`].
+#[inline(always)]
+unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
+    scheme: Streaming,
+    p: &StepParams<S::Real>,
+    f: *const S,
+    flags: *const u8,
+    nb: &Neighbours<Q>,
+) -> [S::Real; Q] {
+    let mut source_flags = [0u8; Q];
+    let mut moving = false;
+    for i in 1..Q {
+        source_flags[i] = *flags.add(nb.cell(opposite(i)) as usize);
+        moving |= moving_wall_id(source_flags[i]).is_some();
+    }
+    let mut fi = [S::Real::ZERO; Q];
+    for i in 0..Q {
+        let solid = i != 0 && is_solid(source_flags[i]);
+        fi[i] = (*f.add(source_slot::<L, Q, S::Real>(scheme, p, nb, i, solid))).load();
+    }
+    if moving {
+        fi[0] += S::Real::ZERO;
+        for i in 1..Q {
+            fi[i] += wall_momentum::<L, Q, S::Real>(p, source_flags[i], i);
+        }
+    } else {
+        for v in fi.iter_mut() {
+            *v += S::Real::ZERO;
+        }
+    }
+    fi
+}
+
+/// Whether the cell with flag `flag` and the warp it runs in (see
+/// [`warp_uniform_walls`]) take the near-wall path.
+#[inline(always)]
+fn near_walls<S: Storage>(flag: u8) -> bool {
+    let near = flag & NEAR_SOLID != 0;
+    if warp_uniform_walls::<S>() {
+        any_in_warp(near)
+    } else {
+        near
+    }
 }
 
 /// Esoteric Pull step of fluid cell `n`, in place.
@@ -243,7 +324,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>
         return;
     }
     let nb = neighbours::<L, Q>(p.dims, cell);
-    let mut fi = if flag & NEAR_SOLID != 0 {
+    let mut fi = if near_walls::<S>(flag) {
         load::<L, Q, S, true>(Streaming::EsotericPull, p, f, flags, &nb)
     } else {
         load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, &nb)
@@ -270,7 +351,7 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
         return;
     }
     let nb = neighbours::<L, Q>(p.dims, cell);
-    let mut fi = if flag & NEAR_SOLID != 0 {
+    let mut fi = if near_walls::<S>(flag) {
         load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, &nb)
     } else {
         load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, &nb)

@@ -1,7 +1,7 @@
 //! `lbm bench`: the copy bandwidth, then stream-collide throughput of a 3D
 //! cavity for every chosen lattice, storage and scheme, in one run.
 
-use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchResult};
+use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchGeometry, BenchResult};
 use lbm::host::files::write_atomic;
 use lbm::host::solver::streaming_name;
 use lbm::host::{LatticeKind, Precision};
@@ -18,6 +18,7 @@ pub struct BenchOptions {
     pub lattices: Vec<LatticeKind>,
     pub precisions: Vec<Precision>,
     pub streaming: Vec<Streaming>,
+    pub geometries: Vec<BenchGeometry>,
     pub json: Option<PathBuf>,
     pub max_size: bool,
 }
@@ -49,50 +50,59 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
     let formula = "bytes per cell update = 2 x Q x bytes per population + 1 flag byte";
     println!("{formula}; fraction = MLUPS x bytes per cell update / copy bandwidth");
     println!(
-        "{:<6} {:<4} {:<13} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5}",
-        "lattice", "prec", "streaming", "size", "MLUPS", "B/cel", "GB/s", "of copy", "regs", "block", "occ"
+        "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5}",
+        "lattice", "prec", "streaming", "geometry", "size", "MLUPS", "B/cel", "GB/s", "of copy", "regs", "block", "occ"
     );
     let mut results = Vec::new();
+    let mut cases = Vec::new();
     for &size in &o.sizes {
         for &lattice in &o.lattices {
             for &precision in &o.precisions {
                 for &streaming in &o.streaming {
-                    let case = BenchCase { lattice, precision, streaming, size };
-                    let r = measure(&|c, b| lbm::build_solver(c, b), backend, case, o.steps, copy);
-                    let r = match r {
-                        Ok(r) => r,
-                        Err(Error::OutOfMemory { .. }) => {
-                            println!(
-                                "{:<6} {:<4} {:<13} {:>5} does not fit",
-                                lattice.name(),
-                                precision.name(),
-                                streaming_name(streaming),
-                                size
-                            );
-                            continue;
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    let k = r.kernel.as_ref();
-                    println!(
-                        "{:<6} {:<4} {:<13} {:>5} {:>9.0} {:>5} {:>8.1} {:>7} {:>5} {:>6} {:>5}",
-                        r.lattice,
-                        r.precision,
-                        r.streaming,
-                        r.size,
-                        r.mlups,
-                        r.bytes_per_cell,
-                        r.gb_per_s,
-                        r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
-                        k.map(|k| k.registers.to_string()).unwrap_or_else(|| "-".into()),
-                        k.map(|k| k.block_size.to_string()).unwrap_or_else(|| "-".into()),
-                        k.map(|k| format!("{:.0}%", 100.0 * k.occupancy)).unwrap_or_else(|| "-".into()),
-                    );
-                    results.push(r);
+                    for &geometry in &o.geometries {
+                        cases.push(BenchCase { lattice, precision, streaming, size, geometry });
+                    }
                 }
             }
         }
     }
+    for case in cases {
+        let BenchCase { lattice, precision, streaming, size, geometry } = case;
+        let r = measure(&|c, b| lbm::build_solver(c, b), backend, case, o.steps, copy);
+        let r = match r {
+            Ok(r) => r,
+            Err(Error::OutOfMemory { .. }) => {
+                println!(
+                    "{:<6} {:<4} {:<13} {:<8} {:>5} does not fit",
+                    lattice.name(),
+                    precision.name(),
+                    streaming_name(streaming),
+                    geometry.name(),
+                    size
+                );
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let k = r.kernel.as_ref();
+        println!(
+            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9.0} {:>5} {:>8.1} {:>7} {:>5} {:>6} {:>5}",
+            r.lattice,
+            r.precision,
+            r.streaming,
+            r.geometry,
+            r.size,
+            r.mlups,
+            r.bytes_per_cell,
+            r.gb_per_s,
+            r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
+            k.map(|k| k.registers.to_string()).unwrap_or_else(|| "-".into()),
+            k.map(|k| k.block_size.to_string()).unwrap_or_else(|| "-".into()),
+            k.map(|k| format!("{:.0}%", 100.0 * k.occupancy)).unwrap_or_else(|| "-".into()),
+        );
+        results.push(r);
+    }
+
     let mut cubes = Vec::new();
     if o.max_size {
         let free = free.ok_or_else(|| Error::Setup("--max-size needs the GPU backend".into()))?;
@@ -191,7 +201,13 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
     let mut links_shown = false;
     for &lattice in &o.lattices {
         for &size in &o.sizes {
-            let case = BenchCase { lattice, precision: Precision::F32, streaming: Streaming::EsotericPull, size };
+            let case = BenchCase {
+                lattice,
+                precision: Precision::F32,
+                streaming: Streaming::EsotericPull,
+                size,
+                geometry: BenchGeometry::Cavity,
+            };
             let one = measure(&|c, b| lbm::build_solver(c, b), BackendKind::Gpu(0), case, o.steps, Some(copy))?;
             let of_copy = |mlups: f64, gpus: usize| {
                 let bytes = lbm::host::bench::bytes_per_cell_update(lattice, Precision::F32) as f64;

@@ -107,6 +107,10 @@ enum Command {
         /// Streaming schemes (esoteric-pull, two-lattice).
         #[arg(long, value_delimiter = ',', default_values_t = ["esoteric-pull".to_string(), "two-lattice".to_string()])]
         streaming: Vec<String>,
+        /// What fills the cube: cavity (walls, a moving lid) or periodic
+        /// (fluid only, as published single-GPU figures are measured).
+        #[arg(long, value_delimiter = ',', default_values_t = ["cavity".to_string()])]
+        geometry: Vec<String>,
         /// Also write the results as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -283,6 +287,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             lattices,
             precisions,
             streaming,
+            geometry,
             json,
             max_size,
             gpus,
@@ -312,6 +317,10 @@ pub fn execute(cli: Cli) -> Result<()> {
                 .iter()
                 .map(|s| lbm::host::case::parse_streaming(s).map_err(lbm::Error::Setup))
                 .collect::<Result<Vec<_>>>()?;
+            let geometries = geometry
+                .iter()
+                .map(|g| lbm::host::bench::BenchGeometry::from_name(g).map_err(lbm::Error::Setup))
+                .collect::<Result<Vec<_>>>()?;
             if sizes.iter().any(|&n| n < 3) {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
             }
@@ -324,7 +333,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             }
             bench::bench(
                 backend.resolve()?,
-                bench::BenchOptions { sizes, steps, lattices, precisions, streaming, json, max_size },
+                bench::BenchOptions { sizes, steps, lattices, precisions, streaming, geometries, json, max_size },
             )
         }
     }
