@@ -28,6 +28,6 @@ status=0
   echo "=== lbm run cases/cavity3d.toml ==="
   "$bin/lbm" run cases/cavity3d.toml --backend gpu --output "$out/cavity3d" || status=1
   echo "=== lbm bench --sizes $sizes ==="
-  "$bin/lbm" bench --backend gpu --sizes "$sizes" --steps 200 || status=1
+  "$bin/lbm" bench --backend gpu --sizes "$sizes" --geometry cavity,periodic --steps 200 || status=1
 } 2>&1 | tee "$out/gpu-batch.log"
 exit $status
