@@ -145,6 +145,27 @@ fn resume_matches_an_unbroken_run(backend: BackendKind) {
 }
 on_backends!(resume_matches_an_unbroken_run);
 
+/// A 16-bit cell that blows up stays blown up: a NaN written into one
+/// population spreads as NaN instead of being rounded into a zero (the
+/// stochastic rounding's noise once carried the GPU's NaN into the sign bit
+/// and stored -0, which healed the cell and hid the blow-up).
+fn sixteen_bit_blow_up_stays_visible(backend: BackendKind) {
+    for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
+        let c = forced_cavity(LatticeKind::D3Q19, Precision::F16, streaming, 14);
+        let mut s = lbm::build_solver(c, backend).unwrap();
+        s.step(3).unwrap();
+        let mut state = s.save_state().unwrap();
+        // The rest population of the centre cell (16^3 with the walls): read by that cell.
+        let at = 2 * population_index(16 * 16, 19, 8 + 16 * 8, 8, 0);
+        state.populations[at..at + 2].copy_from_slice(&0x7e00u16.to_ne_bytes()); // f16 NaN
+        s.restore_state(&state).unwrap();
+        s.step(4).unwrap();
+        let nan = s.populations().unwrap().iter().filter(|v| v.is_nan()).count();
+        assert!(nan > 19, "{streaming:?}: {nan} NaN populations after the blow-up: it was rounded away");
+    }
+}
+on_backends!(sixteen_bit_blow_up_stays_visible);
+
 /// Forces by momentum exchange agree between backends (same populations,
 /// same host-side sum).
 #[test]

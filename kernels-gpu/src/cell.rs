@@ -47,7 +47,15 @@ pub fn moments<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q]) -> (T, [T; 3]
 /// al. (2002): `u = (j + F/2) / rho`.
 #[inline(always)]
 pub fn density_velocity<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q], force: [T; 3]) -> (T, [T; 3]) {
+    density_velocity_scaled::<L, Q, T>(f, force, T::ONE)
+}
+
+/// [`density_velocity`] of populations given times `scale` (a power of two).
+#[inline(always)]
+fn density_velocity_scaled<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q], force: [T; 3], scale: T) -> (T, [T; 3]) {
     let (rho_bar, j) = moments::<L, Q, T>(f);
+    let unscale = T::ONE / scale;
+    let (rho_bar, j) = (rho_bar * unscale, j.map(|v| v * unscale));
     let rho = T::ONE + rho_bar;
     let inv_rho = T::ONE / rho;
     let half = T::from_f64(0.5);
@@ -62,6 +70,12 @@ pub fn density_velocity<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q], forc
 /// `w_i (rho_bar + rho (3 c.u + 9/2 (c.u)^2 - 3/2 u.u))`.
 #[inline(always)]
 pub fn equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) -> [T; Q] {
+    equilibrium_scaled::<L, Q, T>(rho, u, T::ONE)
+}
+
+/// [`equilibrium`] times `scale` (a power of two), folded into the weights.
+#[inline(always)]
+fn equilibrium_scaled<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3], scale: T) -> [T; Q] {
     let rho_bar = rho - T::ONE;
     let usq15 = T::from_f64(1.5) * u[0].mul_add(u[0], u[1].mul_add(u[1], u[2] * u[2]));
     let three = T::from_f64(3.0);
@@ -69,7 +83,7 @@ pub fn equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) ->
     let mut feq = [T::ZERO; Q];
     for i in 0..Q {
         let cu = dot_c(L::C[i], u);
-        let w = T::from_f64(L::W[i]);
+        let w = T::from_f64(L::W[i]) * scale;
         // w (rho_bar + rho (cu (3 + 9/2 cu) - 3/2 u.u))
         feq[i] = w * rho.mul_add(cu.mul_add(four_half.mul_add(cu, three), -usq15), rho_bar);
     }
@@ -79,23 +93,27 @@ pub fn equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) ->
 /// BGK collision with Guo forcing, in place on the shifted populations:
 /// `f_i += omega (feq_i - f_i) + (1 - omega/2) w_i [3 (c_i - u).F + 9 (c_i.u)(c_i.F)]`.
 /// With `FORCED = false` the force is taken as zero and its terms are not
-/// computed. Returns the cell's density and velocity.
+/// computed. The populations may be given times `scale`, a power of two
+/// (the storage units of [`crate::storage::Storage::SCALE`]): every step is
+/// then exactly `scale` times the unscaled one. Returns the cell's density
+/// and velocity.
 #[inline(always)]
 pub fn collide_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     f: &mut [T; Q],
     omega: T,
     force: [T; 3],
+    scale: T,
 ) -> (T, [T; 3]) {
     if !FORCED {
-        let (rho, u) = density_velocity::<L, Q, T>(f, [T::ZERO; 3]);
-        let feq = equilibrium::<L, Q, T>(rho, u);
+        let (rho, u) = density_velocity_scaled::<L, Q, T>(f, [T::ZERO; 3], scale);
+        let feq = equilibrium_scaled::<L, Q, T>(rho, u, scale);
         for i in 0..Q {
             f[i] = omega.mul_add(feq[i] - f[i], f[i]);
         }
         return (rho, u);
     }
-    let (rho, u) = density_velocity::<L, Q, T>(f, force);
-    let feq = equilibrium::<L, Q, T>(rho, u);
+    let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
+    let feq = equilibrium_scaled::<L, Q, T>(rho, u, scale);
     let three = T::from_f64(3.0);
     let nine = T::from_f64(9.0);
     let force_scale = T::ONE - T::from_f64(0.5) * omega;
@@ -103,7 +121,7 @@ pub fn collide_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     for i in 0..Q {
         let cu = dot_c(L::C[i], u);
         let cf = dot_c(L::C[i], force);
-        let w = T::from_f64(L::W[i]);
+        let w = T::from_f64(L::W[i]) * scale;
         // (1 - omega/2) w (3 c.F - 3 u.F + 9 (c.u)(c.F))
         let source = force_scale * w * (nine * cu).mul_add(cf, three.mul_add(cf, -uf3));
         f[i] = omega.mul_add(feq[i] - f[i], f[i]) + source;
@@ -132,12 +150,47 @@ mod tests {
             f[i] += 1e-3 * ((i * 7 % 5) as f64 - 2.0) * L::W[i];
         }
         let (r0, j0) = moments::<L, Q, f64>(&f);
-        collide_bgk::<L, Q, f64, true>(&mut f, 1.0 / 0.7, force);
+        collide_bgk::<L, Q, f64, true>(&mut f, 1.0 / 0.7, force, 1.0);
         let (r1, j1) = moments::<L, Q, f64>(&f);
         assert!((r1 - r0).abs() < 1e-15, "{}: collision mass", L::NAME);
         for a in 0..3 {
             assert!((j1[a] - j0[a] - force[a]).abs() < 1e-15, "{}: collision momentum", L::NAME);
         }
+    }
+
+    /// Colliding populations given times a power of two gives exactly that
+    /// multiple of the unscaled result (the 16-bit kernels compute so).
+    fn scaled_collision_is_exact<L: Lattice<Q>, const Q: usize>() {
+        let mut f = equilibrium::<L, Q, f32>(1.02, [0.04, -0.03, if L::D == 3 { 0.02 } else { 0.0 }]);
+        for i in 0..Q {
+            f[i] += 1e-3 * ((i * 5 % 7) as f32 - 3.0) * L::W[i] as f32;
+        }
+        let scale = 32768.0f32;
+        let mut scaled = f.map(|v| v * scale);
+        for forced in [false, true] {
+            let force = [3e-5, -2e-5, 1e-5];
+            let (r0, u0) = if forced {
+                collide_bgk::<L, Q, f32, true>(&mut f, 1.0 / 0.6, force, 1.0)
+            } else {
+                collide_bgk::<L, Q, f32, false>(&mut f, 1.0 / 0.6, [0.0; 3], 1.0)
+            };
+            let (r1, u1) = if forced {
+                collide_bgk::<L, Q, f32, true>(&mut scaled, 1.0 / 0.6, force, scale)
+            } else {
+                collide_bgk::<L, Q, f32, false>(&mut scaled, 1.0 / 0.6, [0.0; 3], scale)
+            };
+            assert_eq!((r0.to_bits(), u0.map(f32::to_bits)), (r1.to_bits(), u1.map(f32::to_bits)), "{}", L::NAME);
+            for i in 0..Q {
+                assert_eq!((f[i] * scale).to_bits(), scaled[i].to_bits(), "{} population {i}", L::NAME);
+            }
+        }
+    }
+
+    #[test]
+    fn collision_in_storage_units_is_exact() {
+        scaled_collision_is_exact::<D2Q9, 9>();
+        scaled_collision_is_exact::<D3Q19, 19>();
+        scaled_collision_is_exact::<D3Q27, 27>();
     }
 
     #[test]

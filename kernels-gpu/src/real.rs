@@ -34,6 +34,8 @@ pub trait Real:
     fn to_f64(self) -> f64;
     /// Whether the value is finite (not NaN or infinite).
     fn is_finite(self) -> bool;
+    /// Whether the value is NaN.
+    fn is_nan(self) -> bool;
     /// `self * a + b` with one rounding (IEEE fused multiply-add: the same
     /// result on CPU and GPU).
     fn mul_add(self, a: Self, b: Self) -> Self;
@@ -55,6 +57,10 @@ macro_rules! impl_real {
             #[inline(always)]
             fn is_finite(self) -> bool {
                 <$t>::is_finite(self)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
             }
             #[inline(always)]
             fn mul_add(self, a: Self, b: Self) -> Self {

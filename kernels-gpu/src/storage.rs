@@ -12,7 +12,7 @@
 //! stalls short of its steady state, the worse the finer the grid. The
 //! stream-collide updates therefore round 16-bit values up or down with
 //! probabilities that make the stored value exact on average
-//! ([`Storage::store_dithered`]), from pseudo-random bits that depend only
+//! ([`Storage::store_scaled_dithered`]), from pseudo-random bits that depend only
 //! on the cell, the population and the time step: runs stay reproducible,
 //! and CPU, GPU and partitioned runs stay bit-identical.
 
@@ -33,17 +33,34 @@ pub unsafe trait Storage: Copy + Send + Sync + 'static {
     const BYTES: usize;
     /// The stored zero.
     const ZERO: Self;
-    /// Decodes a stored value.
-    fn load(self) -> Self::Real;
-    /// Encodes a value for storage (rounding to nearest).
-    fn store(v: Self::Real) -> Self;
-    /// Whether [`Self::store_dithered`] uses its random bits.
+    /// What the format stores is the population times this power of two
+    /// ("storage units"). The stream-collide kernels compute in storage
+    /// units, with the scale folded into the equilibrium weights, which
+    /// saves a multiplication per load and per store; scaling by a power of
+    /// two is exact, so the values are those of computing unscaled.
+    const SCALE: f64 = 1.0;
+    /// Decodes a stored value, in storage units.
+    fn load_scaled(self) -> Self::Real;
+    /// Encodes a value given in storage units (rounding to nearest).
+    fn store_scaled(v: Self::Real) -> Self;
+    /// Whether [`Self::store_scaled_dithered`] uses its random bits.
     const STOCHASTIC: bool = false;
-    /// Encodes a value for storage, rounding with the random bits `noise`
-    /// where the format rounds stochastically (to nearest otherwise).
+    /// Encodes a value given in storage units, rounding with the random
+    /// bits `noise` where the format rounds stochastically (to nearest
+    /// otherwise).
     #[inline(always)]
-    fn store_dithered(v: Self::Real, _noise: u32) -> Self {
-        Self::store(v)
+    fn store_scaled_dithered(v: Self::Real, _noise: u32) -> Self {
+        Self::store_scaled(v)
+    }
+    /// Decodes a stored value.
+    #[inline(always)]
+    fn load(self) -> Self::Real {
+        self.load_scaled() * Self::Real::from_f64(1.0 / Self::SCALE)
+    }
+    /// Encodes a value for storage (rounding to nearest).
+    #[inline(always)]
+    fn store(v: Self::Real) -> Self {
+        Self::store_scaled(v * Self::Real::from_f64(Self::SCALE))
     }
 }
 
@@ -54,11 +71,11 @@ unsafe impl Storage for f32 {
     const BYTES: usize = 4;
     const ZERO: Self = 0.0;
     #[inline(always)]
-    fn load(self) -> f32 {
+    fn load_scaled(self) -> f32 {
         self
     }
     #[inline(always)]
-    fn store(v: f32) -> Self {
+    fn store_scaled(v: f32) -> Self {
         v
     }
 }
@@ -70,11 +87,11 @@ unsafe impl Storage for f64 {
     const BYTES: usize = 8;
     const ZERO: Self = 0.0;
     #[inline(always)]
-    fn load(self) -> f64 {
+    fn load_scaled(self) -> f64 {
         self
     }
     #[inline(always)]
-    fn store(v: f64) -> Self {
+    fn store_scaled(v: f64) -> Self {
         v
     }
 }
@@ -94,23 +111,26 @@ unsafe impl Storage for F16s {
     const NAME: &'static str = "f16s";
     const BYTES: usize = 2;
     const ZERO: Self = F16s(0);
+    const SCALE: f64 = F16S_SCALE as f64;
     #[inline(always)]
-    fn load(self) -> f32 {
-        (f16::from_bits(self.0) as f32) * (1.0 / F16S_SCALE)
+    fn load_scaled(self) -> f32 {
+        f16::from_bits(self.0) as f32
     }
     #[inline(always)]
-    fn store(v: f32) -> Self {
-        F16s(((v * F16S_SCALE) as f16).to_bits())
+    fn store_scaled(v: f32) -> Self {
+        F16s((v as f16).to_bits())
     }
     const STOCHASTIC: bool = true;
     /// Stochastic rounding: the top 13 bits of `noise` are added to the 13
     /// bits of the f32 magnitude that a half drops, which are then cut off
     /// (a carry moves into the exponent as it should). The result is exact
-    /// in half precision for normal halves; below that (|v| < 2^-29) the
-    /// conversion rounds to nearest.
+    /// in half precision for normal halves; below that (|v| < 2^-14) the
+    /// conversion rounds to nearest. Not for NaN: the GPU's NaN (all
+    /// mantissa bits set) would carry into the sign bit and come out as -0,
+    /// so callers round NaN cells to nearest ([`crate::stream`]).
     #[inline(always)]
-    fn store_dithered(v: f32, noise: u32) -> Self {
-        let bits = (v * F16S_SCALE).to_bits();
+    fn store_scaled_dithered(v: f32, noise: u32) -> Self {
+        let bits = v.to_bits();
         let magnitude = ((bits & 0x7fff_ffff) + (noise >> 19)) & !0x1fff;
         F16s((f32::from_bits(magnitude | (bits & 0x8000_0000)) as f16).to_bits())
     }
@@ -125,7 +145,7 @@ pub fn cell_noise(global_cell: u32, step: u32) -> u32 {
 }
 
 /// The next random bits of a cell's stores (a linear congruential step;
-/// [`Storage::store_dithered`] uses only the high bits, which are good).
+/// [`Storage::store_scaled_dithered`] uses only the high bits, which are good).
 #[inline(always)]
 pub fn next_noise(state: u32) -> u32 {
     state.wrapping_mul(747_796_405).wrapping_add(2_891_336_453)
@@ -170,7 +190,7 @@ mod tests {
             let mut state = cell_noise(7, 11);
             for _ in 0..n {
                 state = next_noise(state);
-                let got = F16s::store_dithered(v, state).load();
+                let got = F16s::store_scaled_dithered(v * F16S_SCALE, state).load();
                 assert!(got >= lo && got <= hi, "{v} -> {got} outside [{lo}, {hi}]");
                 sum += got as f64;
             }
@@ -179,6 +199,16 @@ mod tests {
             let ulp = (v.abs() * 2f32.powi(-10)) as f64;
             assert!((mean - v as f64).abs() < 4.0 * ulp / (n as f64).sqrt(), "{v}: mean {mean}");
         }
-        assert_eq!(F16s::store_dithered(0.0, u32::MAX), F16s::ZERO);
+        assert_eq!(F16s::store_scaled_dithered(0.0, u32::MAX), F16s::ZERO);
+    }
+
+    /// Infinities survive stochastic rounding, whatever the noise.
+    #[test]
+    fn f16s_stochastic_rounding_keeps_infinity() {
+        for noise in [0, 1 << 19, u32::MAX] {
+            for inf in [f32::INFINITY, f32::NEG_INFINITY] {
+                assert_eq!(F16s::store_scaled_dithered(inf, noise).load(), inf, "noise {noise:#x}");
+            }
+        }
     }
 }

@@ -82,15 +82,24 @@ fn slot_of<L: Lattice<Q>, const Q: usize>(nb: &Neighbours<Q>, j: usize, i: usize
     nb.population(j, L::SLOT[i])
 }
 
-/// BGK collision, with the Guo forcing terms only when the force is not zero
-/// (a warp-uniform branch: unforced flows skip a third of the arithmetic).
+/// BGK collision of populations in the storage units of `S`, with the Guo
+/// forcing terms only when the force is not zero (a warp-uniform branch:
+/// unforced flows skip a third of the arithmetic).
 #[inline(always)]
-fn collide<L: Lattice<Q>, const Q: usize, T: Real>(f: &mut [T; Q], p: &StepParams<T>) {
-    if p.force[0] == T::ZERO && p.force[1] == T::ZERO && p.force[2] == T::ZERO {
-        collide_bgk::<L, Q, T, false>(f, p.omega, p.force);
+fn collide<L: Lattice<Q>, const Q: usize, S: Storage>(f: &mut [S::Real; Q], p: &StepParams<S::Real>) {
+    let scale = S::Real::from_f64(S::SCALE);
+    if p.force[0] == S::Real::ZERO && p.force[1] == S::Real::ZERO && p.force[2] == S::Real::ZERO {
+        collide_bgk::<L, Q, S::Real, false>(f, p.omega, p.force, scale);
     } else {
-        collide_bgk::<L, Q, T, true>(f, p.omega, p.force);
+        collide_bgk::<L, Q, S::Real, true>(f, p.omega, p.force, scale);
     }
+}
+
+/// Populations times `factor` (from or to the storage units of a format).
+#[inline(always)]
+fn rescaled<T: Real, const Q: usize>(f: [T; Q], factor: f64) -> [T; Q] {
+    let factor = T::from_f64(factor);
+    f.map(|v| v * factor)
 }
 
 /// Density and velocity of an open-boundary cell from its known populations,
@@ -230,7 +239,7 @@ const fn warp_uniform_walls<S: Storage>() -> bool {
 }
 
 /// Loads the populations arriving at the cell with neighbours `nb` (streaming
-/// and boundaries done).
+/// and boundaries done), in the storage units of `S` ([`Storage::SCALE`]).
 ///
 /// # Safety
 /// `f` must hold `Q * cells` values and `flags` `cells` bytes.
@@ -245,10 +254,11 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
     if CHECK_WALLS && warp_uniform_walls::<S>() {
         return load_near_walls::<L, Q, S>(scheme, p, f, flags, nb);
     }
+    let scale = S::Real::from_f64(S::SCALE);
     let mut fi = [S::Real::ZERO; Q];
     for i in 0..Q {
         let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, nb, i);
-        fi[i] = (*f.add(slot)).load() + term;
+        fi[i] = (*f.add(slot)).load_scaled() + term * scale;
     }
     fi
 }
@@ -278,12 +288,13 @@ unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
     let mut fi = [S::Real::ZERO; Q];
     for i in 0..Q {
         let solid = i != 0 && is_solid(source_flags[i]);
-        fi[i] = (*f.add(source_slot::<L, Q, S::Real>(scheme, p, nb, i, solid))).load();
+        fi[i] = (*f.add(source_slot::<L, Q, S::Real>(scheme, p, nb, i, solid))).load_scaled();
     }
     if moving {
+        let scale = S::Real::from_f64(S::SCALE);
         fi[0] += S::Real::ZERO;
         for i in 1..Q {
-            fi[i] += wall_momentum::<L, Q, S::Real>(p, source_flags[i], i);
+            fi[i] += wall_momentum::<L, Q, S::Real>(p, source_flags[i], i) * scale;
         }
     } else {
         for v in fi.iter_mut() {
@@ -329,7 +340,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>
     } else {
         load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, &nb)
     };
-    collide::<L, Q, S::Real>(&mut fi, p);
+    collide::<L, Q, S>(&mut fi, p);
     store::<L, Q, S>(Streaming::EsotericPull, p, f, &nb, &fi);
 }
 
@@ -356,12 +367,12 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
     } else {
         load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, &nb)
     };
-    collide::<L, Q, S::Real>(&mut fi, p);
+    collide::<L, Q, S>(&mut fi, p);
     store::<L, Q, S>(Streaming::TwoLattice, p, dst, &nb, &fi);
 }
 
-/// Stores the post-collision populations `fi` of the cell with neighbours
-/// `nb` where the next step reads them: in place for Esoteric Pull (`dst` is
+/// Stores the post-collision populations `fi` (in the storage units of `S`)
+/// of the cell with neighbours `nb` where the next step reads them: in place for Esoteric Pull (`dst` is
 /// the one buffer), at the cell's own slots of `dst` for two-lattice pull.
 ///
 /// # Safety
@@ -375,14 +386,20 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
     fi: &[S::Real; Q],
 ) {
     // Random bits for stochastic rounding, one draw per store in a fixed
-    // order (none are computed for formats that round to nearest).
+    // order (none are computed for formats that round to nearest). A cell
+    // that blew up is rounded to nearest: its populations are all NaN (its
+    // density is), and noise would turn the GPU's NaN into a zero, hiding the
+    // blow-up from the divergence check.
+    let dither = S::STOCHASTIC && !fi[0].is_nan();
     let global_cell = nb.xy[0].wrapping_add(nb.plane.wrapping_mul(nb.z[0].wrapping_add(p.z_offset)));
-    let mut noise = if S::STOCHASTIC { cell_noise(global_cell, p.step) } else { 0 };
+    let mut noise = if dither { cell_noise(global_cell, p.step) } else { 0 };
     let mut put = |at: usize, v: S::Real| {
-        if S::STOCHASTIC {
+        *dst.add(at) = if dither {
             noise = next_noise(noise);
-        }
-        *dst.add(at) = S::store_dithered(v, noise);
+            S::store_scaled_dithered(v, noise)
+        } else {
+            S::store_scaled(v)
+        };
     };
     match scheme {
         Streaming::EsotericPull => {
@@ -432,10 +449,10 @@ pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage>(
         return;
     };
     let nb = neighbours::<L, Q>(p.dims, cell);
-    let fi = load::<L, Q, S, true>(scheme, p, src, flags, &nb);
+    let fi = rescaled(load::<L, Q, S, true>(scheme, p, src, flags, &nb), 1.0 / S::SCALE);
     let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, &open_state(open, k), inlet);
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
-    store::<L, Q, S>(scheme, p, dst, &nb, &feq);
+    store::<L, Q, S>(scheme, p, dst, &nb, &rescaled(feq, S::SCALE));
 }
 
 /// Number of values per cell in a fields buffer: `rho, ux, uy, uz`, each a
@@ -495,7 +512,7 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
     let flag = *flags.add(n as usize);
     let (rho, u) = if is_flow(flag) {
         let nb = neighbours::<L, Q>(p.dims, cell);
-        let fi = load::<L, Q, S, true>(scheme, p, f, flags, &nb);
+        let fi = rescaled(load::<L, Q, S, true>(scheme, p, f, flags, &nb), 1.0 / S::SCALE);
         density_velocity::<L, Q, S::Real>(&fi, p.force)
     } else {
         let u = match moving_wall_id(flag) {
