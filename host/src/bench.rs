@@ -93,7 +93,8 @@ impl BenchGeometry {
             .ok_or_else(|| format!("unknown bench geometry `{name}` (use cavity, periodic)"))
     }
 
-    /// The solver configuration of a `size`^3 cube (Re 1000, speed 0.05).
+    /// The solver configuration of a `size`^3 cube (Reynolds number 1000 at
+    /// speed 0.05 over the cube, the lid's or the box's uniform flow).
     pub fn config(
         self,
         lattice: LatticeKind,
@@ -102,13 +103,14 @@ impl BenchGeometry {
         size: u32,
     ) -> Result<SolverConfig> {
         const SPEED: f64 = 0.05;
-        let config = cavity_config(lattice, precision, streaming, size - 2, 1000.0, SPEED)?;
+        const REYNOLDS: f64 = 1000.0;
+        let config = cavity_config(lattice, precision, streaming, size - 2, REYNOLDS, SPEED)?;
         Ok(match self {
             BenchGeometry::Cavity => config,
             BenchGeometry::Periodic => {
                 let nz = if lattice.dimension() == 2 { 1 } else { size };
                 SolverConfig {
-                    tau: tau_for_viscosity(SPEED * size as f64 / 1000.0),
+                    tau: tau_for_viscosity(SPEED * size as f64 / REYNOLDS),
                     domain: Domain::with_faces(Dims::new(size, size, nz), [FaceBoundary::Periodic; 6])?,
                     initial: Initial::Uniform { rho: 1.0, u: [SPEED, 0.0, 0.0] },
                     ..config
