@@ -15,19 +15,15 @@ use kernels_gpu::{F16s, KernelKind, Lattice, OpenParams, Real, StepParams, Stora
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// Threads per block of the per-cell kernels: small blocks let more of
-/// them be resident at these kernels' register counts (measured best on an
-/// H200 against 128 and 256).
-pub const BLOCK_SIZE: u32 = 64;
-
-/// Threads per block: [`BLOCK_SIZE`], or `LBM_BLOCK_SIZE` (a tuning knob for
-/// benchmarks; a multiple of 32 up to 1024).
-pub fn block_size() -> u32 {
+/// Threads per block of kernel `kind` for `Q` populations stored as `S`: the
+/// measured table [`kernels_gpu::kernels::block_size`], or `LBM_BLOCK_SIZE`
+/// for every kernel (a tuning knob for benchmarks; a multiple of 32 up to 1024).
+pub fn block_size<S: Storage>(kind: KernelKind, q: usize) -> u32 {
     std::env::var("LBM_BLOCK_SIZE")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|b: &u32| *b >= 32 && *b <= 1024 && b.is_multiple_of(32))
-        .unwrap_or(BLOCK_SIZE)
+        .unwrap_or(kernels_gpu::kernels::block_size(kind, q, S::BYTES))
 }
 
 /// Resources and occupancy of a kernel as launched.
@@ -188,9 +184,10 @@ pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
 }
 
 /// One thread per cell: blocks along x, the grid's y and z are the box's
-/// (see `kernels_gpu::entry`); narrow boxes get narrower blocks.
-fn launch_config(dims: kernels_gpu::Dims) -> LaunchConfig {
-    let block = block_size().min(dims.nx.next_multiple_of(32));
+/// (see `kernels_gpu::entry`), `block` threads wide; narrow boxes get
+/// narrower blocks.
+fn launch_config(dims: kernels_gpu::Dims, block: u32) -> LaunchConfig {
+    let block = block.min(dims.nx.next_multiple_of(32));
     LaunchConfig {
         grid_dim: (dims.nx.div_ceil(block), dims.ny, dims.nz),
         block_dim: (block, 1, 1),
@@ -245,6 +242,8 @@ pub struct GpuSolver<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     f_next: Option<CudaSlice<S::Elem>>,
     flags: CudaSlice<u8>,
     step_kernel: CudaFunction,
+    /// Threads per block of `step_kernel`.
+    step_block: u32,
     fields_kernel: CudaFunction,
     /// The open-boundary cells, updated by their own kernel after the bulk.
     open: Option<OpenGroup<S::Real>>,
@@ -291,13 +290,16 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         let scheme = config.streaming as u32;
         let mut launch = s.launch_builder(&init);
         launch.arg(&mut f).arg(&flags).arg(&planes).arg(&p).arg(&scheme);
+        let cfg = launch_config(config.domain.dims, block_size::<S>(KernelKind::InitEquilibrium, Q));
         // SAFETY: argument list matches the `init_equilibrium_*` entry points.
-        unsafe { launch.launch(launch_config(config.domain.dims)) }.ctx("launching initialisation")?;
+        unsafe { launch.launch(cfg) }.ctx("launching initialisation")?;
         s.synchronize().ctx("initialising populations")?;
-        let step_kernel = device.kernel::<L, Q, S>(match config.streaming {
+        let step_kind = match config.streaming {
             Streaming::EsotericPull => KernelKind::StreamCollideEsoteric,
             Streaming::TwoLattice => KernelKind::StreamCollideTwoLattice,
-        })?;
+        };
+        let step_kernel = device.kernel::<L, Q, S>(step_kind)?;
+        let step_block = block_size::<S>(step_kind, Q);
         let fields_kernel = device.kernel::<L, Q, S>(KernelKind::Fields)?;
         let open_cells = config.domain.open_cells();
         let open = if open_cells.is_empty() {
@@ -310,7 +312,19 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
                 params: ByValue(config.open_params::<S::Real>()),
             })
         };
-        Ok(Self { config, device, f, f_next, flags, step_kernel, fields_kernel, open, t: 0, _lattice: PhantomData })
+        Ok(Self {
+            config,
+            device,
+            f,
+            f_next,
+            flags,
+            step_kernel,
+            step_block,
+            fields_kernel,
+            open,
+            t: 0,
+            _lattice: PhantomData,
+        })
     }
 
     /// The device this solver runs on.
@@ -336,7 +350,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             return Ok(());
         }
         let d = self.config.domain.dims;
-        let whole = launch_config(d);
+        let whole = launch_config(d, self.step_block);
         let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, d.ny, layers), ..whole };
         let p = self.params();
         let mut launch = s.launch_builder(&self.step_kernel);
@@ -454,7 +468,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
         let mut launch = s.launch_builder(&self.fields_kernel);
         launch.arg(&self.f).arg(&self.flags).arg(&mut out).arg(&p).arg(&scheme);
         // SAFETY: argument list matches the `fields_*` entry points.
-        unsafe { launch.launch(launch_config(self.config.domain.dims)) }.ctx("launching the fields kernel")?;
+        let cfg = launch_config(self.config.domain.dims, block_size::<S>(KernelKind::Fields, Q));
+        unsafe { launch.launch(cfg) }.ctx("launching the fields kernel")?;
         let host = s.clone_dtoh(&out).ctx("reading fields back")?;
         Ok(planes_to_fields(self.config.domain.dims, &host))
     }
@@ -491,7 +506,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
 
     fn kernel_report(&self) -> Option<KernelReport> {
         use cudarc::driver::sys::CUdevice_attribute as A;
-        let block = block_size();
+        let block = self.step_block;
         let registers = self.step_kernel.num_regs().ok()? as u32;
         let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
         let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
@@ -514,6 +529,7 @@ pub fn layout_probe(device: &GpuDevice, dims: kernels_gpu::Dims, q: usize) -> Re
     let mut launch = s.launch_builder(&f);
     launch.arg(&mut out).arg(&d).arg(&qq);
     // SAFETY: argument list matches the `layout_probe` entry point.
-    unsafe { launch.launch(launch_config(dims)) }.ctx("launching the layout probe")?;
+    unsafe { launch.launch(launch_config(dims, kernels_gpu::kernels::DEFAULT_BLOCK_SIZE)) }
+        .ctx("launching the layout probe")?;
     s.clone_dtoh(&out).ctx("reading the probe back")
 }

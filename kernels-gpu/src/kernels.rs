@@ -42,27 +42,49 @@ impl KernelKind {
 /// Register cap (`.maxnreg`) for a stream-collide kernel with `q` populations
 /// of `bytes` bytes, or `None` to let ptxas choose. Capping raises occupancy,
 /// and these kernels are latency-bound; each cap is the smallest without
-/// spills (checked by the ptxas test) at which measured MLUPS peaked on an
-/// H200 (f64 kernels run best uncapped). ptxas's allocation at a cap is
-/// brittle: D3Q19 f32 Esoteric Pull fitted 64 until a change in the
-/// near-solid path's flag tests left it spilling 12 bytes (and 8% slower at 256^3);
-/// at 72 it does not spill; D3Q27 16-bit spilled 4 bytes at 96 after the
-/// velocity set was reordered, and D3Q19 16-bit 8 bytes at 64 (now 72) when
-/// the populations were first blocked by layer. With 32-bit offsets inside
-/// a layer, D3Q27 16-bit fits 88 (25% -> 31% occupancy, +6% at 256^3 and 512^3 on an
-/// H200); D3Q19 at 64 instead of 72 was +1.7% at 256^3 but -0.6% at 512^3,
-/// and D3Q27 f32 at 88 instead of 96 -0.4%, so those stay
-/// (`docs/bench/h200-register-caps-session3.txt`).
+/// spills (checked by the ptxas test) at which measured MLUPS peaked, with
+/// the block size of [`block_size`] (f64 kernels run best uncapped).
+/// ptxas's allocation at a cap is brittle: D3Q19 f32 Esoteric Pull fitted 64
+/// until a change in the near-solid path's flag tests left it spilling
+/// 12 bytes, and D3Q27 16-bit spilled at 96 after the velocity set was
+/// reordered. The 16-bit kernels fit 64 (D3Q19) and 80 (D3Q27) since they
+/// compute in storage units: on an H100 at 128 threads per block that is
+/// +1.8% / +2.2% (D3Q19 Esoteric Pull, 256^3 / 512^3), +4.1% / +4.6%
+/// (D3Q27) and +7.2% / +6.9% (D3Q19 two-lattice) over 72 / 88 / 80; the f32
+/// kernels at 64 / 80 gained nothing (`docs/bench/h100-launch-session5.txt`).
 pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u32> {
     match (kind, q, bytes) {
         (_, _, 8) => None,
+        (KernelKind::StreamCollideEsoteric, 19, 2) => Some(64),
         (KernelKind::StreamCollideEsoteric, 19, _) => Some(72),
-        (KernelKind::StreamCollideEsoteric, 27, 2) => Some(88),
+        (KernelKind::StreamCollideEsoteric, 27, 2) => Some(80),
         (KernelKind::StreamCollideEsoteric, 27, _) => Some(96),
+        (KernelKind::StreamCollideTwoLattice, 19, 2) => Some(64),
         (KernelKind::StreamCollideTwoLattice, 19, _) => Some(80),
         _ => None,
     }
 }
+
+/// Threads per block of a per-cell kernel with `q` populations of `bytes`
+/// bytes (blocks run along x). Measured on an H100 in a periodic box
+/// (`docs/bench/h100-launch-session5.txt`) against 64, 128, 192 and 256:
+/// the f32 stream-collide kernels run best at 256 (Esoteric Pull D3Q19
+/// 91.5% -> 97.7% of copy bandwidth at 256^3, 88.7% -> 93.5% at 512^3, over
+/// 64), although that lowers their occupancy; the 16-bit ones at 128 (256
+/// costs them 2-18%), f64 D3Q19 at 256 and f64 D3Q27 (162 registers) at 128.
+/// Kernels that run once per output take [`DEFAULT_BLOCK_SIZE`].
+pub const fn block_size(kind: KernelKind, q: usize, bytes: usize) -> u32 {
+    match (kind, q, bytes) {
+        (KernelKind::StreamCollideEsoteric | KernelKind::StreamCollideTwoLattice, _, 2) => 128,
+        (KernelKind::StreamCollideEsoteric | KernelKind::StreamCollideTwoLattice, 27, 8) => 128,
+        (KernelKind::StreamCollideEsoteric | KernelKind::StreamCollideTwoLattice, _, 4 | 8) => 256,
+        _ => DEFAULT_BLOCK_SIZE,
+    }
+}
+
+/// Threads per block of the kernels that are not timed (initialisation,
+/// fields, the layout check).
+pub const DEFAULT_BLOCK_SIZE: u32 = 64;
 
 /// [`register_cap`] for an entry point given by name (as `build.rs` sees it
 /// in the PTX), using the naming scheme of [`KernelKind::prefix`].
@@ -97,9 +119,10 @@ mod tests {
     #[test]
     fn register_caps_follow_entry_names() {
         assert_eq!(register_cap_for_entry("stream_collide_ep_d3q19_f32"), Some(72));
-        assert_eq!(register_cap_for_entry("stream_collide_ep_d3q19_f16s"), Some(72));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_d3q19_f16s"), Some(64));
         assert_eq!(register_cap_for_entry("stream_collide_ep_d3q27_f32"), Some(96));
-        assert_eq!(register_cap_for_entry("stream_collide_ab_d3q19_f16s"), Some(80));
+        assert_eq!(register_cap_for_entry("stream_collide_ab_d3q19_f16s"), Some(64));
+        assert_eq!(register_cap_for_entry("stream_collide_ab_d3q19_f32"), Some(80));
         // A name that merely starts like a kernel's prefix is not that kernel.
         assert_eq!(register_cap_for_entry("stream_collide_epx_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_d3q19_f64"), None);
