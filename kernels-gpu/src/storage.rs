@@ -122,33 +122,36 @@ unsafe impl Storage for F16s {
     }
     const STOCHASTIC: bool = true;
     /// Stochastic rounding: the top 13 bits of `noise` are added to the 13
-    /// bits of the f32 magnitude that a half drops, which are then cut off
-    /// (a carry moves into the exponent as it should). The result is exact
-    /// in half precision for normal halves; below that (|v| < 2^-14) the
-    /// conversion rounds to nearest. Not for NaN: the GPU's NaN (all
-    /// mantissa bits set) would carry into the sign bit and come out as -0,
-    /// so callers round NaN cells to nearest ([`crate::stream`]).
+    /// bits of the f32 that a half drops, which are then cut off. Adding to
+    /// the bit pattern raises the magnitude whatever the sign (sign and
+    /// magnitude are separate fields, and a carry moves into the exponent as
+    /// it should). The result is exact in half precision for normal halves;
+    /// below that (|v| < 2^-14) the conversion rounds to nearest. Only a NaN's
+    /// mantissa can carry into the sign bit (the GPU's NaN, all mantissa bits
+    /// set, would come out as -0), so callers pass zero noise for NaN cells,
+    /// which truncates and keeps a NaN a NaN ([`crate::stream`]).
     #[inline(always)]
     fn store_scaled_dithered(v: f32, noise: u32) -> Self {
-        let bits = v.to_bits();
-        let magnitude = ((bits & 0x7fff_ffff) + (noise >> 19)) & !0x1fff;
-        F16s((f32::from_bits(magnitude | (bits & 0x8000_0000)) as f16).to_bits())
+        let bits = v.to_bits().wrapping_add(noise >> 19) & !0x1fff;
+        F16s((f32::from_bits(bits) as f16).to_bits())
     }
 }
 
 /// The random bits for the stores of one cell in one step: a hash of the
-/// cell's index in the whole domain and of the time step. [`next_noise`]
-/// gives the bits for each store in turn.
+/// cell's index in the whole domain and of the time step. [`store_noise`]
+/// gives the bits for each store.
 #[inline(always)]
 pub fn cell_noise(global_cell: u32, step: u32) -> u32 {
     mix(global_cell.wrapping_mul(0x9e37_79b9) ^ mix(step))
 }
 
-/// The next random bits of a cell's stores (a linear congruential step;
-/// [`Storage::store_scaled_dithered`] uses only the high bits, which are good).
+/// The random bits for store `k` of a cell with noise `cell`: the cell's bits
+/// times an odd constant of its own per store (a bijection, so uniform bits
+/// stay uniform; [`Storage::store_scaled_dithered`] uses only the high bits,
+/// which are good). One multiplication, with no chain from store to store.
 #[inline(always)]
-pub fn next_noise(state: u32) -> u32 {
-    state.wrapping_mul(747_796_405).wrapping_add(2_891_336_453)
+pub fn store_noise(cell: u32, k: usize) -> u32 {
+    cell.wrapping_mul(mix(k as u32 + 1) | 1)
 }
 
 /// A 32-bit integer hash (Wellons' "lowbias32").
@@ -187,10 +190,9 @@ mod tests {
             };
             let n = 1 << 14;
             let mut sum = 0.0f64;
-            let mut state = cell_noise(7, 11);
-            for _ in 0..n {
-                state = next_noise(state);
-                let got = F16s::store_scaled_dithered(v * F16S_SCALE, state).load();
+            for cell in 0..n {
+                let noise = store_noise(cell_noise(cell, 11), 5);
+                let got = F16s::store_scaled_dithered(v * F16S_SCALE, noise).load();
                 assert!(got >= lo && got <= hi, "{v} -> {got} outside [{lo}, {hi}]");
                 sum += got as f64;
             }
@@ -200,6 +202,16 @@ mod tests {
             assert!((mean - v as f64).abs() < 4.0 * ulp / (n as f64).sqrt(), "{v}: mean {mean}");
         }
         assert_eq!(F16s::store_scaled_dithered(0.0, u32::MAX), F16s::ZERO);
+        assert_eq!(F16s::store_scaled_dithered(-0.0, u32::MAX).0, 0x8000);
+    }
+
+    /// Zero noise keeps every NaN a NaN, the GPU's (all mantissa bits set,
+    /// which noise would carry into the sign bit) and the CPU's.
+    #[test]
+    fn f16s_nan_survives_zero_noise() {
+        for bits in [0x7fff_ffffu32, 0xffff_ffff, 0xffc0_0000, 0x7fc0_0000] {
+            assert!(F16s::store_scaled_dithered(f32::from_bits(bits), 0).load().is_nan(), "{bits:#x}");
+        }
     }
 
     /// Infinities survive stochastic rounding, whatever the noise.

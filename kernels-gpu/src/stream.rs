@@ -42,7 +42,7 @@ use crate::lattice::{opposite, Lattice};
 use crate::layout::{population_index, Cell, Dims, Neighbours};
 use crate::params::{OpenBoundary, OpenParams, StepParams};
 use crate::real::Real;
-use crate::storage::{cell_noise, next_noise, Storage};
+use crate::storage::{cell_noise, store_noise, Storage};
 use crate::warp::any_in_warp;
 
 /// The streaming scheme.
@@ -387,19 +387,19 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
 ) {
     // Random bits for stochastic rounding, one draw per store in a fixed
     // order (none are computed for formats that round to nearest). A cell
-    // that blew up is rounded to nearest: its populations are all NaN (its
-    // density is), and noise would turn the GPU's NaN into a zero, hiding the
+    // that blew up gets zero noise: its populations are all NaN (its density
+    // is), and noise would turn the GPU's NaN into a zero, hiding the
     // blow-up from the divergence check.
-    let dither = S::STOCHASTIC && !fi[0].is_nan();
-    let global_cell = nb.xy[0].wrapping_add(nb.plane.wrapping_mul(nb.z[0].wrapping_add(p.z_offset)));
-    let mut noise = if dither { cell_noise(global_cell, p.step) } else { 0 };
+    let noise = if S::STOCHASTIC && !fi[0].is_nan() {
+        let global_cell = nb.xy[0].wrapping_add(nb.plane.wrapping_mul(nb.z[0].wrapping_add(p.z_offset)));
+        cell_noise(global_cell, p.step)
+    } else {
+        0
+    };
+    let mut k = 0;
     let mut put = |at: usize, v: S::Real| {
-        *dst.add(at) = if dither {
-            noise = next_noise(noise);
-            S::store_scaled_dithered(v, noise)
-        } else {
-            S::store_scaled(v)
-        };
+        *dst.add(at) = S::store_scaled_dithered(v, store_noise(noise, k));
+        k += 1;
     };
     match scheme {
         Streaming::EsotericPull => {
