@@ -15,15 +15,15 @@ use kernels_gpu::{F16s, KernelKind, Lattice, OpenParams, Real, StepParams, Stora
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// Threads per block of kernel `kind` for `Q` populations stored as `S`: the
-/// measured table [`kernels_gpu::kernels::block_size`], or `LBM_BLOCK_SIZE`
-/// for every kernel (a tuning knob for benchmarks; a multiple of 32 up to 1024).
-pub fn block_size<S: Storage>(kind: KernelKind, q: usize) -> u32 {
+/// Threads per block of kernel `kind`: the measured default
+/// [`kernels_gpu::kernels::block_size`], or `LBM_BLOCK_SIZE` for every
+/// per-cell kernel (a tuning knob for benchmarks; a multiple of 32 up to 1024).
+pub fn block_size(kind: KernelKind) -> u32 {
     std::env::var("LBM_BLOCK_SIZE")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|b: &u32| *b >= 32 && *b <= 1024 && b.is_multiple_of(32))
-        .unwrap_or(kernels_gpu::kernels::block_size(kind, q, S::BYTES))
+        .unwrap_or(kernels_gpu::kernels::block_size(kind))
 }
 
 /// Resources and occupancy of a kernel as launched.
@@ -290,7 +290,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         let scheme = config.streaming as u32;
         let mut launch = s.launch_builder(&init);
         launch.arg(&mut f).arg(&flags).arg(&planes).arg(&p).arg(&scheme);
-        let cfg = launch_config(config.domain.dims, block_size::<S>(KernelKind::InitEquilibrium, Q));
+        let cfg = launch_config(config.domain.dims, block_size(KernelKind::InitEquilibrium));
         // SAFETY: argument list matches the `init_equilibrium_*` entry points.
         unsafe { launch.launch(cfg) }.ctx("launching initialisation")?;
         s.synchronize().ctx("initialising populations")?;
@@ -299,7 +299,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             Streaming::TwoLattice => KernelKind::StreamCollideTwoLattice,
         };
         let step_kernel = device.kernel::<L, Q, S>(step_kind)?;
-        let step_block = block_size::<S>(step_kind, Q);
+        let step_block = block_size(step_kind);
         let fields_kernel = device.kernel::<L, Q, S>(KernelKind::Fields)?;
         let open_cells = config.domain.open_cells();
         let open = if open_cells.is_empty() {
@@ -468,7 +468,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
         let mut launch = s.launch_builder(&self.fields_kernel);
         launch.arg(&self.f).arg(&self.flags).arg(&mut out).arg(&p).arg(&scheme);
         // SAFETY: argument list matches the `fields_*` entry points.
-        let cfg = launch_config(self.config.domain.dims, block_size::<S>(KernelKind::Fields, Q));
+        let cfg = launch_config(self.config.domain.dims, block_size(KernelKind::Fields));
         unsafe { launch.launch(cfg) }.ctx("launching the fields kernel")?;
         let host = s.clone_dtoh(&out).ctx("reading fields back")?;
         Ok(planes_to_fields(self.config.domain.dims, &host))

@@ -43,7 +43,7 @@ impl KernelKind {
 /// of `bytes` bytes, or `None` to let ptxas choose. Capping raises occupancy,
 /// and these kernels are latency-bound; each cap is the smallest without
 /// spills (checked by the ptxas test) at which measured MLUPS peaked, with
-/// the block size of [`block_size`] (f64 kernels run best uncapped).
+/// 128 threads per block ([`block_size`]; f64 kernels run best uncapped).
 /// ptxas's allocation at a cap is brittle: D3Q19 f32 Esoteric Pull fitted 64
 /// until a change in the near-solid path's flag tests left it spilling
 /// 12 bytes, and D3Q27 16-bit spilled at 96 after the velocity set was
@@ -65,19 +65,18 @@ pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u3
     }
 }
 
-/// Threads per block of a per-cell kernel with `q` populations of `bytes`
-/// bytes (blocks run along x). Measured on an H100 in a periodic box
+/// Threads per block of a per-cell kernel (blocks run along x). Measured on an H100
 /// (`docs/bench/h100-launch-session5.txt`) against 64, 128, 192 and 256:
-/// the f32 stream-collide kernels run best at 256 (Esoteric Pull D3Q19
-/// 91.5% -> 97.7% of copy bandwidth at 256^3, 88.7% -> 93.5% at 512^3, over
-/// 64), although that lowers their occupancy; the 16-bit ones at 128 (256
-/// costs them 2-18%), f64 D3Q19 at 256 and f64 D3Q27 (162 registers) at 128.
-/// Kernels that run once per output take [`DEFAULT_BLOCK_SIZE`].
-pub const fn block_size(kind: KernelKind, q: usize, bytes: usize) -> u32 {
-    match (kind, q, bytes) {
-        (KernelKind::StreamCollideEsoteric | KernelKind::StreamCollideTwoLattice, _, 2) => 128,
-        (KernelKind::StreamCollideEsoteric | KernelKind::StreamCollideTwoLattice, 27, 8) => 128,
-        (KernelKind::StreamCollideEsoteric | KernelKind::StreamCollideTwoLattice, _, 4 | 8) => 256,
+/// in a periodic box the f32 kernels run fastest at 256 (Esoteric Pull
+/// D3Q19 91.5% -> 97.7% of copy bandwidth at 256^3 over 64), but in a walled
+/// cavity 256 costs up to 18% (D3Q27 f32 at 512^3): a block holds its
+/// resources until its slowest warp, and with walls every row has two warps
+/// on the slower near-wall path. 128 is best or within 2.5% of best in both
+/// geometries for every kernel measured (f32, 16-bit, f64), and is the
+/// fastest in the cavity.
+pub const fn block_size(kind: KernelKind) -> u32 {
+    match kind {
+        KernelKind::StreamCollideEsoteric | KernelKind::StreamCollideTwoLattice => 128,
         _ => DEFAULT_BLOCK_SIZE,
     }
 }
