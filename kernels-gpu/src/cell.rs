@@ -23,22 +23,26 @@ pub fn dot_c<T: Real>(c: [i32; 3], v: [T; 3]) -> T {
     s
 }
 
-/// Macroscopic moments of a cell: `rho_bar = rho - 1` and momentum `j = sum f_i c_i`.
+/// Macroscopic moments of a cell: `rho_bar = rho - 1` and momentum `j = sum f_i c_i`,
+/// per opposite pair `(a, a + 1)`: `f_a + f_{a+1}` goes into the density and
+/// `f_a - f_{a+1}` into each momentum component `c_a` has, which takes fewer
+/// additions than summing each direction (D3Q27: 66 instead of 80).
 #[inline(always)]
 pub fn moments<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q]) -> (T, [T; 3]) {
     let mut rho_bar = f[0];
-    for i in 1..Q {
-        rho_bar += f[i];
-    }
     let mut j = [-T::ZERO; 3];
-    for i in 1..Q {
-        for a in 0..3 {
-            if L::C[i][a] == 1 {
-                j[a] += f[i];
-            } else if L::C[i][a] == -1 {
-                j[a] -= f[i];
+    let mut a = 1;
+    while a < Q {
+        rho_bar += f[a] + f[a + 1];
+        let d = f[a] - f[a + 1];
+        for k in 0..3 {
+            if L::C[a][k] == 1 {
+                j[k] += d;
+            } else if L::C[a][k] == -1 {
+                j[k] -= d;
             }
         }
+        a += 2;
     }
     (rho_bar, j)
 }
