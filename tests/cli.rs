@@ -279,3 +279,14 @@ fn multi_gpu_commands_explain_what_is_missing() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("disaggregated"), "{err}");
 }
+
+/// `lbm bench --max-size` alone reports sizes without timing anything, so on
+/// the CPU it is refused at once, before any measurement is printed.
+#[test]
+fn max_size_on_the_cpu_is_refused_before_benchmarking() {
+    let o = lbm().args(["bench", "--backend", "cpu", "--max-size"]).output().unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--max-size needs the GPU backend"), "{err}");
+    assert!(!out.contains("MLUPS"), "{out}");
+}

@@ -33,6 +33,11 @@ struct Report {
 }
 
 pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
+    if o.max_size && backend == BackendKind::Cpu {
+        return Err(Error::Setup(
+            "--max-size needs the GPU backend (use --backend gpu on a machine with a GPU)".into(),
+        ));
+    }
     let (device, copy, free) = match backend {
         BackendKind::Gpu(i) => {
             let d = lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active())?;
@@ -49,10 +54,23 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
     }
     let formula = "bytes per cell update = 2 x Q x bytes per population + 1 flag byte";
     println!("{formula}; fraction = MLUPS x bytes per cell update / copy bandwidth");
-    println!(
-        "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5}",
-        "lattice", "prec", "streaming", "geometry", "size", "MLUPS", "B/cel", "GB/s", "of copy", "regs", "block", "occ"
-    );
+    if !o.sizes.is_empty() {
+        println!(
+            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5}",
+            "lattice",
+            "prec",
+            "streaming",
+            "geometry",
+            "size",
+            "MLUPS",
+            "B/cel",
+            "GB/s",
+            "of copy",
+            "regs",
+            "block",
+            "occ"
+        );
+    }
     let mut results = Vec::new();
     let mut cases = Vec::new();
     for &size in &o.sizes {

@@ -92,9 +92,10 @@ enum Command {
     Bench {
         #[command(flatten)]
         backend: BackendArgs,
-        /// Cube sizes (cells per side).
-        #[arg(long, value_delimiter = ',', default_values_t = [256u32, 512])]
-        sizes: Vec<u32>,
+        /// Cube sizes (cells per side) [default: 256,512, or none with
+        /// --max-size, which then only reports the largest cubes].
+        #[arg(long, value_delimiter = ',')]
+        sizes: Option<Vec<u32>>,
         /// Time steps per measurement.
         #[arg(long, default_value_t = 200)]
         steps: u64,
@@ -321,6 +322,7 @@ pub fn execute(cli: Cli) -> Result<()> {
                 .iter()
                 .map(|g| lbm::host::bench::BenchGeometry::from_name(g).map_err(lbm::Error::Setup))
                 .collect::<Result<Vec<_>>>()?;
+            let sizes = sizes.unwrap_or_else(|| if max_size && gpus.is_empty() { vec![] } else { vec![256, 512] });
             if sizes.iter().any(|&n| n < 3) {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
             }
