@@ -71,7 +71,7 @@ pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u3
 /// D3Q19 91.5% -> 97.7% of copy bandwidth at 256^3 over 64), but in a walled
 /// cavity 256 costs up to 18% (D3Q27 f32 at 512^3): a block holds its
 /// resources until its slowest warp, and with walls every row has two warps
-/// on the slower near-wall path. 128 is best or within 2.5% of best in both
+/// on the slower near-wall path. 128 is best or within 2.6% of best in both
 /// geometries for every kernel measured (f32, 16-bit, f64), and is the
 /// fastest in the cavity.
 pub const fn block_size(kind: KernelKind) -> u32 {
