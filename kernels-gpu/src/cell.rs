@@ -4,7 +4,7 @@
 //! (and `rho_bar = rho - 1`): the shifted values are small, so far fewer
 //! significant bits are lost to round-off, in particular in f32.
 
-use crate::lattice::Lattice;
+use crate::lattice::{opposite, Lattice};
 use crate::real::Real;
 
 /// `c . v` for a constant integer velocity `c`, with additions only: the sum
@@ -24,17 +24,18 @@ pub fn dot_c<T: Real>(c: [i32; 3], v: [T; 3]) -> T {
 }
 
 /// Macroscopic moments of a cell: `rho_bar = rho - 1` and momentum `j = sum f_i c_i`,
-/// per opposite pair `(a, a + 1)`: `f_a + f_{a+1}` goes into the density and
-/// `f_a - f_{a+1}` into each momentum component `c_a` has, which takes fewer
-/// additions than summing each direction (D3Q27: 66 instead of 80).
+/// per opposite pair `(a, b)` (see [`opposite`]): `f_a + f_b` goes into the
+/// density and `f_a - f_b` into each momentum component `c_a` has, which
+/// takes fewer additions than summing each direction (D3Q27: 66 instead of 80).
 #[inline(always)]
 pub fn moments<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q]) -> (T, [T; 3]) {
     let mut rho_bar = f[0];
     let mut j = [-T::ZERO; 3];
     let mut a = 1;
     while a < Q {
-        rho_bar += f[a] + f[a + 1];
-        let d = f[a] - f[a + 1];
+        let b = opposite(a);
+        rho_bar += f[a] + f[b];
+        let d = f[a] - f[b];
         for k in 0..3 {
             if L::C[a][k] == 1 {
                 j[k] += d;
@@ -79,8 +80,7 @@ pub fn equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) ->
 }
 
 /// `(feq_i - w_i) / w_i = rho_bar + rho (3 c.u + 9/2 (c.u)^2 - 3/2 u.u)`,
-/// per opposite pair `(a, a + 1)` (see [`crate::lattice::opposite`]): with
-/// `c_{a+1} = -c_a` the even part `rho_bar + rho (9/2 (c.u)^2 - 3/2 u.u)` and
+/// per opposite pair `(a, b)` (see [`opposite`]): with `c_b = -c_a` the even part `rho_bar + rho (9/2 (c.u)^2 - 3/2 u.u)` and
 /// the odd part `3 rho c.u` are formed once and added and subtracted, which
 /// takes a third fewer operations than each direction on its own.
 #[inline(always)]
@@ -96,7 +96,7 @@ fn equilibrium_over_weights<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [
         let even = rho45.mul_add(cu * cu, rest);
         let odd = rho3 * cu;
         x[a] = even + odd;
-        x[a + 1] = even - odd;
+        x[opposite(a)] = even - odd;
         a += 2;
     }
     x

@@ -33,11 +33,6 @@ struct Report {
 }
 
 pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
-    if o.max_size && backend == BackendKind::Cpu {
-        return Err(Error::Setup(
-            "--max-size needs the GPU backend (use --backend gpu on a machine with a GPU)".into(),
-        ));
-    }
     let (device, copy, free) = match backend {
         BackendKind::Gpu(i) => {
             let d = lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active())?;
@@ -46,6 +41,16 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             (format!("GPU {i} {}", info.name), Some(bw), Some(d.memory()?.0))
         }
         BackendKind::Cpu => (format!("CPU ({} threads)", rayon::current_num_threads()), None, None),
+    };
+    // Checked before anything is measured or printed.
+    let max_size_free = match (o.max_size, free) {
+        (true, None) => {
+            return Err(Error::Setup(
+                "--max-size needs the GPU backend (use --backend gpu on a machine with a GPU)".into(),
+            ))
+        }
+        (true, Some(free)) => Some(free),
+        (false, _) => None,
     };
     println!("device: {device}");
     match copy {
@@ -122,8 +127,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
     }
 
     let mut cubes = Vec::new();
-    if o.max_size {
-        let free = free.ok_or_else(|| Error::Setup("--max-size needs the GPU backend".into()))?;
+    if let Some(free) = max_size_free {
         println!(
             "largest cube that fits ({:.1} GiB free), Esoteric Pull, state = populations + flag byte:",
             free as f64 / (1u64 << 30) as f64
