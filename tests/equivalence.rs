@@ -62,6 +62,9 @@ fn gpu_matches_cpu_bit_for_bit() {
         // 16-bit: stochastic rounding, and warps that take the near-wall path together.
         (LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull, 62, 1001),
         (LatticeKind::D3Q27, Precision::F16, Streaming::TwoLattice, 30, 300),
+        // Widths that are not whole warps run through each layer, warps spanning rows.
+        (LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull, 37, 301),
+        (LatticeKind::D3Q27, Precision::F32, Streaming::EsotericPull, 45, 200),
     ];
     let spec = Channel { width: 30, length: 100, tau: 0.6, u_in: 0.05 };
     let channel = channel_config(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, spec);
@@ -88,16 +91,22 @@ fn gpu_matches_cpu_bit_for_bit() {
 }
 
 /// A kernel writes each population's own coordinates through the shared
-/// layout; the host reads them back where its layout says they are.
+/// layout; the host reads them back where its layout says they are. Both
+/// launch shapes: blocks per row (width 64) and through the layer (37).
 #[test]
 fn device_layout_matches_host() {
     let Some(lbm::BackendKind::Gpu(ordinal)) = common::gpu("device_layout_matches_host") else {
         return;
     };
     let device = lbm::host::gpu::GpuDevice::open(ordinal, lbm::ptx::PTX).unwrap();
-    let dims = Dims::new(37, 11, 5);
+    for dims in [Dims::new(37, 11, 5), Dims::new(64, 3, 4)] {
+        check_layout(&device, dims);
+    }
+}
+
+fn check_layout(device: &lbm::host::gpu::GpuDevice, dims: Dims) {
     let q = 19;
-    let out = lbm::host::gpu::layout_probe(&device, dims, q).unwrap();
+    let out = lbm::host::gpu::layout_probe(device, dims, q).unwrap();
     for z in 0..dims.nz {
         for y in 0..dims.ny {
             for x in 0..dims.nx {

@@ -10,6 +10,7 @@ use cudarc::driver::{
     ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
+use kernels_gpu::kernels::blocks_per_row;
 use kernels_gpu::stream::FIELD_COMPONENTS;
 use kernels_gpu::{F16s, KernelKind, Lattice, OpenParams, Real, StepParams, Storage, Streaming};
 use std::marker::PhantomData;
@@ -183,16 +184,19 @@ pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
     format!("{}_{lattice}_{precision}", kind.prefix())
 }
 
-/// One thread per cell: blocks along x, the grid's y and z are the box's
-/// (see `kernels_gpu::entry`), `block` threads wide; narrow boxes get
-/// narrower blocks.
+/// One thread per cell, `block` threads wide (narrower for narrow boxes):
+/// blocks along each row, or through each layer ([`blocks_per_row`]); the
+/// grid's z is the box's.
 fn launch_config(dims: kernels_gpu::Dims, block: u32) -> LaunchConfig {
-    let block = block.min(dims.nx.next_multiple_of(32));
-    LaunchConfig {
-        grid_dim: (dims.nx.div_ceil(block), dims.ny, dims.nz),
-        block_dim: (block, 1, 1),
-        shared_mem_bytes: 0,
-    }
+    let (block, grid_dim) = if blocks_per_row(dims.nx) {
+        let block = block.min(dims.nx);
+        (block, (dims.nx.div_ceil(block), dims.ny, dims.nz))
+    } else {
+        let plane = dims.nx * dims.ny;
+        let block = block.min(plane.next_multiple_of(32));
+        (block, (plane.div_ceil(block), 1, dims.nz))
+    };
+    LaunchConfig { grid_dim, block_dim: (block, 1, 1), shared_mem_bytes: 0 }
 }
 
 /// A storage format together with the element type its device buffers hold
@@ -351,7 +355,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         }
         let d = self.config.domain.dims;
         let whole = launch_config(d, self.step_block);
-        let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, d.ny, layers), ..whole };
+        let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, whole.grid_dim.1, layers), ..whole };
         let p = self.params();
         let mut launch = s.launch_builder(&self.step_kernel);
         match self.f_next.as_mut() {

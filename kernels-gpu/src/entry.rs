@@ -1,6 +1,7 @@
 //! PTX entry points: thin shims that find their cell and call the per-cell
 //! functions of [`crate::stream`]. Names follow [`crate::KernelKind::prefix`].
 
+use crate::kernels::blocks_per_row;
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::{Cell, Dims};
 use crate::params::{OpenParams, StepParams};
@@ -8,9 +9,10 @@ use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
 
-/// This thread's cell: x from the block and thread along x, y and z from the
-/// grid's y and z (the host launches `(ceil(nx / block), ny, layers)` blocks),
-/// so no thread divides to find its coordinates. `None` past the x extent.
+/// This thread's cell, for the launch shape [`blocks_per_row`] picks: with
+/// blocks per row, x from the block and thread along x and y from the grid's
+/// y; otherwise the position in the layer from the block and thread, split
+/// into x and y. z from the grid's z. `None` past the box.
 #[inline(always)]
 fn this_cell(dims: Dims) -> Option<Cell> {
     this_cell_from(dims, 0)
@@ -22,8 +24,14 @@ fn this_cell(dims: Dims) -> Option<Cell> {
 #[inline(always)]
 fn this_cell_from(dims: Dims, z0: u32) -> Option<Cell> {
     // SAFETY: reading special registers has no preconditions.
-    let (x, y, z) = unsafe { (_block_idx_x() * _block_dim_x() + _thread_idx_x(), _block_idx_y(), z0 + _block_idx_z()) };
-    if x < dims.nx {
+    let (i, j, z) = unsafe { (_block_idx_x() * _block_dim_x() + _thread_idx_x(), _block_idx_y(), z0 + _block_idx_z()) };
+    let (x, y) = if blocks_per_row(dims.nx) {
+        (i, j)
+    } else {
+        let y = i / dims.nx;
+        (i - y * dims.nx, y)
+    };
+    if x < dims.nx && y < dims.ny {
         Some(Cell::at(dims, x, y, z))
     } else {
         None

@@ -65,7 +65,7 @@ pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u3
     }
 }
 
-/// Threads per block of a per-cell kernel (blocks run along x). Measured on an H100
+/// Threads per block of a per-cell kernel (see [`blocks_per_row`]). Measured on an H100
 /// (`docs/bench/h100-launch-session5.txt`) against 64, 128, 192 and 256:
 /// in a periodic box the f32 kernels run fastest at 256 (Esoteric Pull
 /// D3Q19 91.5% -> 97.7% of copy bandwidth at 256^3 over 64), but in a walled
@@ -79,6 +79,17 @@ pub const fn block_size(kind: KernelKind) -> u32 {
         KernelKind::StreamCollideEsoteric | KernelKind::StreamCollideTwoLattice => 128,
         _ => DEFAULT_BLOCK_SIZE,
     }
+}
+
+/// Whether the per-cell kernels give each row of cells along x blocks of its
+/// own (grid `(ceil(nx / block), ny, nz)`, no division to find a cell) or run
+/// through each layer in order (grid `(ceil(nx * ny / block), 1, nz)`, one
+/// division per thread). Rows of whole warps keep every warp on one 128-byte
+/// aligned stretch of memory; other widths would start each row's warps at a
+/// different offset and cost Esoteric Pull up to a fifth of its speed
+/// (`docs/bench/h100-odd-widths-session6.txt`), so those run through the layer.
+pub const fn blocks_per_row(nx: u32) -> bool {
+    nx.is_multiple_of(32)
 }
 
 /// Threads per block of the kernels that are not timed (initialisation,
