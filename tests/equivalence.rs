@@ -165,7 +165,7 @@ fn sixteen_bit_blow_up_stays_visible(backend: BackendKind) {
         s.step(3).unwrap();
         let mut state = s.save_state().unwrap();
         // The rest population of the centre cell (16^3 with the walls): read by that cell.
-        let at = 2 * population_index(16 * 16, 19, 8 + 16 * 8, 8, 0);
+        let at = Precision::F16.bytes() * population_index(16 * 16, 19, 8 + 16 * 8, 8, 0);
         state.populations[at..at + 2].copy_from_slice(&0x7e00u16.to_ne_bytes()); // f16 NaN
         s.restore_state(&state).unwrap();
         s.step(4).unwrap();

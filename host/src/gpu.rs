@@ -510,7 +510,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
 
     fn kernel_report(&self) -> Option<KernelReport> {
         use cudarc::driver::sys::CUdevice_attribute as A;
-        let block = self.step_block;
+        // As launched: narrow boxes get narrower blocks.
+        let block = launch_config(self.config.domain.dims, self.step_block).block_dim.0;
         let registers = self.step_kernel.num_regs().ok()? as u32;
         let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
         let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;

@@ -86,7 +86,7 @@ pub const fn block_size(kind: KernelKind) -> u32 {
 /// through each layer in order (grid `(ceil(nx * ny / block), 1, nz)`, one
 /// division per thread). Rows of whole warps keep every warp on one 128-byte
 /// aligned stretch of memory; other widths would start each row's warps at a
-/// different offset and cost Esoteric Pull up to a fifth of its speed
+/// different offset and cost Esoteric Pull up to a sixth of its speed
 /// (`docs/bench/h100-odd-widths-session6.txt`), so those run through the layer.
 pub const fn blocks_per_row(nx: u32) -> bool {
     nx.is_multiple_of(32)

@@ -1,5 +1,6 @@
-//! `lbm bench`: the copy bandwidth, then stream-collide throughput of a 3D
-//! cavity for every chosen lattice, storage and scheme, in one run.
+//! `lbm bench`: the copy bandwidth, then stream-collide throughput of a
+//! cavity or a periodic box for every chosen lattice, storage and scheme, in
+//! one run.
 
 use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchGeometry, BenchResult};
 use lbm::host::files::write_atomic;
