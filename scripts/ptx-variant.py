@@ -7,11 +7,18 @@ Correctness is not checked by `lbm bench`: a variant that wins goes into
 the source (kernels-gpu/src/kernels.rs for caps) and through the tests.
 
   usage: scripts/ptx-variant.py IN.ptx OUT.ptx [--cap ENTRY=N ...]
-                                [--load-hint cs|lu|cg|ca|nc] [--store-hint cs|cg|wt]
+                                [--load-hint Q[.Q..]] [--store-hint Q[.Q..]]
+  e.g. --load-hint L1::no_allocate.L2::256B (qualifiers: see LOAD_HINTS, STORE_HINTS)
 """
 import argparse
 import re
 import sys
+
+
+# Cache operators, L1 eviction priorities and L2 prefetch sizes (PTX ISA, ld / st).
+LOAD_HINTS = ["cs", "lu", "cg", "ca", "nc", "L1::evict_first", "L1::evict_last", "L1::no_allocate",
+              "L2::64B", "L2::128B", "L2::256B"]
+STORE_HINTS = ["cs", "cg", "wt", "L1::evict_first", "L1::no_allocate"]
 
 
 def main() -> int:
@@ -19,9 +26,13 @@ def main() -> int:
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--cap", action="append", default=[], help="ENTRY=N: .maxnreg N for ENTRY (0 removes the cap)")
-    ap.add_argument("--load-hint", choices=["cs", "lu", "cg", "ca", "nc"])
-    ap.add_argument("--store-hint", choices=["cs", "cg", "wt"])
+    ap.add_argument("--load-hint", help=f"qualifiers joined by '.', from {', '.join(LOAD_HINTS)}")
+    ap.add_argument("--store-hint", help=f"qualifiers joined by '.', from {', '.join(STORE_HINTS)}")
     a = ap.parse_args()
+    for hint, allowed in ((a.load_hint, LOAD_HINTS), (a.store_hint, STORE_HINTS)):
+        bad = [q for q in (hint or "").split(".") if hint and q not in allowed]
+        if bad:
+            sys.exit(f"unknown cache qualifier {', '.join(bad)}; use {', '.join(allowed)}")
     caps = {}
     for c in a.cap:
         name, _, n = c.partition("=")

@@ -88,3 +88,31 @@ fn bulk_kernels_load_only_populations_and_flags() {
         }
     }
 }
+
+/// Every population load of the stream-collide kernels asks L2 for the
+/// 256 bytes around it (`ld.global.L2::256B`, see `Storage::fetch`): worth
+/// about 3 points of copy bandwidth to the 16-bit kernels on an H100. Flag
+/// loads (bytes) are left plain.
+#[test]
+fn population_loads_prefetch_256_bytes() {
+    let ptx = lbm::ptx::PTX;
+    for kind in [KernelKind::StreamCollideEsoteric, KernelKind::StreamCollideTwoLattice] {
+        for l in LATTICES {
+            for p in STORAGES {
+                let name = lbm::host::gpu::kernel_name(kind, l, p);
+                let start = ptx.find(&format!(".entry {name}(")).expect("kernel present");
+                let body = &ptx[start..];
+                let body = &body[..body.find("\n}\n").expect("kernel body ends")];
+                let populations =
+                    body.lines().filter(|s| s.contains("ld.global") && !s.contains(".u8") && !s.contains(".b8"));
+                let (mut hinted, mut all) = (0, 0);
+                for line in populations {
+                    all += 1;
+                    hinted += line.contains("ld.global.L2::256B.") as usize;
+                }
+                assert!(all > 0, "{name}: no population loads found");
+                assert_eq!(hinted, all, "{name}: {} of {all} population loads lack the L2 prefetch hint", all - hinted);
+            }
+        }
+    }
+}

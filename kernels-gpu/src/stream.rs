@@ -258,7 +258,7 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
     let mut fi = [S::Real::ZERO; Q];
     for i in 0..Q {
         let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, nb, i);
-        fi[i] = (*f.add(slot)).load_scaled() + term * scale;
+        fi[i] = S::fetch(f.add(slot)).load_scaled() + term * scale;
     }
     fi
 }
@@ -288,7 +288,7 @@ unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
     let mut fi = [S::Real::ZERO; Q];
     for i in 0..Q {
         let solid = i != 0 && is_solid(source_flags[i]);
-        fi[i] = (*f.add(source_slot::<L, Q, S::Real>(scheme, p, nb, i, solid))).load_scaled();
+        fi[i] = S::fetch(f.add(source_slot::<L, Q, S::Real>(scheme, p, nb, i, solid))).load_scaled();
     }
     if moving {
         let scale = S::Real::from_f64(S::SCALE);
