@@ -1,5 +1,7 @@
 //! Cell flags: one byte per cell says what the cell is.
 
+use crate::fetch::fetch;
+
 /// Most moving-wall velocities one domain can carry (they live in the kernel
 /// parameters, so the per-cell state stays one byte).
 pub const MAX_MOVING_WALLS: usize = 4;
@@ -109,6 +111,15 @@ impl CellKind {
             _ => None,
         }
     }
+}
+
+/// The flag byte of cell `n` (prefetching as [`crate::fetch`] says).
+///
+/// # Safety
+/// `flags` must hold more than `n` bytes.
+#[inline(always)]
+pub unsafe fn flag_of(flags: *const u8, n: u32) -> u8 {
+    fetch!(flags.add(n as usize), u8, "b8", reg16)
 }
 
 /// Whether a flag byte is a solid boundary (any wall).

@@ -16,6 +16,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod cell;
+mod fetch;
 pub mod flags;
 pub mod kernels;
 pub mod lattice;

@@ -16,38 +16,8 @@
 //! on the cell, the population and the time step: runs stay reproducible,
 //! and CPU, GPU and partitioned runs stay bit-identical.
 
+use crate::fetch::fetch;
 use crate::real::Real;
-
-/// `*at` as a `$ty`, with `ld.global.L2::256B` on the GPU: the population
-/// loads ask L2 to fetch the whole aligned 256 bytes around each access
-/// from DRAM. A warp's load covers only 64 (16-bit) to 256 bytes, and
-/// the warps of the next cells along x read the rest soon after; fetching
-/// it in one go, where DRAM works best, raised the 16-bit Esoteric Pull
-/// kernels from 84.2-85.5% to 87.1-88.5% of copy bandwidth on an H100
-/// (`docs/bench/h100-l2-prefetch-session7.txt`).
-macro_rules! fetch {
-    ($at:expr, $ty:ty, $ptx:literal, $reg:ident) => {{
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let v: $ty;
-            // SAFETY: the caller guarantees `$at` is valid for reads; the
-            // load touches only that value (the prefetch is a cache hint).
-            unsafe {
-                core::arch::asm!(
-                    concat!("ld.global.L2::256B.", $ptx, " {v}, [{a}];"),
-                    v = out($reg) v,
-                    a = in(reg64) $at,
-                    options(pure, readonly, nostack, preserves_flags),
-                );
-            }
-            v
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            *$at
-        }
-    }};
-}
 
 /// A storage format for populations.
 ///
@@ -84,7 +54,7 @@ pub unsafe trait Storage: Copy + Send + Sync + 'static {
         Self::store_scaled(v)
     }
     /// Reads the population at `at` in device memory with an L2 prefetch
-    /// hint ([`fetch`]); a plain read on the host.
+    /// hint (see the `fetch` module); a plain read on the host.
     ///
     /// # Safety
     /// `at` must be valid for reads.

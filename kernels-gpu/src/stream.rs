@@ -36,7 +36,8 @@
 
 use crate::cell::{collide_bgk, density_velocity, dot_c, equilibrium};
 use crate::flags::{
-    is_flow, is_fluid, is_solid, moving_wall_id, open_boundary, MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES, NEAR_SOLID,
+    flag_of, is_flow, is_fluid, is_solid, moving_wall_id, open_boundary, MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES,
+    NEAR_SOLID,
 };
 use crate::lattice::{opposite, Lattice};
 use crate::layout::{population_index, Cell, Dims, Neighbours};
@@ -218,7 +219,7 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
     i: usize,
 ) -> (usize, T) {
     let (solid, term) = if CHECK_WALLS && i != 0 {
-        let source_flag = *flags.add(nb.cell(opposite(i)) as usize);
+        let source_flag = flag_of(flags, nb.cell(opposite(i)));
         let solid = is_solid(source_flag);
         (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { T::ZERO })
     } else {
@@ -282,7 +283,7 @@ unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
     let mut source_flags = [0u8; Q];
     let mut moving = false;
     for i in 1..Q {
-        source_flags[i] = *flags.add(nb.cell(opposite(i)) as usize);
+        source_flags[i] = flag_of(flags, nb.cell(opposite(i)));
         moving |= moving_wall_id(source_flags[i]).is_some();
     }
     let mut fi = [S::Real::ZERO; Q];
@@ -330,7 +331,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>
     cell: Cell,
 ) {
     let n = cell.n;
-    let flag = *flags.add(n as usize);
+    let flag = flag_of(flags, n);
     if !is_fluid(flag) {
         return;
     }
@@ -357,7 +358,7 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
     cell: Cell,
 ) {
     let n = cell.n;
-    let flag = *flags.add(n as usize);
+    let flag = flag_of(flags, n);
     if !is_fluid(flag) {
         return;
     }
@@ -445,7 +446,7 @@ pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage>(
     cell: Cell,
 ) {
     let n = cell.n;
-    let Some((k, inlet)) = open_boundary(*flags.add(n as usize)) else {
+    let Some((k, inlet)) = open_boundary(flag_of(flags, n)) else {
         return;
     };
     let nb = neighbours::<L, Q>(p.dims, cell);
@@ -477,7 +478,7 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
     cell: Cell,
 ) {
     let n = cell.n;
-    if !is_flow(*flags.add(n as usize)) {
+    if !is_flow(flag_of(flags, n)) {
         return;
     }
     let cells = p.dims.cells();
@@ -509,7 +510,7 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
 ) {
     let n = cell.n;
     let cells = p.dims.cells();
-    let flag = *flags.add(n as usize);
+    let flag = flag_of(flags, n);
     let (rho, u) = if is_flow(flag) {
         let nb = neighbours::<L, Q>(p.dims, cell);
         let fi = rescaled(load::<L, Q, S, true>(scheme, p, f, flags, &nb), 1.0 / S::SCALE);
