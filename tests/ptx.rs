@@ -74,15 +74,11 @@ fn ptx_assembles_without_spills() {
 /// that each population load waits on.
 #[test]
 fn bulk_kernels_load_only_populations_and_flags() {
-    let ptx = lbm::ptx::PTX;
     for (l, q) in [("d2q9", 9), ("d3q19", 19), ("d3q27", 27)] {
         for kind in [KernelKind::StreamCollideEsoteric, KernelKind::StreamCollideTwoLattice] {
             for p in STORAGES {
                 let name = lbm::host::gpu::kernel_name(kind, l, p);
-                let start = ptx.find(&format!(".entry {name}(")).expect("kernel present");
-                let body = &ptx[start..];
-                let body = &body[..body.find("\n}\n").expect("kernel body ends")];
-                let loads = body.matches("ld.global").count();
+                let loads = kernel_body(&name).matches("ld.global").count();
                 assert!(loads <= 3 * q, "{name}: {loads} global loads, more than 3 x {q}");
             }
         }
@@ -95,19 +91,22 @@ fn bulk_kernels_load_only_populations_and_flags() {
 /// bandwidth in a periodic box and far more in a walled cavity.
 #[test]
 fn stream_collide_loads_prefetch_256_bytes() {
-    let ptx = lbm::ptx::PTX;
     for kind in [KernelKind::StreamCollideEsoteric, KernelKind::StreamCollideTwoLattice] {
         for l in LATTICES {
             for p in STORAGES {
                 let name = lbm::host::gpu::kernel_name(kind, l, p);
-                let start = ptx.find(&format!(".entry {name}(")).expect("kernel present");
-                let body = &ptx[start..];
-                let body = &body[..body.find("\n}\n").expect("kernel body ends")];
-                let loads: Vec<&str> = body.lines().filter(|s| s.contains("ld.global")).collect();
+                let loads: Vec<&str> = kernel_body(&name).lines().filter(|s| s.contains("ld.global")).collect();
                 let plain = loads.iter().filter(|s| !s.contains("ld.global.L2::256B.")).count();
                 assert!(!loads.is_empty(), "{name}: no global loads found");
                 assert_eq!(plain, 0, "{name}: {plain} of {} global loads lack the L2 prefetch hint", loads.len());
             }
         }
     }
+}
+
+/// The PTX of entry point `name`, from its `.entry` line to its closing brace.
+fn kernel_body(name: &str) -> &'static str {
+    let ptx = lbm::ptx::PTX;
+    let body = &ptx[ptx.find(&format!(".entry {name}(")).expect("kernel present")..];
+    &body[..body.find("\n}\n").expect("kernel body ends")]
 }

@@ -113,7 +113,8 @@ impl CellKind {
     }
 }
 
-/// The flag byte of cell `n` (prefetching as [`crate::fetch`] says).
+/// The flag byte of cell `n`, read with the L2 prefetch hint of the
+/// `fetch` module.
 ///
 /// # Safety
 /// `flags` must hold more than `n` bytes.
