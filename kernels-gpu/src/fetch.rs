@@ -1,11 +1,12 @@
 //! Reads of populations and flags with an L2 prefetch-size hint.
 //!
-//! The stream-collide kernels load with `ld.global.L2::256B`: L2 fetches the
-//! whole aligned 256 bytes around each access from DRAM. A warp's load
+//! Every kernel reads populations (`Storage::fetch`) and flags
+//! (`flags::flag_of`) with `ld.global.L2::256B`: L2 fetches the whole
+//! aligned 256 bytes around each access from DRAM. A warp's load
 //! covers 32 (flags) to 256 bytes, and the warps of the next cells along x
 //! read the rest soon after; fetching it in one go, as DRAM works best,
 //! raised Esoteric Pull on an H100 from 84.2-85.5% to 87.1-88.5% of copy
-//! bandwidth (16-bit, periodic box), from 47-60% to 83% in a walled cavity,
+//! bandwidth (16-bit, periodic box), from 47-60% to 82.5-83.4% in a walled cavity,
 //! and f32 by 2.5-3.2 points (`docs/bench/h100-l2-prefetch-session7.txt`).
 
 /// `*at` as a `$ty`, with `ld.global.L2::256B` on the GPU.
