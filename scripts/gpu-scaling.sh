@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call on a 4-GPU machine: the multi-GPU bit-identity test, NCCL
+# One run on a 4-GPU machine: the multi-GPU bit-identity test, NCCL
 # bit-identity on 2 and 4 ranks, the scaling benchmarks (strong with the
 # three exchanges side by side, weak) and NCCL at 512^3. Logs and JSON go
 # to $OUT (or ./gpu-logs).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine: `lbm bench` once per PTX file given (variants from
 # scripts/ptx-variant.py, staged under .device-bin/), in one process each,
-# so the variants meet the same GPU in the same call. Extra bench options
+# so the variants meet the same GPU in one run. Extra bench options
 # come from BENCH_ARGS. Output to $OUT/ptx-ab.txt (or ./gpu-logs).
 #   usage: BENCH_ARGS="--precisions f32,f16" scripts/ptx-ab.sh A.ptx B.ptx ...
 set -uo pipefail

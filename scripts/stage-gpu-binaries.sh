@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the lbm binary, the test binaries and the criterion bench, and copies
-# them (stripped) into .device-bin/ (git-ignored) for the GPU machines, which
-# have no Rust toolchain. Run scripts/gpu-batch.sh there.
+# them (stripped) into .device-bin/ (git-ignored) for a GPU machine without a
+# Rust toolchain. Run scripts/gpu-batch.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.device-bin
