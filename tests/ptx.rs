@@ -4,19 +4,29 @@
 use lbm::kernels::KernelKind;
 use std::process::Command;
 
-const LATTICES: [&str; 3] = ["d2q9", "d3q19", "d3q27"];
-const STORAGES: [&str; 3] = ["f32", "f64", "f16s"];
+use lbm::kernels::kernels::INSTANCES;
+
+/// Entry-point name of kernel `kind` for the instance `id` of the table.
+fn entry(kind: KernelKind, id: &str) -> String {
+    format!("{}_{id}", kind.prefix())
+}
+
+/// The stream-collide kernels, every scheme and collision operator.
+fn stream_collide() -> impl Iterator<Item = KernelKind> {
+    KernelKind::ALL.into_iter().filter(|k| k.is_stream_collide())
+}
 
 #[test]
 fn ptx_holds_every_kernel() {
     for kind in KernelKind::ALL {
-        for l in LATTICES {
-            for p in STORAGES {
-                let name = lbm::host::gpu::kernel_name(kind, l, p);
-                assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
-            }
+        for (id, _, _) in INSTANCES {
+            let name = entry(kind, id);
+            assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
         }
     }
+    // And nothing else: every entry point is one of the table's.
+    let entries = lbm::ptx::PTX.matches(".entry ").count();
+    assert_eq!(entries, KernelKind::ALL.len() * INSTANCES.len() + 1, "the PTX holds kernels the table does not name");
     assert!(lbm::ptx::PTX.contains(&format!(".target {}", lbm::ptx::CUDA_ARCH)));
 }
 
@@ -55,7 +65,7 @@ fn ptx_assembles_without_spills() {
     let report = lbm::host::ptxas::parse_report(&log);
     assert_eq!(
         report.len(),
-        KernelKind::ALL.len() * LATTICES.len() * STORAGES.len() + 1,
+        KernelKind::ALL.len() * INSTANCES.len() + 1,
         "ptxas reported an unexpected number of kernels:\n{log}"
     );
     for k in &report {
@@ -74,13 +84,11 @@ fn ptx_assembles_without_spills() {
 /// that each population load waits on.
 #[test]
 fn bulk_kernels_load_only_populations_and_flags() {
-    for (l, q) in [("d2q9", 9), ("d3q19", 19), ("d3q27", 27)] {
-        for kind in [KernelKind::StreamCollideEsoteric, KernelKind::StreamCollideTwoLattice] {
-            for p in STORAGES {
-                let name = lbm::host::gpu::kernel_name(kind, l, p);
-                let loads = kernel_body(&name).matches("ld.global").count();
-                assert!(loads <= 3 * q, "{name}: {loads} global loads, more than 3 x {q}");
-            }
+    for (id, q, _) in INSTANCES {
+        for kind in stream_collide() {
+            let name = entry(kind, id);
+            let loads = kernel_body(&name).matches("ld.global").count();
+            assert!(loads <= 3 * q, "{name}: {loads} global loads, more than 3 x {q}");
         }
     }
 }
@@ -91,15 +99,13 @@ fn bulk_kernels_load_only_populations_and_flags() {
 /// bandwidth in a periodic box and far more in a walled cavity.
 #[test]
 fn stream_collide_loads_prefetch_256_bytes() {
-    for kind in [KernelKind::StreamCollideEsoteric, KernelKind::StreamCollideTwoLattice] {
-        for l in LATTICES {
-            for p in STORAGES {
-                let name = lbm::host::gpu::kernel_name(kind, l, p);
-                let loads: Vec<&str> = kernel_body(&name).lines().filter(|s| s.contains("ld.global")).collect();
-                let plain = loads.iter().filter(|s| !s.contains("ld.global.L2::256B.")).count();
-                assert!(!loads.is_empty(), "{name}: no global loads found");
-                assert_eq!(plain, 0, "{name}: {plain} of {} global loads lack the L2 prefetch hint", loads.len());
-            }
+    for kind in stream_collide() {
+        for (id, _, _) in INSTANCES {
+            let name = entry(kind, id);
+            let loads: Vec<&str> = kernel_body(&name).lines().filter(|s| s.contains("ld.global")).collect();
+            let plain = loads.iter().filter(|s| !s.contains("ld.global.L2::256B.")).count();
+            assert!(!loads.is_empty(), "{name}: no global loads found");
+            assert_eq!(plain, 0, "{name}: {plain} of {} global loads lack the L2 prefetch hint", loads.len());
         }
     }
 }

@@ -110,6 +110,7 @@ impl BenchGeometry {
             BenchGeometry::Periodic => {
                 let nz = if lattice.dimension() == 2 { 1 } else { size };
                 SolverConfig {
+                    collision: crate::solver::CollisionModel::Bgk,
                     tau: tau_for_viscosity(SPEED * size as f64 / REYNOLDS),
                     domain: Domain::with_faces(Dims::new(size, size, nz), [FaceBoundary::Periodic; 6])?,
                     initial: Initial::Uniform { rho: 1.0, u: [SPEED, 0.0, 0.0] },

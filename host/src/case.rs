@@ -3,7 +3,7 @@
 
 use crate::domain::{Domain, FaceBoundary};
 use crate::error::{Error, Result};
-use crate::solver::{Initial, LatticeKind, Precision, SolverConfig};
+use crate::solver::{CollisionModel, Initial, LatticeKind, Precision, SolverConfig, DEFAULT_MAGIC};
 use kernels_gpu::{Dims, Streaming};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -108,9 +108,13 @@ pub struct SimulationSection {
     /// change of any velocity component between two divergence checks,
     /// relative to the largest speed) : a steady-state criterion.
     pub steady_tolerance: Option<f64>,
-    /// Collision operator: `"bgk"` (default, the only one so far).
+    /// Collision operator: `"bgk"` (default, single relaxation time) or
+    /// `"trt"` (two relaxation times).
     #[serde(default = "default_collision")]
     pub collision: String,
+    /// TRT's magic parameter `(tau+ - 1/2)(tau- - 1/2)` (default 3/16, which
+    /// puts bounce-back walls half way along their links).
+    pub magic: Option<f64>,
     /// Where to run: `"auto"` (default: the GPU if there is one), `"cpu"` or
     /// `"gpu"`. `lbm run --backend` overrides it.
     #[serde(default)]
@@ -391,12 +395,27 @@ impl Case {
             }
         }
         let streaming = parse_streaming(&sim.streaming).map_err(|m| bad(format!("[simulation] streaming: {m}")))?;
-        if !sim.collision.eq_ignore_ascii_case("bgk") {
-            return Err(bad(format!(
-                "[simulation] collision = \"{}\": only \"bgk\" (single relaxation time) is available",
-                sim.collision
-            )));
-        }
+        let collision = match (sim.collision.to_ascii_lowercase().as_str(), sim.magic) {
+            ("bgk", None) => CollisionModel::Bgk,
+            ("bgk", Some(_)) => {
+                return Err(bad("[simulation] magic applies to collision = \"trt\" only: remove it or use TRT".into()))
+            }
+            ("trt", magic) => {
+                let magic = magic.unwrap_or(DEFAULT_MAGIC);
+                if !(magic.is_finite() && magic > 0.0) {
+                    return Err(bad(format!(
+                        "[simulation] magic = {magic}: give a positive number (3/16 = 0.1875 puts walls half way along links)"
+                    )));
+                }
+                CollisionModel::Trt { magic }
+            }
+            (other, _) => {
+                return Err(bad(format!(
+                    "[simulation] collision = \"{other}\": use {}",
+                    kernels_gpu::CollisionKind::ALL.map(|c| format!("\"{}\"", c.name())).join(" or ")
+                )))
+            }
+        };
         if sim.devices.is_empty() {
             return Err(bad("[simulation] devices is empty: give at least one GPU ordinal, e.g. [0]".into()));
         }
@@ -499,7 +518,7 @@ impl Case {
         let tau = 3.0 * viscosity + 0.5;
         if viscosity.is_nan() || viscosity <= 0.0 || tau < MIN_TAU {
             return Err(bad(format!(
-                "viscosity {viscosity:.3e} (lattice units) gives tau = {tau:.6}; BGK needs tau of at least {MIN_TAU} (above 1/2): {knob}"
+                "viscosity {viscosity:.3e} (lattice units) gives tau = {tau:.6}; the collision needs tau of at least {MIN_TAU} (above 1/2): {knob}"
             )));
         }
         let config = SolverConfig {
@@ -507,6 +526,7 @@ impl Case {
             precision: sim.precision,
             streaming,
             tau,
+            collision,
             force: p.force.map(|a| units.map_or(a, |c| a * c.dt * c.dt / c.dx)),
             domain,
             initial: match &self.initial {
@@ -675,7 +695,15 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let s = setup(&gpu).unwrap();
         assert_eq!((s.backend, s.devices.as_slice()), (BackendRequest::Gpu, &[3][..]));
         let mrt = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"mrt\"");
-        assert!(setup(&mrt).unwrap_err().to_string().contains("only \"bgk\""));
+        assert!(setup(&mrt).unwrap_err().to_string().contains("use \"bgk\" or \"trt\""));
+        let trt = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"trt\"");
+        assert_eq!(setup(&trt).unwrap().config.collision, CollisionModel::Trt { magic: 3.0 / 16.0 });
+        let magic = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"TRT\"\nmagic = 0.25");
+        assert_eq!(setup(&magic).unwrap().config.collision, CollisionModel::Trt { magic: 0.25 });
+        let stray = CAVITY.replace("steps = 10", "steps = 10\nmagic = 0.25");
+        assert!(setup(&stray).unwrap_err().to_string().contains("magic applies to collision = \"trt\" only"));
+        let negative = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"trt\"\nmagic = -1.0");
+        assert!(setup(&negative).unwrap_err().to_string().contains("positive"));
         let two = CAVITY.replace("steps = 10", "steps = 10\ndevices = [0, 1]\nexchange = \"soa\"");
         let s = setup(&two).unwrap();
         assert_eq!((s.devices.as_slice(), s.exchange), (&[0, 1][..], crate::multi_gpu::Exchange::Soa));

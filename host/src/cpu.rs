@@ -3,10 +3,12 @@
 
 use crate::error::Result;
 use crate::fields::Fields;
-use crate::solver::{mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
+use crate::solver::{
+    mass_of, restore_storage, storage_bytes, BackendKind, CollisionParams, SavedState, Solver, SolverConfig,
+};
 use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
-use kernels_gpu::{Dims, Lattice, OpenParams, Real, StepParams, Storage};
+use kernels_gpu::{Collision, Dims, Lattice, OpenParams, Real, StepParams, Storage};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -58,39 +60,58 @@ fn for_each_range(cells: Range<usize>, body: impl Fn(Range<u32>) + Sync + Send) 
     });
 }
 
+/// What a step of a range of cells needs besides the range: the CPU's
+/// counterpart of a kernel's arguments.
+struct StepArgs<'a, S: Storage, C> {
+    p: &'a StepParams<S::Real>,
+    collision: &'a C,
+    open: &'a OpenParams<S::Real>,
+    scheme: Streaming,
+    f: Shared<S>,
+    /// Second buffer of two-lattice pull (unused by Esoteric Pull).
+    dst: Shared<S>,
+    flags: Shared<u8>,
+}
+
 /// One time step of the cells in `range` (both schemes); inlined into the
 /// two compilations below.
 ///
 /// # Safety
-/// Buffers sized for the domain; `dst` unused for Esoteric Pull; no other
-/// thread works on the same cells.
+/// Buffers sized for the domain; no other thread works on the same cells.
 #[inline(always)]
-unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage>(
-    p: &StepParams<S::Real>,
-    open: &OpenParams<S::Real>,
-    scheme: Streaming,
-    f: Shared<S>,
-    dst: Shared<S>,
-    flags: Shared<u8>,
+unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
+    a: &StepArgs<S, C>,
     range: Range<u32>,
 ) {
+    let (p, flags) = (a.p, a.flags);
     for n in range {
         let cell = Cell::from_index(p.dims, n);
         // SAFETY (both): each slot is read and written by exactly one cell per
         // step (Esoteric Pull); f is only read and each cell writes its own
         // slots of dst (two-lattice).
-        let dst = match scheme {
+        let dst = match a.scheme {
             Streaming::EsotericPull => {
-                unsafe { stream::stream_collide_esoteric::<L, Q, S>(p, f.get(), flags.get(), cell) };
-                f
+                unsafe { stream::stream_collide_esoteric::<L, Q, S, C>(p, a.collision, a.f.get(), flags.get(), cell) };
+                a.f
             }
             Streaming::TwoLattice => {
-                unsafe { stream::stream_collide_two_lattice::<L, Q, S>(p, f.get(), dst.get(), flags.get(), cell) };
-                dst
+                unsafe {
+                    stream::stream_collide_two_lattice::<L, Q, S, C>(
+                        p,
+                        a.collision,
+                        a.f.get(),
+                        a.dst.get(),
+                        flags.get(),
+                        cell,
+                    )
+                };
+                a.dst
             }
         };
         // The GPU runs open boundaries as their own group; here one loop does both.
-        unsafe { stream::open_boundary_update::<L, Q, S>(scheme, p, open, f.get(), dst.get(), flags.get(), cell) };
+        unsafe {
+            stream::open_boundary_update::<L, Q, S>(a.scheme, p, a.open, a.f.get(), dst.get(), flags.get(), cell)
+        };
     }
 }
 
@@ -100,16 +121,36 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage>(
 /// As [`step_range`], and the CPU must support FMA ([`has_fma`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma")]
-unsafe fn step_range_fma<L: Lattice<Q>, const Q: usize, S: Storage>(
-    p: &StepParams<S::Real>,
-    open: &OpenParams<S::Real>,
-    scheme: Streaming,
-    f: Shared<S>,
-    dst: Shared<S>,
-    flags: Shared<u8>,
+unsafe fn step_range_fma<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
+    a: &StepArgs<S, C>,
     range: Range<u32>,
 ) {
-    unsafe { step_range::<L, Q, S>(p, open, scheme, f, dst, flags, range) }
+    unsafe { step_range::<L, Q, S, C>(a, range) }
+}
+
+/// Updates the cells `cells` in parallel ranges, with the FMA build where the CPU has it.
+fn update_ranges<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
+    cells: Range<usize>,
+    a: &StepArgs<S, C>,
+) {
+    let fma = has_fma();
+    for_each_range(cells, |range| {
+        // SAFETY: buffers sized for the domain; ranges are disjoint; FMA use
+        // checked by `has_fma`.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            if fma {
+                step_range_fma::<L, Q, S, C>(a, range)
+            } else {
+                step_range::<L, Q, S, C>(a, range)
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unsafe {
+            let _ = fma;
+            step_range::<L, Q, S, C>(a, range)
+        }
+    });
 }
 
 /// A simulation on the CPU.
@@ -183,27 +224,19 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
     /// (a partition's boundary layers and interior, in any order).
     pub(crate) fn update_cells(&mut self, cells: Range<usize>) {
         let flags = Shared::new(self.flags.as_ptr());
-        let fma = has_fma();
         let open = self.config.open_params::<S::Real>();
         let p = self.config.step_params::<S::Real>(self.t);
         let scheme = self.config.streaming;
         let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
-        for_each_range(cells, |range| {
-            // SAFETY: buffers sized for the domain in `new`; ranges are
-            // disjoint; FMA use checked by `has_fma`.
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                if fma {
-                    step_range_fma::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
-                } else {
-                    step_range::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
-                }
+        let (p, open) = (&p, &open);
+        match self.config.collision_params::<S::Real>() {
+            CollisionParams::Bgk(c) => {
+                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, collision: &c, open, scheme, f, dst, flags })
             }
-            #[cfg(not(target_arch = "x86_64"))]
-            unsafe {
-                step_range::<L, Q, S>(&p, &open, scheme, f, dst, flags, range)
+            CollisionParams::Trt(c) => {
+                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, collision: &c, open, scheme, f, dst, flags })
             }
-        });
+        }
     }
 
     /// Ends the current step: the buffer written becomes the current one.

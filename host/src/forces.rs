@@ -79,6 +79,7 @@ mod tests {
             let walls: Vec<bool> = domain.flags.iter().map(|&f| f == CellKind::Wall.to_flag()).collect();
             let g = 1e-6;
             let config = SolverConfig {
+                collision: crate::solver::CollisionModel::Bgk,
                 lattice: LatticeKind::D2Q9,
                 precision: Precision::F64,
                 streaming,

@@ -4,7 +4,9 @@
 use crate::cpu::planes_to_fields;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::Fields;
-use crate::solver::{mass_of, restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
+use crate::solver::{
+    mass_of, restore_storage, storage_bytes, BackendKind, CollisionParams, SavedState, Solver, SolverConfig,
+};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
     ValidAsZeroBits,
@@ -179,7 +181,8 @@ impl GpuDevice {
     }
 }
 
-/// Full entry-point name of a kernel (see [`KernelKind::prefix`]).
+/// Full entry-point name of a kernel (see [`KernelKind::prefix`] and
+/// [`kernels_gpu::for_each_instance`]).
 pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
     format!("{}_{lattice}_{precision}", kind.prefix())
 }
@@ -248,6 +251,8 @@ pub struct GpuSolver<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     step_kernel: CudaFunction,
     /// Threads per block of `step_kernel`.
     step_block: u32,
+    /// The collision operator's parameters, passed to `step_kernel`.
+    collision: CollisionParams<S::Real>,
     fields_kernel: CudaFunction,
     /// The open-boundary cells, updated by their own kernel after the bulk.
     open: Option<OpenGroup<S::Real>>,
@@ -298,10 +303,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         // SAFETY: argument list matches the `init_equilibrium_*` entry points.
         unsafe { launch.launch(cfg) }.ctx("launching initialisation")?;
         s.synchronize().ctx("initialising populations")?;
-        let step_kind = match config.streaming {
-            Streaming::EsotericPull => KernelKind::StreamCollideEsoteric,
-            Streaming::TwoLattice => KernelKind::StreamCollideTwoLattice,
-        };
+        let step_kind = KernelKind::StreamCollide(config.streaming, config.collision.kind());
+        let collision = config.collision_params::<S::Real>();
         let step_kernel = device.kernel::<L, Q, S>(step_kind)?;
         let step_block = block_size(step_kind);
         let fields_kernel = device.kernel::<L, Q, S>(KernelKind::Fields)?;
@@ -324,6 +327,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             flags,
             step_kernel,
             step_block,
+            collision,
             fields_kernel,
             open,
             t: 0,
@@ -357,11 +361,21 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         let whole = launch_config(d, self.step_block);
         let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, whole.grid_dim.1, layers), ..whole };
         let p = self.params();
+        let (bgk, trt) = match self.collision {
+            CollisionParams::Bgk(c) => (Some(ByValue(c)), None),
+            CollisionParams::Trt(c) => (None, Some(ByValue(c))),
+        };
         let mut launch = s.launch_builder(&self.step_kernel);
         match self.f_next.as_mut() {
-            None => launch.arg(&mut self.f).arg(&self.flags).arg(&p).arg(&z0),
-            Some(next) => launch.arg(&self.f).arg(next).arg(&self.flags).arg(&p).arg(&z0),
+            None => launch.arg(&mut self.f).arg(&self.flags).arg(&p),
+            Some(next) => launch.arg(&self.f).arg(next).arg(&self.flags).arg(&p),
         };
+        match (&bgk, &trt) {
+            (Some(c), _) => launch.arg(c),
+            (_, Some(c)) => launch.arg(c),
+            (None, None) => unreachable!("one operator is set"),
+        };
+        launch.arg(&z0);
         // SAFETY: argument lists match the `stream_collide_*` entry points.
         unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
         Ok(())

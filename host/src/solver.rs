@@ -4,7 +4,10 @@
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::fields::Fields;
-use kernels_gpu::{F16s, Lattice, OpenBoundary, OpenParams, Real, StepParams, Storage, Streaming, D2Q9, D3Q19, D3Q27};
+use kernels_gpu::{
+    Bgk, CollisionKind, F16s, Lattice, OpenBoundary, OpenParams, Real, StepParams, Storage, Streaming, Trt, D2Q9,
+    D3Q19, D3Q27,
+};
 use serde::{Deserialize, Serialize};
 
 /// Velocity set chosen at run time.
@@ -89,10 +92,42 @@ impl Precision {
 
 /// Name of a streaming scheme as users write it.
 pub const fn streaming_name(s: Streaming) -> &'static str {
-    match s {
-        Streaming::EsotericPull => "esoteric-pull",
-        Streaming::TwoLattice => "two-lattice",
+    s.name()
+}
+
+/// The collision operator and its parameters besides `tau`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CollisionModel {
+    /// Single relaxation time ([`kernels_gpu::Bgk`]).
+    Bgk,
+    /// Two relaxation times ([`kernels_gpu::Trt`]) with this magic parameter.
+    Trt {
+        /// `Lambda = (tau+ - 1/2)(tau- - 1/2)`; 3/16 puts bounce-back walls
+        /// exactly half way along their links.
+        magic: f64,
+    },
+}
+
+/// The magic parameter TRT takes unless a case sets one.
+pub const DEFAULT_MAGIC: f64 = 3.0 / 16.0;
+
+impl CollisionModel {
+    /// Which kernels run it.
+    pub const fn kind(self) -> CollisionKind {
+        match self {
+            CollisionModel::Bgk => CollisionKind::Bgk,
+            CollisionModel::Trt { .. } => CollisionKind::Trt,
+        }
     }
+}
+
+/// A collision operator's kernel parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CollisionParams<T> {
+    /// [`kernels_gpu::Bgk`].
+    Bgk(Bgk<T>),
+    /// [`kernels_gpu::Trt`].
+    Trt(Trt<T>),
 }
 
 /// Which backend runs the simulation.
@@ -134,6 +169,8 @@ pub struct SolverConfig {
     pub streaming: Streaming,
     /// Relaxation time `tau` (lattice units); `nu = (tau - 1/2) / 3`.
     pub tau: f64,
+    /// Collision operator.
+    pub collision: CollisionModel,
     /// Body force density (lattice units).
     pub force: [f64; 3],
     /// Geometry.
@@ -150,6 +187,13 @@ impl SolverConfig {
                 "tau = {} must be above 1/2 (viscosity (tau - 1/2)/3 must be positive): raise the viscosity or lower the Reynolds number",
                 self.tau
             )));
+        }
+        if let CollisionModel::Trt { magic } = self.collision {
+            if !(magic.is_finite() && magic > 0.0) {
+                return Err(Error::Setup(format!(
+                    "TRT magic parameter {magic} must be a positive number (3/16 puts walls half way along links)"
+                )));
+            }
         }
         if self.lattice.dimension() == 2 && self.domain.dims.nz != 1 {
             return Err(Error::Setup(format!(
@@ -181,9 +225,22 @@ impl SolverConfig {
             step: t as u32,
             z_offset: self.domain.z_offset,
             reserved: 0,
-            omega: T::from_f64(1.0 / self.tau),
             force: self.force.map(T::from_f64),
             wall_velocity,
+        }
+    }
+
+    /// The collision operator's kernel parameters.
+    pub fn collision_params<T: Real>(&self) -> CollisionParams<T> {
+        match self.collision {
+            CollisionModel::Bgk => CollisionParams::Bgk(Bgk { omega: T::from_f64(1.0 / self.tau) }),
+            CollisionModel::Trt { magic } => {
+                let t = Trt::from_tau_and_magic(self.tau, magic);
+                CollisionParams::Trt(Trt {
+                    omega_plus: T::from_f64(t.omega_plus),
+                    omega_minus: T::from_f64(t.omega_minus),
+                })
+            }
         }
     }
 
@@ -298,22 +355,24 @@ pub trait Solver: Send {
     }
 }
 
-/// Calls `$f::<Lattice, Q, Storage>($args)` for the run-time lattice and precision.
+/// Calls `$f::<Lattice, Q, Storage>($args)` for the run-time lattice and
+/// precision, over the rows of [`kernels_gpu::for_each_instance`].
 #[macro_export]
 macro_rules! dispatch {
-    ($lattice:expr, $precision:expr, $f:ident ( $($arg:expr),* )) => {{
-        use $crate::solver::{LatticeKind as __L, Precision as __P};
+    ($lattice:expr, $precision:expr, $f:ident $args:tt) => {
+        kernels_gpu::for_each_instance!($crate::dispatch_rows; $lattice, $precision, $f $args)
+    };
+}
+
+/// The match [`dispatch!`] expands to, one arm per instance.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! dispatch_rows {
+    ([$lattice:expr, $precision:expr, $f:ident $args:tt] $(($id:ident, $l:ident, $q:literal, $s:ty, $p:ident))*) => {{
+        #[allow(unused_imports)]
         use kernels_gpu::{F16s, D2Q9, D3Q19, D3Q27};
         match ($lattice, $precision) {
-            (__L::D2Q9, __P::F32) => $f::<D2Q9, 9, f32>($($arg),*),
-            (__L::D2Q9, __P::F64) => $f::<D2Q9, 9, f64>($($arg),*),
-            (__L::D2Q9, __P::F16) => $f::<D2Q9, 9, F16s>($($arg),*),
-            (__L::D3Q19, __P::F32) => $f::<D3Q19, 19, f32>($($arg),*),
-            (__L::D3Q19, __P::F64) => $f::<D3Q19, 19, f64>($($arg),*),
-            (__L::D3Q19, __P::F16) => $f::<D3Q19, 19, F16s>($($arg),*),
-            (__L::D3Q27, __P::F32) => $f::<D3Q27, 27, f32>($($arg),*),
-            (__L::D3Q27, __P::F64) => $f::<D3Q27, 27, f64>($($arg),*),
-            (__L::D3Q27, __P::F16) => $f::<D3Q27, 27, F16s>($($arg),*),
+            $(($crate::solver::LatticeKind::$l, $crate::solver::Precision::$p) => $f::<$l, $q, $s> $args,)*
         }
     }};
 }

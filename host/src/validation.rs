@@ -5,7 +5,7 @@ use crate::domain::{Domain, FaceBoundary};
 use crate::error::Result;
 use crate::fields::Fields;
 use crate::reference::Profile;
-use crate::solver::{BackendKind, Initial, LatticeKind, Precision, Solver, SolverConfig};
+use crate::solver::{BackendKind, CollisionModel, Initial, LatticeKind, Precision, Solver, SolverConfig};
 use kernels_gpu::{Dims, Streaming};
 use std::f64::consts::PI;
 
@@ -27,7 +27,7 @@ pub struct PoiseuilleResult {
 }
 
 /// Runs the Poiseuille channel of `width` fluid cells, peak velocity `u_max`,
-/// to steady state.
+/// to steady state, with BGK.
 pub fn poiseuille(
     make: Factory,
     backend: BackendKind,
@@ -37,6 +37,45 @@ pub fn poiseuille(
     tau: f64,
     u_max: f64,
 ) -> Result<PoiseuilleResult> {
+    let spec = PoiseuilleSpec { width, tau, u_max, collision: CollisionModel::Bgk, e_foldings: 25.0 };
+    poiseuille_with(make, backend, lattice, precision, spec)
+}
+
+/// A force-driven Poiseuille channel (see [`poiseuille_with`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PoiseuilleSpec {
+    /// Fluid cells across.
+    pub width: u32,
+    /// Relaxation time (of the even moments, for TRT).
+    pub tau: f64,
+    /// Peak velocity of the analytic profile.
+    pub u_max: f64,
+    /// Collision operator.
+    pub collision: CollisionModel,
+    /// How long to run, in decay times `H^2 / (nu pi^2)` of the slowest mode.
+    pub e_foldings: f64,
+}
+
+impl PoiseuilleSpec {
+    /// Steps per decay time of the slowest mode, `H^2 / (nu pi^2)`: also the
+    /// factor by which round-off injected each step piles up at steady state.
+    pub fn steps_per_e_folding(&self) -> f64 {
+        let nu = (self.tau - 0.5) / 3.0;
+        (self.width as f64).powi(2) / (PI * PI * nu)
+    }
+}
+
+/// Runs the Poiseuille channel `spec` (walls at y = 0 and y = width + 1,
+/// halfway bounce-back, periodic in x) and compares `u_x` with the parabola
+/// whose walls sit half way along the links.
+pub fn poiseuille_with(
+    make: Factory,
+    backend: BackendKind,
+    lattice: LatticeKind,
+    precision: Precision,
+    spec: PoiseuilleSpec,
+) -> Result<PoiseuilleResult> {
+    let PoiseuilleSpec { width, tau, u_max, collision, .. } = spec;
     let nu = (tau - 0.5) / 3.0;
     let h = width as f64;
     let force = 8.0 * nu * u_max / (h * h);
@@ -45,6 +84,7 @@ pub fn poiseuille(
     faces[2] = FaceBoundary::Wall;
     faces[3] = FaceBoundary::Wall;
     let config = SolverConfig {
+        collision,
         lattice,
         precision,
         streaming: Streaming::EsotericPull,
@@ -54,8 +94,8 @@ pub fn poiseuille(
         initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
     };
     let mut s = make(config, backend)?;
-    // The slowest mode decays as exp(-nu pi^2 t / H^2): run 25 e-foldings.
-    let steps = (25.0 * h * h / (PI * PI * nu)).ceil() as u64;
+    // The slowest mode decays as exp(-nu pi^2 t / H^2).
+    let steps = (spec.e_foldings * spec.steps_per_e_folding()).ceil() as u64;
     s.step(steps)?;
     let f = s.fields()?;
     let (mut num, mut den) = (0.0, 0.0);
@@ -105,6 +145,7 @@ pub fn channel_config(
     let Channel { width, length, tau, u_in } = channel;
     let faces = duct_faces(0, u_in);
     Ok(SolverConfig {
+        collision: CollisionModel::Bgk,
         lattice,
         precision,
         streaming,
@@ -128,6 +169,7 @@ pub fn duct_config(
     axis: usize,
 ) -> Result<SolverConfig> {
     Ok(SolverConfig {
+        collision: CollisionModel::Bgk,
         lattice,
         precision,
         streaming,
@@ -274,6 +316,7 @@ pub fn taylor_green(
         }
     }
     let config = SolverConfig {
+        collision: CollisionModel::Bgk,
         lattice,
         precision,
         streaming: Streaming::EsotericPull,
@@ -327,6 +370,7 @@ pub fn cavity_config(
     }
     let nu = lid_speed * side as f64 / reynolds;
     Ok(SolverConfig {
+        collision: CollisionModel::Bgk,
         lattice,
         precision,
         streaming,

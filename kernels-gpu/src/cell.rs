@@ -57,7 +57,11 @@ pub fn density_velocity<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q], forc
 
 /// [`density_velocity`] of populations given times `scale` (a power of two).
 #[inline(always)]
-fn density_velocity_scaled<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q], force: [T; 3], scale: T) -> (T, [T; 3]) {
+pub(crate) fn density_velocity_scaled<L: Lattice<Q>, const Q: usize, T: Real>(
+    f: &[T; Q],
+    force: [T; 3],
+    scale: T,
+) -> (T, [T; 3]) {
     let (rho_bar, j) = moments::<L, Q, T>(f);
     let unscale = T::ONE / scale;
     let (rho_bar, j) = (rho_bar * unscale, j.map(|v| v * unscale));
@@ -84,7 +88,7 @@ pub fn equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) ->
 /// the odd part `3 rho c.u` are formed once and added and subtracted, which
 /// takes a third fewer operations than each direction on its own.
 #[inline(always)]
-fn equilibrium_over_weights<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) -> [T; Q] {
+pub(crate) fn equilibrium_over_weights<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) -> [T; Q] {
     let rho_bar = rho - T::ONE;
     let usq15 = T::from_f64(1.5) * u[0].mul_add(u[0], u[1].mul_add(u[1], u[2] * u[2]));
     let rest = rho.mul_add(-usq15, rho_bar);
@@ -126,19 +130,43 @@ pub fn collide_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
         }
         return (rho, u);
     }
-    let three = T::from_f64(3.0);
-    let nine = T::from_f64(9.0);
-    let force_scale = T::ONE - T::from_f64(0.5) * omega;
-    let uf3 = three * u[0].mul_add(force[0], u[1].mul_add(force[1], u[2] * force[2]));
+    let guo = GuoSource::new(omega, force, u, scale);
     for i in 0..Q {
-        let cu = dot_c(L::C[i], u);
-        let cf = dot_c(L::C[i], force);
-        let w = T::from_f64(L::W[i]) * scale;
-        // (1 - omega/2) w (3 c.F - 3 u.F + 9 (c.u)(c.F))
-        let source = force_scale * w * (nine * cu).mul_add(cf, three.mul_add(cf, -uf3));
-        f[i] = relax(f[i], i) + source;
+        f[i] = relax(f[i], i) + guo.term::<L, Q>(i);
     }
     (rho, u)
+}
+
+/// Guo et al. (2002) forcing for a cell of velocity `u` relaxed at rate
+/// `omega`: `(1 - omega/2) w_i [3 (c_i - u).F + 9 (c_i.u)(c_i.F)]`, in the
+/// storage units `scale`.
+pub(crate) struct GuoSource<T> {
+    force: [T; 3],
+    u: [T; 3],
+    /// `1 - omega / 2`.
+    factor: T,
+    /// `3 u.F`.
+    uf3: T,
+    scale: T,
+}
+
+impl<T: Real> GuoSource<T> {
+    #[inline(always)]
+    pub(crate) fn new(omega: T, force: [T; 3], u: [T; 3], scale: T) -> Self {
+        let uf3 = T::from_f64(3.0) * u[0].mul_add(force[0], u[1].mul_add(force[1], u[2] * force[2]));
+        Self { force, u, factor: T::ONE - T::from_f64(0.5) * omega, uf3, scale }
+    }
+
+    /// The term of population `i`.
+    #[inline(always)]
+    pub(crate) fn term<L: Lattice<Q>, const Q: usize>(&self, i: usize) -> T {
+        let (three, nine) = (T::from_f64(3.0), T::from_f64(9.0));
+        let cu = dot_c(L::C[i], self.u);
+        let cf = dot_c(L::C[i], self.force);
+        let w = T::from_f64(L::W[i]) * self.scale;
+        // (1 - omega/2) w (3 c.F - 3 u.F + 9 (c.u)(c.F))
+        self.factor * w * (nine * cu).mul_add(cf, three.mul_add(cf, -self.uf3))
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! PTX entry points: thin shims that find their cell and call the per-cell
 //! functions of [`crate::stream`]. Names follow [`crate::KernelKind::prefix`].
 
+use crate::collision::{Bgk, Collision, Trt};
 use crate::kernels::blocks_per_row;
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::{Cell, Dims};
@@ -45,100 +46,126 @@ fn thread_index() -> u32 {
     unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() }
 }
 
+/// Stamps the entry points of every row of [`crate::for_each_instance`]:
+/// each row's kernels in a module of its own, named for the PTX by
+/// [`crate::KernelKind::prefix`] and the row's name.
 macro_rules! entry_points {
-    ($lattice:ty, $q:literal, $s:ty, $ep:ident, $ab:ident, $open:ident, $init:ident, $fields:ident) => {
-        /// Esoteric Pull stream-collide, one thread per cell of layers `z0 ..`.
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $ep(
-            f: *mut $s,
-            flags: *const u8,
-            p: StepParams<<$s as Storage>::Real>,
-            z0: u32,
-        ) {
-            if let Some(n) = this_cell_from(p.dims, z0) {
-                stream::stream_collide_esoteric::<$lattice, $q, $s>(&p, f, flags, n);
-            }
-        }
+    ([] $(($id:ident, $lattice:ident, $q:literal, $s:ty, $p:ident))*) => {$(
+        pub mod $id {
+            use super::*;
+            type Real = <$s as Storage>::Real;
 
-        /// Two-lattice stream-collide, one thread per cell of layers `z0 ..`.
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $ab(
-            src: *const $s,
-            dst: *mut $s,
-            flags: *const u8,
-            p: StepParams<<$s as Storage>::Real>,
-            z0: u32,
-        ) {
-            if let Some(n) = this_cell_from(p.dims, z0) {
-                stream::stream_collide_two_lattice::<$lattice, $q, $s>(&p, src, dst, flags, n);
+            /// Esoteric Pull stream-collide with `C`, one thread per cell of layers `z0 ..`.
+            #[inline(always)]
+            unsafe fn ep<C: Collision<Real>>(f: *mut $s, flags: *const u8, p: StepParams<Real>, c: C, z0: u32) {
+                if let Some(n) = this_cell_from(p.dims, z0) {
+                    stream::stream_collide_esoteric::<$lattice, $q, $s, C>(&p, &c, f, flags, n);
+                }
             }
-        }
 
-        /// Open-boundary cells, one thread per entry of `cells` (`count`
-        /// cell indices). Esoteric Pull passes a null `src`: it works in `dst`.
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $open(
-            src: *const $s,
-            dst: *mut $s,
-            flags: *const u8,
-            cells: *const u32,
-            count: u32,
-            p: StepParams<<$s as Storage>::Real>,
-            open: OpenParams<<$s as Storage>::Real>,
-            scheme: u32,
-        ) {
-            let i = thread_index();
-            if i < count {
-                let cell = Cell::from_index(p.dims, *cells.add(i as usize));
-                let scheme = Streaming::from_u32(scheme);
-                let src = if src.is_null() { dst as *const $s } else { src };
-                stream::open_boundary_update::<$lattice, $q, $s>(scheme, &p, &open, src, dst, flags, cell);
+            /// Two-lattice stream-collide with `C`, one thread per cell of layers `z0 ..`.
+            #[inline(always)]
+            unsafe fn ab<C: Collision<Real>>(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real>,
+                c: C,
+                z0: u32,
+            ) {
+                if let Some(n) = this_cell_from(p.dims, z0) {
+                    stream::stream_collide_two_lattice::<$lattice, $q, $s, C>(&p, &c, src, dst, flags, n);
+                }
             }
-        }
 
-        /// Equilibrium initialisation from `rho, ux, uy, uz` planes.
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $init(
-            f: *mut $s,
-            flags: *const u8,
-            fields: *const <$s as Storage>::Real,
-            p: StepParams<<$s as Storage>::Real>,
-            scheme: u32,
-        ) {
-            if let Some(n) = this_cell(p.dims) {
-                stream::init_equilibrium::<$lattice, $q, $s>(Streaming::from_u32(scheme), &p, f, flags, fields, n);
+            #[export_name = concat!("stream_collide_ep_bgk_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ep_bgk(f: *mut $s, flags: *const u8, p: StepParams<Real>, c: Bgk<Real>, z0: u32) {
+                ep(f, flags, p, c, z0)
             }
-        }
 
-        /// Density and velocity into `rho, ux, uy, uz` planes.
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $fields(
-            f: *const $s,
-            flags: *const u8,
-            out: *mut <$s as Storage>::Real,
-            p: StepParams<<$s as Storage>::Real>,
-            scheme: u32,
-        ) {
-            if let Some(n) = this_cell(p.dims) {
-                stream::fields::<$lattice, $q, $s>(Streaming::from_u32(scheme), &p, f, flags, out, n);
+            #[export_name = concat!("stream_collide_ep_trt_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ep_trt(f: *mut $s, flags: *const u8, p: StepParams<Real>, c: Trt<Real>, z0: u32) {
+                ep(f, flags, p, c, z0)
+            }
+
+            #[export_name = concat!("stream_collide_ab_bgk_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ab_bgk(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real>,
+                c: Bgk<Real>,
+                z0: u32,
+            ) {
+                ab(src, dst, flags, p, c, z0)
+            }
+
+            #[export_name = concat!("stream_collide_ab_trt_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ab_trt(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real>,
+                c: Trt<Real>,
+                z0: u32,
+            ) {
+                ab(src, dst, flags, p, c, z0)
+            }
+
+            /// Open-boundary cells, one thread per entry of `cells` (`count`
+            /// cell indices). Esoteric Pull passes a null `src`: it works in `dst`.
+            #[export_name = concat!("open_boundary_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_boundary(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                cells: *const u32,
+                count: u32,
+                p: StepParams<Real>,
+                open: OpenParams<Real>,
+                scheme: u32,
+            ) {
+                let i = thread_index();
+                if i < count {
+                    let cell = Cell::from_index(p.dims, *cells.add(i as usize));
+                    let scheme = Streaming::from_u32(scheme);
+                    let src = if src.is_null() { dst as *const $s } else { src };
+                    stream::open_boundary_update::<$lattice, $q, $s>(scheme, &p, &open, src, dst, flags, cell);
+                }
+            }
+
+            /// Equilibrium initialisation from `rho, ux, uy, uz` planes.
+            #[export_name = concat!("init_equilibrium_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn init_equilibrium(
+                f: *mut $s,
+                flags: *const u8,
+                fields: *const Real,
+                p: StepParams<Real>,
+                scheme: u32,
+            ) {
+                if let Some(n) = this_cell(p.dims) {
+                    stream::init_equilibrium::<$lattice, $q, $s>(Streaming::from_u32(scheme), &p, f, flags, fields, n);
+                }
+            }
+
+            /// Density and velocity into `rho, ux, uy, uz` planes.
+            #[export_name = concat!("fields_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn fields(
+                f: *const $s,
+                flags: *const u8,
+                out: *mut Real,
+                p: StepParams<Real>,
+                scheme: u32,
+            ) {
+                if let Some(n) = this_cell(p.dims) {
+                    stream::fields::<$lattice, $q, $s>(Streaming::from_u32(scheme), &p, f, flags, out, n);
+                }
             }
         }
-    };
+    )*};
 }
 
-#[rustfmt::skip]
-mod instances {
-    use super::*;
-    entry_points!(D2Q9, 9, f32, stream_collide_ep_d2q9_f32, stream_collide_ab_d2q9_f32, open_boundary_d2q9_f32, init_equilibrium_d2q9_f32, fields_d2q9_f32);
-    entry_points!(D2Q9, 9, f64, stream_collide_ep_d2q9_f64, stream_collide_ab_d2q9_f64, open_boundary_d2q9_f64, init_equilibrium_d2q9_f64, fields_d2q9_f64);
-    entry_points!(D2Q9, 9, F16s, stream_collide_ep_d2q9_f16s, stream_collide_ab_d2q9_f16s, open_boundary_d2q9_f16s, init_equilibrium_d2q9_f16s, fields_d2q9_f16s);
-    entry_points!(D3Q19, 19, f32, stream_collide_ep_d3q19_f32, stream_collide_ab_d3q19_f32, open_boundary_d3q19_f32, init_equilibrium_d3q19_f32, fields_d3q19_f32);
-    entry_points!(D3Q19, 19, f64, stream_collide_ep_d3q19_f64, stream_collide_ab_d3q19_f64, open_boundary_d3q19_f64, init_equilibrium_d3q19_f64, fields_d3q19_f64);
-    entry_points!(D3Q19, 19, F16s, stream_collide_ep_d3q19_f16s, stream_collide_ab_d3q19_f16s, open_boundary_d3q19_f16s, init_equilibrium_d3q19_f16s, fields_d3q19_f16s);
-    entry_points!(D3Q27, 27, f32, stream_collide_ep_d3q27_f32, stream_collide_ab_d3q27_f32, open_boundary_d3q27_f32, init_equilibrium_d3q27_f32, fields_d3q27_f32);
-    entry_points!(D3Q27, 27, f64, stream_collide_ep_d3q27_f64, stream_collide_ab_d3q27_f64, open_boundary_d3q27_f64, init_equilibrium_d3q27_f64, fields_d3q27_f64);
-    entry_points!(D3Q27, 27, F16s, stream_collide_ep_d3q27_f16s, stream_collide_ab_d3q27_f16s, open_boundary_d3q27_f16s, init_equilibrium_d3q27_f16s, fields_d3q27_f16s);
-}
+crate::for_each_instance!(entry_points;);
 
 /// Layout check: every population slot of every cell gets its probe value.
 #[no_mangle]

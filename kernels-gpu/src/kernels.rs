@@ -1,13 +1,43 @@
-//! The table of GPU kernels: one name scheme, used by the entry points and by
-//! the host when it looks kernels up.
+//! The table of GPU kernels: which instances the PTX holds, one name scheme
+//! for them, and their launch settings. The entry points (`crate::entry`),
+//! the host's dispatch and kernel lookup, the register caps `build.rs`
+//! applies, and the lists `lbm bench` and the command line accept all come
+//! from here.
 
-/// A kernel family; each is instantiated per lattice and precision.
+use crate::collision::CollisionKind;
+use crate::stream::Streaming;
+
+/// Calls the macro `$callback` with the table of instances: every lattice and
+/// storage format the kernels are built for, one row each,
+/// `(name, Lattice, Q, Storage, Precision)`. `name` ends every entry point's
+/// name (`d3q19_f32`), `Lattice` and `Storage` are this crate's types and
+/// `Precision` names the host's variant. Tokens after the callback's path
+/// are handed on in front of the rows, in brackets. Each row is crossed with
+/// every [`Streaming`] scheme and every [`CollisionKind`].
+#[macro_export]
+macro_rules! for_each_instance {
+    ($($callback:ident)::+ ; $($extra:tt)*) => {
+        $($callback)::+! {
+            [$($extra)*]
+            (d2q9_f32, D2Q9, 9, f32, F32)
+            (d2q9_f64, D2Q9, 9, f64, F64)
+            (d2q9_f16, D2Q9, 9, F16s, F16)
+            (d3q19_f32, D3Q19, 19, f32, F32)
+            (d3q19_f64, D3Q19, 19, f64, F64)
+            (d3q19_f16, D3Q19, 19, F16s, F16)
+            (d3q27_f32, D3Q27, 27, f32, F32)
+            (d3q27_f64, D3Q27, 27, f64, F64)
+            (d3q27_f16, D3Q27, 27, F16s, F16)
+        }
+    };
+}
+
+/// A kernel family; each is instantiated for every row of [`for_each_instance`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelKind {
-    /// [`crate::stream::stream_collide_esoteric`].
-    StreamCollideEsoteric,
-    /// [`crate::stream::stream_collide_two_lattice`].
-    StreamCollideTwoLattice,
+    /// [`crate::stream::stream_collide_esoteric`] or
+    /// [`crate::stream::stream_collide_two_lattice`], with a collision operator.
+    StreamCollide(Streaming, CollisionKind),
     /// [`crate::stream::open_boundary_update`], over a list of cells.
     OpenBoundary,
     /// [`crate::stream::init_equilibrium`].
@@ -18,26 +48,49 @@ pub enum KernelKind {
 
 impl KernelKind {
     /// Every kernel family.
-    pub const ALL: [KernelKind; 5] = [
-        KernelKind::StreamCollideEsoteric,
-        KernelKind::StreamCollideTwoLattice,
+    pub const ALL: [KernelKind; 7] = [
+        KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Bgk),
+        KernelKind::StreamCollide(Streaming::TwoLattice, CollisionKind::Bgk),
+        KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Trt),
+        KernelKind::StreamCollide(Streaming::TwoLattice, CollisionKind::Trt),
         KernelKind::OpenBoundary,
         KernelKind::InitEquilibrium,
         KernelKind::Fields,
     ];
 
-    /// Prefix of the entry-point name; the full name is
-    /// `{prefix}_{lattice}_{precision}`, e.g. `stream_collide_ep_d3q19_f32`.
+    /// Prefix of the entry-point name; the full name is `{prefix}_{instance}`,
+    /// e.g. `stream_collide_ep_bgk_d3q19_f32` (see [`for_each_instance`]).
     pub const fn prefix(self) -> &'static str {
+        use CollisionKind::{Bgk, Trt};
+        use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
         match self {
-            KernelKind::StreamCollideEsoteric => "stream_collide_ep",
-            KernelKind::StreamCollideTwoLattice => "stream_collide_ab",
+            KernelKind::StreamCollide(Ep, Bgk) => "stream_collide_ep_bgk",
+            KernelKind::StreamCollide(Ab, Bgk) => "stream_collide_ab_bgk",
+            KernelKind::StreamCollide(Ep, Trt) => "stream_collide_ep_trt",
+            KernelKind::StreamCollide(Ab, Trt) => "stream_collide_ab_trt",
             KernelKind::OpenBoundary => "open_boundary",
             KernelKind::InitEquilibrium => "init_equilibrium",
             KernelKind::Fields => "fields",
         }
     }
+
+    /// Whether this is a stream-collide kernel (the timed bulk update).
+    pub const fn is_stream_collide(self) -> bool {
+        matches!(self, KernelKind::StreamCollide(..))
+    }
 }
+
+/// Every instance name of [`for_each_instance`] (`d3q19_f32`), with its
+/// population count and bytes per population.
+pub const INSTANCES: [(&str, usize, usize); 9] = {
+    macro_rules! rows {
+        ([] $(($id:ident, $lattice:ident, $q:literal, $s:ty, $p:ident))*) => {
+            [$((stringify!($id), $q, <$s as crate::storage::Storage>::BYTES)),*]
+        };
+    }
+    use crate::storage::F16s;
+    for_each_instance!(rows;)
+};
 
 /// Register cap (`.maxnreg`) for a stream-collide kernel with `q` populations
 /// of `bytes` bytes, or `None` to let ptxas choose. Capping raises occupancy,
@@ -53,14 +106,18 @@ impl KernelKind {
 /// (D3Q27) and +7.2% / +6.9% (D3Q19 two-lattice) over 72 / 88 / 80; the f32
 /// kernels at 64 / 80 gained nothing (`docs/bench/h100-launch-session5.txt`).
 pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u32> {
+    use CollisionKind::Bgk;
+    use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
+    // TRT kernels are uncapped: they need a few more registers than BGK, and
+    // their caps have not been measured.
     match (kind, q, bytes) {
         (_, _, 8) => None,
-        (KernelKind::StreamCollideEsoteric, 19, 2) => Some(64),
-        (KernelKind::StreamCollideEsoteric, 19, _) => Some(72),
-        (KernelKind::StreamCollideEsoteric, 27, 2) => Some(80),
-        (KernelKind::StreamCollideEsoteric, 27, _) => Some(96),
-        (KernelKind::StreamCollideTwoLattice, 19, 2) => Some(64),
-        (KernelKind::StreamCollideTwoLattice, 19, _) => Some(80),
+        (KernelKind::StreamCollide(Ep, Bgk), 19, 2) => Some(64),
+        (KernelKind::StreamCollide(Ep, Bgk), 19, _) => Some(72),
+        (KernelKind::StreamCollide(Ep, Bgk), 27, 2) => Some(80),
+        (KernelKind::StreamCollide(Ep, Bgk), 27, _) => Some(96),
+        (KernelKind::StreamCollide(Ab, Bgk), 19, 2) => Some(64),
+        (KernelKind::StreamCollide(Ab, Bgk), 19, _) => Some(80),
         _ => None,
     }
 }
@@ -76,7 +133,7 @@ pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u3
 /// fastest in the cavity.
 pub const fn block_size(kind: KernelKind) -> u32 {
     match kind {
-        KernelKind::StreamCollideEsoteric | KernelKind::StreamCollideTwoLattice => 128,
+        KernelKind::StreamCollide(..) => 128,
         _ => DEFAULT_BLOCK_SIZE,
     }
 }
@@ -103,19 +160,7 @@ pub fn register_cap_for_entry(name: &str) -> Option<u32> {
     // another kernel whose name merely starts the same way.
     let (kind, rest) =
         KernelKind::ALL.into_iter().find_map(|k| Some((k, name.strip_prefix(k.prefix())?.strip_prefix('_')?)))?;
-    let (lattice, storage) = rest.split_once('_')?;
-    let q = match lattice {
-        "d2q9" => 9,
-        "d3q19" => 19,
-        "d3q27" => 27,
-        _ => return None,
-    };
-    let bytes = match storage {
-        "f16s" => 2,
-        "f32" => 4,
-        "f64" => 8,
-        _ => return None,
-    };
+    let (_, q, bytes) = INSTANCES.into_iter().find(|(id, _, _)| *id == rest)?;
     register_cap(kind, q, bytes)
 }
 
@@ -128,14 +173,15 @@ mod tests {
 
     #[test]
     fn register_caps_follow_entry_names() {
-        assert_eq!(register_cap_for_entry("stream_collide_ep_d3q19_f32"), Some(72));
-        assert_eq!(register_cap_for_entry("stream_collide_ep_d3q19_f16s"), Some(64));
-        assert_eq!(register_cap_for_entry("stream_collide_ep_d3q27_f32"), Some(96));
-        assert_eq!(register_cap_for_entry("stream_collide_ab_d3q19_f16s"), Some(64));
-        assert_eq!(register_cap_for_entry("stream_collide_ab_d3q19_f32"), Some(80));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_d3q19_f32"), Some(72));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_d3q19_f16"), Some(64));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_d3q27_f32"), Some(96));
+        assert_eq!(register_cap_for_entry("stream_collide_ab_bgk_d3q19_f16"), Some(64));
+        assert_eq!(register_cap_for_entry("stream_collide_ab_bgk_d3q19_f32"), Some(80));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_trt_d3q19_f32"), None);
         // A name that merely starts like a kernel's prefix is not that kernel.
-        assert_eq!(register_cap_for_entry("stream_collide_epx_d3q19_f32"), None);
-        assert_eq!(register_cap_for_entry("stream_collide_ep_d3q19_f64"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ep_bgkx_d3q19_f32"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_d3q19_f64"), None);
         assert_eq!(register_cap_for_entry("fields_d3q19_f32"), None);
     }
 }

@@ -16,6 +16,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod cell;
+pub mod collision;
 mod fetch;
 pub mod flags;
 pub mod kernels;
@@ -30,6 +31,7 @@ pub mod warp;
 #[cfg(target_arch = "nvptx64")]
 mod entry;
 
+pub use collision::{Bgk, Collision, CollisionKind, Trt};
 pub use flags::CellKind;
 pub use kernels::KernelKind;
 pub use lattice::{Lattice, D2Q9, D3Q19, D3Q27};

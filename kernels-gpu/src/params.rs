@@ -3,7 +3,8 @@
 use crate::flags::{MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES};
 use crate::layout::Dims;
 
-/// Everything one stream-collide step needs besides the buffers.
+/// Everything one stream-collide step needs besides the buffers and the
+/// collision operator's parameters ([`crate::collision`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StepParams<T> {
@@ -15,10 +16,8 @@ pub struct StepParams<T> {
     /// Global z of local layer 0, wrapping (0 for a whole domain): a
     /// partition's cells round as the same cells of the whole domain do.
     pub z_offset: u32,
-    /// Zero: keeps `omega` 8-byte aligned with no implicit padding.
+    /// Zero: keeps `force` 8-byte aligned with no implicit padding.
     pub reserved: u32,
-    /// Relaxation rate `omega = 1 / tau`.
-    pub omega: T,
     /// Body force density (Guo forcing), lattice units.
     pub force: [T; 3],
     /// Velocities of the moving walls, indexed by [`crate::flags::moving_wall_id`].
@@ -49,7 +48,9 @@ pub struct OpenBoundary<T> {
 }
 
 // The host sends these bytes verbatim: pin the sizes so a layout change is seen.
-const _: () = assert!(core::mem::size_of::<StepParams<f32>>() == 24 + 4 + 12 + 12 * MAX_MOVING_WALLS);
+const _: () = assert!(core::mem::size_of::<StepParams<f32>>() == 24 + 12 + 12 * MAX_MOVING_WALLS);
 const _: () = assert!(core::mem::size_of::<OpenParams<f32>>() == 28 * MAX_OPEN_BOUNDARIES);
-const _: () = assert!(core::mem::size_of::<StepParams<f64>>() == 24 + 8 + 24 + 24 * MAX_MOVING_WALLS);
+const _: () = assert!(core::mem::size_of::<StepParams<f64>>() == 24 + 24 + 24 * MAX_MOVING_WALLS);
 const _: () = assert!(core::mem::size_of::<OpenParams<f64>>() == 56 * MAX_OPEN_BOUNDARIES);
+const _: () = assert!(core::mem::size_of::<crate::collision::Bgk<f32>>() == 4);
+const _: () = assert!(core::mem::size_of::<crate::collision::Trt<f64>>() == 16);

@@ -123,7 +123,7 @@ pub struct F16s(pub u16);
 // SAFETY: F16s is a transparent u16.
 unsafe impl Storage for F16s {
     type Real = f32;
-    const NAME: &'static str = "f16s";
+    const NAME: &'static str = "f16";
     const BYTES: usize = 2;
     const ZERO: Self = F16s(0);
     const SCALE: f64 = F16S_SCALE as f64;

@@ -34,7 +34,8 @@
 //! Esoteric Pull it is the slot of the *other* parity (the one written last
 //! step), which no other cell touches this step.
 
-use crate::cell::{collide_bgk, density_velocity, dot_c, equilibrium};
+use crate::cell::{density_velocity, dot_c, equilibrium};
+use crate::collision::Collision;
 use crate::flags::{
     flag_of, is_flow, is_fluid, is_solid, moving_wall_id, open_boundary, MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES,
     NEAR_SOLID,
@@ -57,6 +58,17 @@ pub enum Streaming {
 }
 
 impl Streaming {
+    /// Both schemes.
+    pub const ALL: [Streaming; 2] = [Streaming::EsotericPull, Streaming::TwoLattice];
+
+    /// Name as users write it (`esoteric-pull`, `two-lattice`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Streaming::EsotericPull => "esoteric-pull",
+            Streaming::TwoLattice => "two-lattice",
+        }
+    }
+
     /// Decodes the value passed to kernels.
     #[inline(always)]
     pub const fn from_u32(v: u32) -> Self {
@@ -83,16 +95,20 @@ fn slot_of<L: Lattice<Q>, const Q: usize>(nb: &Neighbours<Q>, j: usize, i: usize
     nb.population(j, L::SLOT[i])
 }
 
-/// BGK collision of populations in the storage units of `S`, with the Guo
+/// Collision of populations in the storage units of `S`, with the Guo
 /// forcing terms only when the force is not zero (a warp-uniform branch:
 /// unforced flows skip a third of the arithmetic).
 #[inline(always)]
-fn collide<L: Lattice<Q>, const Q: usize, S: Storage>(f: &mut [S::Real; Q], p: &StepParams<S::Real>) {
+fn collide<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
+    f: &mut [S::Real; Q],
+    p: &StepParams<S::Real>,
+    collision: &C,
+) {
     let scale = S::Real::from_f64(S::SCALE);
     if p.force[0] == S::Real::ZERO && p.force[1] == S::Real::ZERO && p.force[2] == S::Real::ZERO {
-        collide_bgk::<L, Q, S::Real, false>(f, p.omega, p.force, scale);
+        collision.collide::<L, Q, false>(f, p.force, scale);
     } else {
-        collide_bgk::<L, Q, S::Real, true>(f, p.omega, p.force, scale);
+        collision.collide::<L, Q, true>(f, p.force, scale);
     }
 }
 
@@ -324,8 +340,9 @@ fn near_walls<S: Storage>(flag: u8) -> bool {
 /// may run this for the same `n` in the same step (distinct cells never touch
 /// the same slot).
 #[inline(always)]
-pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>(
+pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
     p: &StepParams<S::Real>,
+    collision: &C,
     f: *mut S,
     flags: *const u8,
     cell: Cell,
@@ -341,7 +358,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>
     } else {
         load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, &nb)
     };
-    collide::<L, Q, S>(&mut fi, p);
+    collide::<L, Q, S, C>(&mut fi, p, collision);
     store::<L, Q, S>(Streaming::EsotericPull, p, f, &nb, &fi);
 }
 
@@ -350,8 +367,9 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage>
 /// # Safety
 /// `src` and `dst` must each hold `Q * cells` values and must not overlap.
 #[inline(always)]
-pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Storage>(
+pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
     p: &StepParams<S::Real>,
+    collision: &C,
     src: *const S,
     dst: *mut S,
     flags: *const u8,
@@ -368,7 +386,7 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
     } else {
         load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, &nb)
     };
-    collide::<L, Q, S>(&mut fi, p);
+    collide::<L, Q, S, C>(&mut fi, p, collision);
     store::<L, Q, S>(Streaming::TwoLattice, p, dst, &nb, &fi);
 }
 
