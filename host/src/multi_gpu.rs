@@ -15,7 +15,7 @@
 //! [`Exchange`] selects the copies: one contiguous copy per neighbour
 //! (`cuMemcpyPeerAsync` of the `k` adjacent crossing planes the layer-blocked
 //! layout puts together), one copy per crossing population (the SoA baseline
-//! of seed 000, Table 3), or the single copy without overlap (the whole
+//! of Mahmoud et al. 2025, Table 3), or the single copy without overlap (the whole
 //! partition first, then the copies). Peer access is enabled between neighbouring devices where the
 //! hardware allows it; elsewhere the driver stages peer copies through the host.
 

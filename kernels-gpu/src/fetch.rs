@@ -7,7 +7,7 @@
 //! read the rest soon after; fetching it in one go, as DRAM works best,
 //! raised Esoteric Pull on an H100 from 84.2-85.5% to 87.1-88.5% of copy
 //! bandwidth (16-bit, periodic box), from 47-60% to 82.5-83.4% in a walled cavity,
-//! and f32 by 2.5-3.2 points (`docs/bench/h100-l2-prefetch-session7.txt`).
+//! and f32 by 2.5-3.2 points (`docs/bench/h100-2026-11-22-3ce32c0-l2-prefetch.txt`).
 
 /// `*at` as a `$ty`, with `ld.global.L2::256B` on the GPU.
 macro_rules! fetch {

@@ -104,7 +104,7 @@ pub const INSTANCES: [(&str, usize, usize); 9] = {
 /// compute in storage units: on an H100 at 128 threads per block that is
 /// +1.8% / +2.2% (D3Q19 Esoteric Pull, 256^3 / 512^3), +4.1% / +4.6%
 /// (D3Q27) and +7.2% / +6.9% (D3Q19 two-lattice) over 72 / 88 / 80; the f32
-/// kernels at 64 / 80 gained nothing (`docs/bench/h100-launch-session5.txt`).
+/// kernels at 64 / 80 gained nothing (`docs/bench/h100-2026-11-21-919e805-launch.txt`).
 pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u32> {
     use CollisionKind::Bgk;
     use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
@@ -123,7 +123,7 @@ pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u3
 }
 
 /// Threads per block of a per-cell kernel (see [`blocks_per_row`]). Measured on an H100
-/// (`docs/bench/h100-launch-session5.txt`) against 64, 128, 192 and 256:
+/// (`docs/bench/h100-2026-11-21-919e805-launch.txt`) against 64, 128, 192 and 256:
 /// in a periodic box the f32 kernels run fastest at 256 (Esoteric Pull
 /// D3Q19 91.5% -> 97.7% of copy bandwidth at 256^3 over 64), but in a walled
 /// cavity 256 costs up to 18% (D3Q27 f32 at 512^3): a block holds its
@@ -144,7 +144,7 @@ pub const fn block_size(kind: KernelKind) -> u32 {
 /// division per thread). Rows of whole warps keep every warp on one 128-byte
 /// aligned stretch of memory; other widths would start each row's warps at a
 /// different offset and cost Esoteric Pull up to a sixth of its speed
-/// (`docs/bench/h100-odd-widths-session6.txt`), so those run through the layer.
+/// (`docs/bench/h100-2026-11-22-a0ea696-odd-widths.txt`), so those run through the layer.
 pub const fn blocks_per_row(nx: u32) -> bool {
     nx.is_multiple_of(32)
 }

@@ -9,7 +9,7 @@
 //! `f_i(x)` is pulled from `src[x - c_i, i]`, and the collided value is written
 //! to `dst[x, i]`. The buffers swap every step.
 //!
-//! **Esoteric Pull** (Lehmann 2022, seed 001), in place in one buffer. For
+//! **Esoteric Pull** (Lehmann 2022), in place in one buffer. For
 //! each opposite pair `(a, b = a + 1)` with neighbour `j = x + c_a`:
 //!
 //! | parity | load `f_a` | load `f_b` | store `f*_a` | store `f*_b` |
@@ -246,7 +246,7 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
 
 /// Whether warps of cells stored as `S` take the near-wall path together
 /// ([`any_in_warp`]) and load it in two passes ([`load_near_walls`]).
-/// Measured on an H200 (`docs/bench/h200-near-wall-session4.txt`): +12-15%
+/// Measured on an H200 (`docs/bench/h200-2026-11-21-e8ab091-near-wall.txt`): +12-15%
 /// for 16-bit storage in a closed cavity, where every x-wall puts one wall
 /// cell into a warp of 31 fluid ones, but -2 to -6% for f32, whose kernels
 /// are closer to the memory limit than to the issue limit.

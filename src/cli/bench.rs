@@ -186,7 +186,7 @@ struct ScalingReport {
 
 /// Strong (or weak) scaling over GPU counts and halo exchanges, with the
 /// one-GPU solver as the reference, and a fit of the halo-copy times to
-/// seed 000's model `t = n_copies t_setup + bytes / bandwidth`.
+/// the model of Mahmoud et al. 2025, Eq. 1: `t = n_copies t_setup + bytes / bandwidth`.
 pub fn scaling(o: ScalingOptions) -> Result<()> {
     use lbm::host::multi_gpu::{measure as measure_multi, Exchange};
     let ptx = lbm::ptx::active();
@@ -309,7 +309,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
         let t0 = (b1 * a22 - b2 * a12) / det;
         let inv_bw = (a11 * b2 - a12 * b1) / det;
         println!(
-            "halo model (seed 000, Eq. 1) fitted to {} measurements: setup {:.1} us per copy, bandwidth {:.1} GB/s",
+            "halo model (Mahmoud et al. 2025, Eq. 1) fitted to {} measurements: setup {:.1} us per copy, bandwidth {:.1} GB/s",
             pts.len(),
             t0 * 1e6,
             1e-9 / inv_bw
