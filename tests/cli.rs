@@ -58,6 +58,29 @@ fn bad_input_leaves_no_output_directory() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// An infinite force is refused when the case is read, naming the key, before
+/// anything runs or is written (it used to run and diverge).
+#[test]
+fn non_finite_force_is_refused_before_running() {
+    let dir = scratch("inf-force");
+    let case = dir.join("inf.toml");
+    std::fs::write(
+        &case,
+        "[simulation]\nlattice = \"D2Q9\"\nsize = [18, 18, 1]\nsteps = 100\n\
+         [physics]\nviscosity = 0.1\nforce = [inf, 0, 0]\n\
+         [boundaries]\nx_min = \"periodic\"\nx_max = \"periodic\"\ny_min = \"wall\"\ny_max = \"wall\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = lbm().arg("run").arg(&case).args(["--backend", "cpu", "--output"]).arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("inf.toml") && err.contains("force[0] = inf is not a finite number"), "{err}");
+    assert!(!err.contains("diverged") && !err.contains("panicked"), "{err}");
+    assert!(!out.exists(), "a refused case must not create its output directory");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn bad_input_is_an_error_not_a_panic() {
     let dir = scratch("bad");

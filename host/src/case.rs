@@ -55,6 +55,31 @@ fn default_one() -> f64 {
     1.0
 }
 
+/// Numbers of a case with their keys, see [`Case::check_finite`].
+#[derive(Default)]
+struct Numbers(Vec<(String, f64)>);
+
+impl Numbers {
+    fn one(&mut self, key: impl Into<String>, v: f64) {
+        self.0.push((key.into(), v));
+    }
+    fn opt(&mut self, key: impl Into<String>, v: Option<f64>) {
+        if let Some(v) = v {
+            self.one(key, v);
+        }
+    }
+    fn three(&mut self, key: &str, v: [f64; 3]) {
+        for (i, x) in v.into_iter().enumerate() {
+            self.one(format!("{key}[{i}]"), x);
+        }
+    }
+    fn opt3(&mut self, key: &str, v: Option<[f64; 3]>) {
+        if let Some(v) = v {
+            self.three(key, v);
+        }
+    }
+}
+
 /// `[units]`: how lattice units map to SI.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -254,15 +279,21 @@ pub struct PictureSpec {
 
 impl PictureSpec {
     /// The slice in cells, or why it is not valid.
-    pub fn slice(&self, dims: Dims) -> std::result::Result<crate::picture::Slice, String> {
+    pub fn slice(&self, dims: Dims) -> Result<crate::picture::Slice> {
         let normal = match self.normal.as_str() {
             "x" => 0,
             "y" => 1,
             "z" => 2,
-            other => return Err(format!("picture normal `{other}`: use \"x\", \"y\" or \"z\"")),
+            other => {
+                return Err(Error::UnknownName {
+                    what: "picture normal",
+                    name: other.into(),
+                    choices: "\"x\", \"y\" or \"z\"".into(),
+                })
+            }
         };
         if !(0.0..=1.0).contains(&self.position) {
-            return Err(format!("picture position {} must be a fraction between 0 and 1", self.position));
+            return Err(Error::Setup(format!("picture position {} must be a fraction between 0 and 1", self.position)));
         }
         let n = [dims.nx, dims.ny, dims.nz][normal];
         let index = ((self.position * (n - 1) as f64).round() as u32).min(n - 1);
@@ -337,12 +368,22 @@ fn periodic() -> FaceSpec {
 }
 
 /// Parses a streaming-scheme name.
-pub fn parse_streaming(name: &str) -> std::result::Result<Streaming, String> {
+pub fn parse_streaming(name: &str) -> Result<Streaming> {
     match name {
         "esoteric-pull" | "esoteric" => Ok(Streaming::EsotericPull),
         "two-lattice" | "ab" => Ok(Streaming::TwoLattice),
-        other => Err(format!("unknown streaming scheme `{other}`: use \"esoteric-pull\" or \"two-lattice\"")),
+        other => Err(Error::UnknownName {
+            what: "streaming scheme",
+            name: other.into(),
+            choices: "\"esoteric-pull\" or \"two-lattice\"".into(),
+        }),
     }
+}
+
+/// Places an error from the part of the solver that reads the case's entry
+/// `key` in the case file `path`.
+fn in_case<'a>(path: &'a Path, key: &'static str) -> impl Fn(Error) -> Error + 'a {
+    move |source| Error::CaseEntry { path: path.into(), key, source: Box::new(source) }
 }
 
 /// A case turned into a solver configuration, with the derived numbers a user should see.
@@ -377,15 +418,98 @@ pub struct Setup {
 }
 
 impl Case {
-    /// Reads and parses a case file.
+    /// Reads and parses a case file; a number that is NaN or infinite is refused.
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
-        toml::from_str(&text).map_err(|e| Error::Case { path: path.into(), message: e.to_string() })
+        let case: Self =
+            toml::from_str(&text).map_err(|e| Error::Case { path: path.into(), message: e.to_string() })?;
+        case.check_finite(path)?;
+        Ok(case)
+    }
+
+    /// Every number the case gives, with its key as messages name it.
+    fn numbers(&self) -> Vec<(String, f64)> {
+        let mut n = Numbers::default();
+        let sim = &self.simulation;
+        n.opt("[simulation] steady_tolerance", sim.steady_tolerance);
+        let p = &self.physics;
+        n.opt("[physics] viscosity", p.viscosity);
+        n.opt("[physics] reynolds", p.reynolds);
+        n.three("[physics] force", p.force);
+        let b = &self.boundaries;
+        for (name, face) in [
+            ("x_min", &b.x_min),
+            ("x_max", &b.x_max),
+            ("y_min", &b.y_min),
+            ("y_max", &b.y_max),
+            ("z_min", &b.z_min),
+            ("z_max", &b.z_max),
+        ] {
+            match face {
+                FaceSpec::Named(_) => {}
+                FaceSpec::Moving { moving_wall } => n.three(&format!("[boundaries] {name}.moving_wall"), *moving_wall),
+                FaceSpec::Inlet { velocity_inlet } => {
+                    n.three(&format!("[boundaries] {name}.velocity_inlet"), *velocity_inlet)
+                }
+                FaceSpec::Outlet { pressure_outlet } => {
+                    n.one(format!("[boundaries] {name}.pressure_outlet"), *pressure_outlet)
+                }
+            }
+        }
+        if let Some(u) = &self.units {
+            n.one("[units] length", u.length);
+            n.one("[units] cells", u.cells);
+            n.one("[units] velocity", u.velocity);
+            n.one("[units] lattice_velocity", u.lattice_velocity);
+            n.one("[units] density", u.density);
+        }
+        if let Some(i) = &self.initial {
+            n.three("[initial] velocity", i.velocity);
+            n.one("[initial] density", i.density);
+        }
+        for g in &self.geometry {
+            let key = |k: &str| format!("[[geometry]] `{}`: {k}", g.name);
+            n.opt3(&key("min"), g.min);
+            n.opt3(&key("max"), g.max);
+            n.opt3(&key("centre"), g.centre);
+            n.opt(key("radius"), g.radius);
+            n.opt3(&key("base"), g.base);
+            n.opt3(&key("axis"), g.axis);
+            n.opt(key("length"), g.length);
+            n.opt(key("scale"), g.scale);
+            n.opt3(&key("rotate"), g.rotate);
+            n.opt3(&key("translate"), g.translate);
+            n.opt3(&key("moving_wall"), g.moving_wall);
+            n.opt(key("reference_area"), g.reference_area);
+            n.opt(key("reference_velocity"), g.reference_velocity);
+        }
+        for (k, picture) in self.output.pictures.iter().enumerate() {
+            n.one(format!("[[output.picture]] #{}: position", k + 1), picture.position);
+        }
+        for probe in &self.output.probes {
+            n.three(&format!("[[output.probe]] `{}`: from", probe.name), probe.from);
+            n.three(&format!("[[output.probe]] `{}`: to", probe.name), probe.to);
+        }
+        n.0
+    }
+
+    /// Refuses a case with a NaN or an infinity (TOML can write `nan` and
+    /// `inf`) anywhere, naming the key: such a value would run and be
+    /// reported only later, as a divergence.
+    fn check_finite(&self, path: &Path) -> Result<()> {
+        match self.numbers().into_iter().find(|(_, v)| !v.is_finite()) {
+            None => Ok(()),
+            Some((key, v)) => Err(Error::Case {
+                path: path.into(),
+                message: format!("{key} = {v} is not a finite number: give a finite value"),
+            }),
+        }
     }
 
     /// Checks the case and builds the solver configuration.
     /// `size_override` replaces the size of every axis longer than one cell.
     pub fn setup(&self, path: &Path, size_override: Option<u32>) -> Result<Setup> {
+        self.check_finite(path)?;
         let bad = |message: String| Error::Case { path: path.into(), message };
         let sim = &self.simulation;
         let mut size = sim.size;
@@ -394,7 +518,7 @@ impl Case {
                 *s = n;
             }
         }
-        let streaming = parse_streaming(&sim.streaming).map_err(|m| bad(format!("[simulation] streaming: {m}")))?;
+        let streaming = parse_streaming(&sim.streaming).map_err(in_case(path, "[simulation] streaming"))?;
         let collision = match (sim.collision.to_ascii_lowercase().as_str(), sim.magic) {
             ("bgk", None) => CollisionModel::Bgk,
             ("bgk", Some(_)) => {
@@ -419,8 +543,8 @@ impl Case {
         if sim.devices.is_empty() {
             return Err(bad("[simulation] devices is empty: give at least one GPU ordinal, e.g. [0]".into()));
         }
-        let exchange = crate::multi_gpu::Exchange::from_name(&sim.exchange)
-            .map_err(|m| bad(format!("[simulation] exchange: {m}")))?;
+        let exchange =
+            crate::multi_gpu::Exchange::from_name(&sim.exchange).map_err(in_case(path, "[simulation] exchange"))?;
         let units = match &self.units {
             None => None,
             Some(u) => {
@@ -431,7 +555,14 @@ impl Case {
                     ));
                 }
                 let dx = u.length / u.cells;
-                Some(UnitConversion { dx, dt: u.lattice_velocity * dx / u.velocity, density: u.density })
+                let dt = u.lattice_velocity * dx / u.velocity;
+                if ![dx, dt].into_iter().all(positive) {
+                    return Err(bad(format!(
+                        "[units]: dx = length / cells = {dx:e} m and dt = lattice_velocity dx / velocity = {dt:e} s \
+                         must be positive finite numbers: give length, cells, velocity and lattice_velocity of usual sizes"
+                    )));
+                }
+                Some(UnitConversion { dx, dt, density: u.density })
             }
         };
         // SI to lattice units (identity without [units]).
@@ -472,14 +603,14 @@ impl Case {
             };
         }
         let mut domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)
-            .map_err(|e| bad(format!("[simulation] size / [boundaries]: {e}")))?;
+            .map_err(in_case(path, "[simulation] size / [boundaries]"))?;
         let case_dir = path.parent().unwrap_or(Path::new("."));
         let cell_size = units.map_or(1.0, |u| u.dx);
         let mut objects = Vec::new();
         for g in &self.geometry {
             objects.push(
                 g.apply(&mut domain, case_dir, cell_size, to_lattice_velocity)
-                    .map_err(|m| bad(format!("[[geometry]]: {m}")))?,
+                    .map_err(in_case(path, "[[geometry]]"))?,
             );
         }
         let speed = domain.max_wall_speed().unwrap_or(0.0);
@@ -515,8 +646,13 @@ impl Case {
             }
             _ => return Err(bad("[physics]: give exactly one of `viscosity` and `reynolds`".into())),
         };
+        if !viscosity.is_finite() {
+            return Err(bad(format!(
+                "[physics]: the viscosity in lattice units is {viscosity}, not a finite number: give a viscosity or Reynolds number of usual size"
+            )));
+        }
         let tau = 3.0 * viscosity + 0.5;
-        if viscosity.is_nan() || viscosity <= 0.0 || tau < MIN_TAU {
+        if viscosity <= 0.0 || tau < MIN_TAU {
             return Err(bad(format!(
                 "viscosity {viscosity:.3e} (lattice units) gives tau = {tau:.6}; the collision needs tau of at least {MIN_TAU} (above 1/2): {knob}"
             )));
@@ -543,9 +679,15 @@ impl Case {
                 }
             },
         };
-        config.validate().map_err(|e| bad(e.to_string()))?;
+        if let Some(k) = config.force.iter().position(|a| !a.is_finite()) {
+            return Err(bad(format!(
+                "[physics] force[{k}] = {} is {} in lattice units, not a finite number: give a force of usual size",
+                p.force[k], config.force[k]
+            )));
+        }
+        config.validate().map_err(in_case(path, "[simulation] / [physics]"))?;
         for p in &self.output.pictures {
-            p.slice(config.domain.dims).map_err(|m| bad(format!("[[output.picture]]: {m}")))?;
+            p.slice(config.domain.dims).map_err(in_case(path, "[[output.picture]]"))?;
         }
         if let Some(tol) = sim.steady_tolerance {
             if !(tol.is_finite() && tol > 0.0) || self.output.check_every == 0 {
@@ -776,6 +918,96 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         assert!(unknown.contains("unknown shape"), "{unknown}");
         let wrong_type = try_case(CAVITY.replace("steps = 10", "steps = \"ten\""));
         assert!(wrong_type.contains("steps") && wrong_type.contains("line"), "{wrong_type}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// The cause of a case error from a lower layer travels as its source.
+    #[test]
+    fn errors_from_the_solver_keep_their_source() {
+        let dir = std::env::temp_dir().join(format!("lbm-case-source-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(&path, with_geometry("shape = \"stl\"\nfile = \"nowhere.stl\"")).unwrap();
+        let e = Case::load(&path).unwrap().setup(&path, None).unwrap_err();
+        let Error::CaseEntry { key: "[[geometry]]", source, .. } = &e else { panic!("{e}") };
+        let Error::Geometry { name, source } = source.as_ref() else { panic!("{e}") };
+        assert_eq!(name, "obstacle");
+        assert!(matches!(source.as_ref(), Error::Stl(crate::stl::StlError::NotFound { .. })), "{e}");
+        let streaming = CAVITY.replace("steps = 10", "steps = 10\nstreaming = \"pull\"");
+        let e = setup(&streaming).unwrap_err();
+        let Error::CaseEntry { key: "[simulation] streaming", source, .. } = &e else { panic!("{e}") };
+        assert!(matches!(source.as_ref(), Error::UnknownName { what: "streaming scheme", .. }), "{e}");
+        assert!(e.to_string().contains("\"two-lattice\""), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A NaN or an infinity (TOML writes `nan`, `inf`, `+inf`, `-inf`) is
+    /// refused when the case is read, with a message naming the key.
+    #[test]
+    fn non_finite_numbers_are_refused_naming_the_key() {
+        let dir = std::env::temp_dir().join(format!("lbm-case-finite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let channel = CAVITY
+            .replace("reynolds = 100.0", "viscosity = 0.1")
+            .replace("x_min = \"wall\"", "x_min = { velocity_inlet = [0.05, 0.0, 0.0] }")
+            .replace("x_max = \"wall\"", "x_max = { pressure_outlet = 0.003 }")
+            .replace("y_max = { moving_wall = [0.1, 0.0, 0.0] }", "y_max = \"wall\"");
+        let units = "[units]\nlength = 1.0\ncells = 32\nvelocity = 1.0\nlattice_velocity = 0.1\n";
+        let cases = [
+            (CAVITY.replace("reynolds = 100.0", "reynolds = 100.0\nforce = [inf, 0, 0]"), "[physics] force[0] = inf"),
+            (CAVITY.replace("[0.1, 0.0, 0.0]", "[0.1, nan, 0.0]"), "[boundaries] y_max.moving_wall[1] = NaN"),
+            (channel.replace("[0.05, 0.0, 0.0]", "[-inf, 0.0, 0.0]"), "[boundaries] x_min.velocity_inlet[0] = -inf"),
+            (channel.replace("0.003", "+inf"), "[boundaries] x_max.pressure_outlet = inf"),
+            (channel.replace("viscosity = 0.1", "viscosity = nan"), "[physics] viscosity = NaN"),
+            (CAVITY.replace("reynolds = 100.0", "reynolds = inf"), "[physics] reynolds = inf"),
+            (format!("{CAVITY}[initial]\nvelocity = [0.0, -inf, 0.0]\n"), "[initial] velocity[1] = -inf"),
+            (format!("{CAVITY}[initial]\ndensity = nan\n"), "[initial] density = NaN"),
+            (
+                with_geometry("shape = \"sphere\"\ncentre = [16.0, 16.0, 0.0]\nradius = inf"),
+                "[[geometry]] `obstacle`: radius = inf",
+            ),
+            (
+                with_geometry("shape = \"box\"\nmin = [4.5, 4.5, -0.5]\nmax = [8.5, nan, 0.5]"),
+                "[[geometry]] `obstacle`: max[1] = NaN",
+            ),
+            (format!("{CAVITY}{}", units.replace("length = 1.0", "length = inf")), "[units] length = inf"),
+            (CAVITY.replace("steps = 10", "steps = 10\nsteady_tolerance = nan"), "[simulation] steady_tolerance = NaN"),
+            (
+                format!("{CAVITY}[[output.probe]]\nname = \"line\"\nfrom = [1.0, 1.0, 0.0]\nto = [1.0, inf, 0.0]\nsamples = 5\n"),
+                "[[output.probe]] `line`: to[1] = inf",
+            ),
+            (
+                format!("{CAVITY}[[output.picture]]\nquantity = \"velocity\"\nposition = -inf\n"),
+                "[[output.picture]] #1: position = -inf",
+            ),
+        ];
+        let path = dir.join("f.toml");
+        for (text, key) in cases {
+            let want = format!("{key} is not a finite number: give a finite value");
+            std::fs::write(&path, &text).unwrap();
+            match Case::load(&path) {
+                Err(e @ Error::Case { .. }) => {
+                    let e = e.to_string();
+                    assert!(e.contains(&want) && e.contains("f.toml"), "{e}\nwanted: {want}");
+                }
+                Err(e) => panic!("{key}: not a case error: {e}"),
+                Ok(_) => panic!("{key}: loaded"),
+            }
+            // A case parsed without `load` is refused by `setup` alike.
+            let e = setup(&text).unwrap_err().to_string();
+            assert!(e.contains(&want), "{e}\nwanted: {want}");
+        }
+        // Finite numbers that overflow on the way to lattice units.
+        let si = CAVITY.replace("reynolds = 100.0", "viscosity = 1e308").replace("[0.1, 0.0, 0.0]", "[1.0, 0.0, 0.0]")
+            + units;
+        let e = setup(&si).unwrap_err().to_string();
+        assert!(e.contains("[physics]") && e.contains("not a finite number"), "{e}");
+        let tiny = format!(
+            "{CAVITY}{}",
+            units.replace("length = 1.0", "length = 1e-300").replace("cells = 32", "cells = 1e300")
+        );
+        let e = setup(&tiny).unwrap_err().to_string();
+        assert!(e.contains("[units]") && e.contains("dx"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
     }
 

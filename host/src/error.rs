@@ -30,6 +30,40 @@ pub enum Error {
     /// A set-up that cannot run (bad size, unstable parameters...).
     #[error("invalid set-up: {0}")]
     Setup(String),
+    /// A name (of a streaming scheme, an exchange, a bench geometry...) that
+    /// is not one of the choices.
+    #[error("unknown {what} `{name}`: use {choices}")]
+    UnknownName {
+        /// What the name names.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The names that are accepted.
+        choices: String,
+    },
+    /// An STL file that cannot be loaded.
+    #[error(transparent)]
+    Stl(#[from] crate::stl::StlError),
+    /// A shape or grid that cannot be voxelised.
+    #[error(transparent)]
+    Voxel(#[from] crate::voxel::VoxelError),
+    /// A `[[geometry]]` object that cannot be built.
+    #[error("geometry `{name}`: {source}")]
+    Geometry {
+        /// The object's name.
+        name: String,
+        /// Why.
+        #[source]
+        source: Box<Error>,
+    },
+    /// An NCCL call failed.
+    #[error("NCCL error while {context}: {code}; another rank may have failed first: look for its error in the job's output")]
+    Nccl {
+        /// What was being done.
+        context: String,
+        /// NCCL's result code.
+        code: String,
+    },
     /// A case file that cannot be used.
     #[error("{path}: {message}")]
     Case {
@@ -37,6 +71,17 @@ pub enum Error {
         path: PathBuf,
         /// What is wrong with it.
         message: String,
+    },
+    /// A case file entry refused by the part of the solver that uses it.
+    #[error("{path}: {key}: {source}")]
+    CaseEntry {
+        /// The case file.
+        path: PathBuf,
+        /// The entry, e.g. `[simulation] streaming`.
+        key: &'static str,
+        /// Why.
+        #[source]
+        source: Box<Error>,
     },
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
@@ -68,5 +113,36 @@ pub(crate) trait CudaContextExt<T> {
 impl<T> CudaContextExt<T> for std::result::Result<T, cudarc::driver::DriverError> {
     fn ctx(self, context: impl Into<String>) -> Result<T> {
         self.map_err(|source| Error::Cuda { context: context.into(), source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An NCCL failure says what was being done, NCCL's code, and that the
+    /// cause may be another rank's failure.
+    #[test]
+    fn nccl_errors_name_the_call_and_hint_at_other_ranks() {
+        use cudarc::nccl::sys::ncclResult_t;
+        assert!(crate::nccl::nccl_result(ncclResult_t::ncclSuccess, "sending").is_ok());
+        let e = crate::nccl::nccl_result(ncclResult_t::ncclRemoteError, "sending halo planes").unwrap_err();
+        assert!(
+            matches!(&e, Error::Nccl { context, code } if context == "sending halo planes" && code == "ncclRemoteError")
+        );
+        let m = e.to_string();
+        assert!(
+            m.starts_with("NCCL error while sending halo planes: ncclRemoteError") && m.contains("another rank"),
+            "{m}"
+        );
+    }
+
+    /// STL and voxel errors are host errors with their own messages.
+    #[test]
+    fn stl_and_voxel_errors_keep_their_messages() {
+        let e: Error = crate::stl::StlError::EmptyFile { path: "a.stl".into() }.into();
+        assert!(e.to_string().starts_with("STL file a.stl is empty"), "{e}");
+        let e: Error = crate::voxel::VoxelError::InvalidGrid("dimensions 0".into()).into();
+        assert_eq!(e.to_string(), "invalid voxel grid: dimensions 0");
     }
 }

@@ -3,6 +3,7 @@
 //! grid as resting or moving walls.
 
 use crate::domain::Domain;
+use crate::error::{Error, Result};
 use crate::stl::{diagnose, load_stl, transformed, Placement};
 use crate::voxel::{voxelize, Cuboid, Cylinder, MeshSolid, Shape, Sphere};
 use glam::DVec3;
@@ -61,12 +62,12 @@ pub struct Object {
 }
 
 impl GeometrySpec {
-    fn need<T: Copy>(&self, v: Option<T>, key: &str) -> Result<T, String> {
-        v.ok_or_else(|| format!("geometry `{}` ({}) needs `{key}`", self.name, self.shape))
+    fn need<T: Copy>(&self, v: Option<T>, key: &str) -> Result<T> {
+        v.ok_or_else(|| Error::Setup(format!("shape \"{}\" needs `{key}`", self.shape)))
     }
 
     /// The shape, in the case's length unit.
-    fn shape(&self, case_dir: &Path, notes: &mut Vec<String>) -> Result<Box<dyn Shape + Sync>, String> {
+    fn shape(&self, case_dir: &Path, notes: &mut Vec<String>) -> Result<Box<dyn Shape + Sync>> {
         let v = |a: [f64; 3]| DVec3::from_array(a);
         Ok(match self.shape.as_str() {
             "box" => Box::new(Cuboid { min: v(self.need(self.min, "min")?), max: v(self.need(self.max, "max")?) }),
@@ -81,9 +82,7 @@ impl GeometrySpec {
                 length: self.need(self.length, "length")?,
             }),
             "stl" => {
-                let file =
-                    self.file.as_deref().ok_or_else(|| format!("geometry `{}` (stl) needs `file`", self.name))?;
-                let mesh = load_stl(&case_dir.join(file)).map_err(|e| e.to_string())?;
+                let mesh = load_stl(&case_dir.join(self.need(self.file.as_deref(), "file")?))?;
                 let placement = Placement {
                     scale: self.scale.unwrap_or(1.0),
                     rotation_deg: self.rotate.unwrap_or([0.0; 3]),
@@ -94,33 +93,45 @@ impl GeometrySpec {
                 if !report.is_watertight() || report.inverted || report.degenerate_triangles > 0 {
                     notes.push(format!("geometry `{}`: {report}", self.name));
                 }
-                Box::new(MeshSolid::new(&mesh).map_err(|e| format!("geometry `{}`: {e}", self.name))?)
+                Box::new(MeshSolid::new(&mesh)?)
             }
             other => {
-                return Err(format!(
-                    "geometry `{}`: unknown shape `{other}`: use \"box\", \"sphere\", \"cylinder\" or \"stl\"",
-                    self.name
-                ))
+                return Err(Error::UnknownName {
+                    what: "shape",
+                    name: other.into(),
+                    choices: "\"box\", \"sphere\", \"cylinder\" or \"stl\"".into(),
+                })
             }
         })
     }
 
-    /// Voxelises the object into `domain` (cells of size `cell_size`).
+    /// Voxelises the object into `domain` (cells of size `cell_size`); an
+    /// error is an [`Error::Geometry`] naming the object.
     pub fn apply(
         &self,
         domain: &mut Domain,
         case_dir: &Path,
         cell_size: f64,
         to_lattice_velocity: impl Fn(f64) -> f64,
-    ) -> Result<Object, String> {
+    ) -> Result<Object> {
+        self.voxelised(domain, case_dir, cell_size, to_lattice_velocity)
+            .map_err(|e| Error::Geometry { name: self.name.clone(), source: Box::new(e) })
+    }
+
+    fn voxelised(
+        &self,
+        domain: &mut Domain,
+        case_dir: &Path,
+        cell_size: f64,
+        to_lattice_velocity: impl Fn(f64) -> f64,
+    ) -> Result<Object> {
         let mut notes = Vec::new();
         let shape = self.shape(case_dir, &mut notes)?;
         let d = domain.dims;
-        let voxels = voxelize(shape.as_ref(), (d.nx, d.ny, d.nz), cell_size, DVec3::ZERO)
-            .map_err(|e| format!("geometry `{}`: {e}", self.name))?;
+        let voxels = voxelize(shape.as_ref(), (d.nx, d.ny, d.nz), cell_size, DVec3::ZERO)?;
         notes.extend(voxels.warnings.iter().map(|w| format!("geometry `{}`: {w}", self.name)));
         let kind = match self.moving_wall {
-            Some(u) => domain.add_moving_wall(u.map(&to_lattice_velocity)).map_err(|e| e.to_string())?,
+            Some(u) => domain.add_moving_wall(u.map(&to_lattice_velocity))?,
             None => CellKind::Wall,
         };
         for (n, &solid) in voxels.solid.iter().enumerate() {

@@ -51,11 +51,12 @@ impl Exchange {
     pub const ALL: [Exchange; 3] = [Exchange::Disaggregated, Exchange::Soa, Exchange::NoOverlap];
 
     /// The mode named `name` (as on the command line), or a message listing the names.
-    pub fn from_name(name: &str) -> std::result::Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|e| e.name() == name)
-            .ok_or_else(|| format!("unknown exchange `{name}`: use {}", Self::ALL.map(|e| e.name()).join(", ")))
+    pub fn from_name(name: &str) -> Result<Self> {
+        Self::ALL.into_iter().find(|e| e.name() == name).ok_or_else(|| Error::UnknownName {
+            what: "exchange",
+            name: name.into(),
+            choices: Self::ALL.map(|e| e.name()).join(", "),
+        })
     }
 
     /// Name as on the command line.

@@ -147,7 +147,7 @@ pub(crate) fn nccl_result(r: nccl::ncclResult_t, what: &str) -> Result<()> {
     if r == nccl::ncclResult_t::ncclSuccess {
         Ok(())
     } else {
-        Err(Error::Setup(format!("NCCL error while {what}: {r:?}")))
+        Err(Error::Nccl { context: what.into(), code: format!("{r:?}") })
     }
 }
 

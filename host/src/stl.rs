@@ -3,7 +3,8 @@
 //! (scale, rotation, translation) of a mesh in the domain.
 //!
 //! Loading never panics, whatever the bytes: every failure is an [`StlError`]
-//! that names the file, says what is wrong and how to fix it.
+//! (inside [`Error::Stl`](crate::Error::Stl)) that names the file, says what is wrong and how to
+//! fix it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -11,6 +12,8 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use glam::{DMat3, DVec3};
+
+use crate::error::Result;
 
 /// A triangle soup: each triangle is three vertices, ordered counter-clockwise
 /// when seen from outside (the STL convention; diagnostics detect the reverse).
@@ -86,7 +89,7 @@ pub enum StlError {
 const IN_MEMORY: &str = "<in-memory STL>";
 
 /// Loads an ASCII or binary STL file.
-pub fn load_stl(path: &Path) -> Result<Mesh, StlError> {
+pub fn load_stl(path: &Path) -> Result<Mesh> {
     let bytes = std::fs::read(path).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
             StlError::NotFound { path: path.to_path_buf() }
@@ -94,12 +97,12 @@ pub fn load_stl(path: &Path) -> Result<Mesh, StlError> {
             StlError::Io { path: path.to_path_buf(), source }
         }
     })?;
-    parse_named(&bytes, path)
+    Ok(parse_named(&bytes, path)?)
 }
 
 /// Parses STL bytes (ASCII or binary); messages call the source `<in-memory STL>`.
-pub fn parse_stl_bytes(bytes: &[u8]) -> Result<Mesh, StlError> {
-    parse_named(bytes, Path::new(IN_MEMORY))
+pub fn parse_stl_bytes(bytes: &[u8]) -> Result<Mesh> {
+    Ok(parse_named(bytes, Path::new(IN_MEMORY))?)
 }
 
 /// Size of a binary STL header: 80 bytes of free text and a `u32` triangle count.
@@ -690,7 +693,7 @@ mod tests {
 
         let missing = dir.join("nope.stl");
         let err = load_stl(&missing).unwrap_err();
-        assert!(matches!(err, StlError::NotFound { .. }), "{err}");
+        assert!(matches!(err, crate::Error::Stl(StlError::NotFound { .. })), "{err}");
         let msg = err.to_string();
         assert!(msg.contains("nope.stl") && msg.contains("does not exist"), "{msg}");
 
@@ -740,7 +743,7 @@ mod tests {
         let at = 84 + 3 * 50 + 12;
         nan[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
         let err = parse_stl_bytes(&nan).unwrap_err();
-        assert!(matches!(err, StlError::NonFinite { triangle: 3, .. }), "{err}");
+        assert!(matches!(err, crate::Error::Stl(StlError::NonFinite { triangle: 3, .. })), "{err}");
     }
 
     proptest! {

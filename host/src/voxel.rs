@@ -28,6 +28,7 @@
 use glam::{DMat3, DVec3};
 use rayon::prelude::*;
 
+use crate::error::Result;
 use crate::stl::{diagnose, Mesh, MeshReport};
 
 /// A solid that can be voxelised.
@@ -197,14 +198,14 @@ fn solid_angle(t: &[DVec3; 3], q: DVec3) -> f64 {
 
 impl MeshSolid {
     /// Builds the solid; fails on an empty mesh or non-finite coordinates.
-    pub fn new(mesh: &Mesh) -> Result<Self, VoxelError> {
+    pub fn new(mesh: &Mesh) -> Result<Self> {
         if mesh.triangles.is_empty() {
-            return Err(VoxelError::InvalidShape("the mesh has no triangles: nothing to voxelise".into()));
+            return Err(VoxelError::InvalidShape("the mesh has no triangles: nothing to voxelise".into()).into());
         }
         if let Some(i) = mesh.triangles.iter().position(|t| t.iter().any(|v| !v.is_finite())) {
             return Err(VoxelError::InvalidShape(format!(
                 "triangle {i} of the mesh has a non-finite coordinate: check the file and the placement (scale, rotation)"
-            )));
+            )).into());
         }
         let report = diagnose(mesh);
         let n = mesh.triangles.len();
@@ -404,7 +405,7 @@ impl Shape for MeshSolid {
     }
 }
 
-/// Why a grid could not be voxelised.
+/// Why a grid could not be voxelised (inside [`Error::Voxel`](crate::Error::Voxel)).
 #[derive(Debug, thiserror::Error)]
 pub enum VoxelError {
     /// The shape's bounding box does not overlap the domain.
@@ -477,23 +478,21 @@ pub fn thin_feature_warning(shape: &dyn Shape, cell_size: f64, dims: (u32, u32, 
 /// Marks every cell whose centre `origin + cell_size * (x, y, z)` is inside
 /// `shape`. Only cells within the shape's bounding box are tested, rows in
 /// parallel.
-pub fn voxelize(
-    shape: &(dyn Shape + Sync),
-    dims: (u32, u32, u32),
-    cell_size: f64,
-    origin: DVec3,
-) -> Result<Voxels, VoxelError> {
+pub fn voxelize(shape: &(dyn Shape + Sync), dims: (u32, u32, u32), cell_size: f64, origin: DVec3) -> Result<Voxels> {
     let (nx, ny, nz) = dims;
     if nx == 0 || ny == 0 || nz == 0 {
         return Err(VoxelError::InvalidGrid(format!(
             "dimensions {nx} x {ny} x {nz}: every dimension must be at least 1"
-        )));
+        ))
+        .into());
     }
     if !(cell_size.is_finite() && cell_size > 0.0) {
-        return Err(VoxelError::InvalidGrid(format!("cell size {cell_size}: it must be a positive finite length")));
+        return Err(
+            VoxelError::InvalidGrid(format!("cell size {cell_size}: it must be a positive finite length")).into()
+        );
     }
     if !origin.is_finite() {
-        return Err(VoxelError::InvalidGrid(format!("origin {origin} is not finite")));
+        return Err(VoxelError::InvalidGrid(format!("origin {origin} is not finite")).into());
     }
     let cells = (nx as usize)
         .checked_mul(ny as usize)
@@ -504,13 +503,13 @@ pub fn voxelize(
     if !(smin.is_finite() && smax.is_finite() && smin.cmple(smax).all()) {
         return Err(VoxelError::InvalidShape(format!(
             "its bounds {smin} .. {smax} are not a finite box: check the shape's parameters (NaN or infinite coordinates, a zero cylinder axis, a negative radius, min above max)"
-        )));
+        )).into());
     }
     let n = DVec3::new(f64::from(nx), f64::from(ny), f64::from(nz));
     let domain_min = origin - 0.5 * cell_size;
     let domain_max = origin + (n - 0.5) * cell_size;
     if smax.cmplt(domain_min).any() || smin.cmpgt(domain_max).any() {
-        return Err(VoxelError::OutsideDomain { shape_min: smin, shape_max: smax, domain_min, domain_max });
+        return Err(VoxelError::OutsideDomain { shape_min: smin, shape_max: smax, domain_min, domain_max }.into());
     }
 
     // Cells whose centres may be inside, with one cell of slack so that
@@ -569,6 +568,7 @@ mod tests {
     use super::*;
     use crate::stl::test_meshes::{cube, flipped, icosphere, torus};
     use crate::stl::{transformed, Placement};
+    use crate::Error;
     use std::f64::consts::PI;
 
     /// Cells whose centres are inside, counted straight from `contains`.
@@ -872,25 +872,31 @@ mod tests {
     fn voxel_geometry_outside_domain_and_invalid_input_are_errors() {
         let far = Sphere { centre: DVec3::splat(1000.0), radius: 1.0 };
         let err = voxelize(&far, (10, 10, 10), 1.0, DVec3::ZERO).unwrap_err();
-        assert!(matches!(err, VoxelError::OutsideDomain { .. }));
+        assert!(matches!(err, Error::Voxel(VoxelError::OutsideDomain { .. })));
         let msg = err.to_string();
         assert!(msg.contains("geometry outside the domain") && msg.contains("check translation and scale"), "{msg}");
         assert!(msg.contains("[999, 999, 999]"), "{msg}");
 
         // A mesh in millimetres placed in a 10 cm domain.
         let mm = MeshSolid::new(&cube(DVec3::splat(200.0), DVec3::splat(300.0))).unwrap();
-        assert!(matches!(voxelize(&mm, (10, 10, 10), 0.01, DVec3::ZERO), Err(VoxelError::OutsideDomain { .. })));
+        assert!(matches!(
+            voxelize(&mm, (10, 10, 10), 0.01, DVec3::ZERO),
+            Err(Error::Voxel(VoxelError::OutsideDomain { .. }))
+        ));
 
         let s = Sphere { centre: DVec3::splat(5.0), radius: 2.0 };
         for (dims, h) in [((0, 10, 10), 1.0), ((10, 10, 10), 0.0), ((10, 10, 10), f64::NAN)] {
             let err = voxelize(&s, dims, h, DVec3::ZERO).unwrap_err();
-            assert!(matches!(err, VoxelError::InvalidGrid(_)), "{err}");
+            assert!(matches!(err, Error::Voxel(VoxelError::InvalidGrid(_))), "{err}");
         }
         let zero_axis = Cylinder { base_centre: DVec3::ZERO, axis: DVec3::ZERO, radius: 1.0, length: 1.0 };
         let err = voxelize(&zero_axis, (10, 10, 10), 1.0, DVec3::ZERO).unwrap_err();
         assert!(err.to_string().contains("zero cylinder axis"), "{err}");
         let negative = Sphere { centre: DVec3::splat(5.0), radius: -1.0 };
-        assert!(matches!(voxelize(&negative, (10, 10, 10), 1.0, DVec3::ZERO), Err(VoxelError::InvalidShape(_))));
+        assert!(matches!(
+            voxelize(&negative, (10, 10, 10), 1.0, DVec3::ZERO),
+            Err(Error::Voxel(VoxelError::InvalidShape(_)))
+        ));
         assert!(MeshSolid::new(&Mesh::default()).is_err());
         let nan = Mesh { triangles: vec![[DVec3::ZERO, DVec3::X, DVec3::splat(f64::NAN)]] };
         assert!(MeshSolid::new(&nan).unwrap_err().to_string().contains("triangle 0"));

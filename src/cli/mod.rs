@@ -193,15 +193,17 @@ pub fn describe_backend(backend: BackendKind) -> String {
     }
 }
 
+/// A name on the command line that is not one of `choices`.
+fn unknown(what: &'static str, name: &str, choices: &str) -> lbm::Error {
+    lbm::Error::UnknownName { what, name: name.into(), choices: choices.into() }
+}
+
 /// Runs a parsed command line.
 pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Info => info::info(),
         Command::Run { case, backend, device, exchange, size, steps, output, resume, report, rendezvous } => {
-            let exchange = exchange
-                .map(|e| lbm::host::multi_gpu::Exchange::from_name(&e))
-                .transpose()
-                .map_err(lbm::Error::Setup)?;
+            let exchange = exchange.map(|e| lbm::host::multi_gpu::Exchange::from_name(&e)).transpose()?;
             let o = run::RunOptions { backend, device, exchange, size, steps, output, resume, report, rendezvous };
             match run::run(&case, o)? {
                 run::Outcome::Finished => Ok(()),
@@ -212,7 +214,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             let precision = lbm::host::Precision::ALL
                 .into_iter()
                 .find(|q| q.name() == precision)
-                .ok_or_else(|| lbm::Error::Setup(format!("unknown precision `{precision}`: use f32, f64 or f16")))?;
+                .ok_or_else(|| unknown("precision", &precision, "f32, f64 or f16"))?;
             let backend = backend.resolve()?;
             println!("validating on {}", describe_backend(backend));
             let checks = lbm::host::validation::suite(&|c, b| lbm::build_solver(c, b), backend, precision, full)?;
@@ -244,9 +246,9 @@ pub fn execute(cli: Cli) -> Result<()> {
             let lattice = match lattice.to_lowercase().as_str() {
                 "d3q19" => lbm::host::LatticeKind::D3Q19,
                 "d3q27" => lbm::host::LatticeKind::D3Q27,
-                _ => return Err(lbm::Error::Setup(format!("unknown lattice `{lattice}`: use d3q19 or d3q27"))),
+                _ => return Err(unknown("lattice", &lattice, "d3q19 or d3q27")),
             };
-            let streaming = lbm::host::case::parse_streaming(&streaming).map_err(lbm::Error::Setup)?;
+            let streaming = lbm::host::case::parse_streaming(&streaming)?;
             let mut config = lbm::host::validation::cavity_config(
                 lattice,
                 lbm::host::Precision::F32,
@@ -295,14 +297,13 @@ pub fn execute(cli: Cli) -> Result<()> {
             exchange,
             weak,
         } => {
-            let bad = |what: &str, v: &str| lbm::Error::Setup(format!("unknown {what} `{v}`"));
             let lattices = lattices
                 .iter()
                 .map(|l| match l.to_lowercase().as_str() {
                     "d2q9" => Ok(lbm::host::LatticeKind::D2Q9),
                     "d3q19" => Ok(lbm::host::LatticeKind::D3Q19),
                     "d3q27" => Ok(lbm::host::LatticeKind::D3Q27),
-                    _ => Err(bad("lattice (use d3q19, d3q27)", l)),
+                    _ => Err(unknown("lattice", l, "d3q19 or d3q27")),
                 })
                 .collect::<Result<Vec<_>>>()?;
             let precisions = precisions
@@ -311,17 +312,13 @@ pub fn execute(cli: Cli) -> Result<()> {
                     lbm::host::Precision::ALL
                         .into_iter()
                         .find(|q| q.name() == p)
-                        .ok_or_else(|| bad("precision (use f32, f64, f16)", p))
+                        .ok_or_else(|| unknown("precision", p, "f32, f64 or f16"))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let streaming = streaming
-                .iter()
-                .map(|s| lbm::host::case::parse_streaming(s).map_err(lbm::Error::Setup))
-                .collect::<Result<Vec<_>>>()?;
-            let geometries = geometry
-                .iter()
-                .map(|g| lbm::host::bench::BenchGeometry::from_name(g).map_err(lbm::Error::Setup))
-                .collect::<Result<Vec<_>>>()?;
+            let streaming =
+                streaming.iter().map(|s| lbm::host::case::parse_streaming(s)).collect::<Result<Vec<_>>>()?;
+            let geometries =
+                geometry.iter().map(|g| lbm::host::bench::BenchGeometry::from_name(g)).collect::<Result<Vec<_>>>()?;
             let sizes = sizes.unwrap_or_else(|| if max_size && gpus.is_empty() { vec![] } else { vec![256, 512] });
             if sizes.iter().any(|&n| n < 3) {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
@@ -329,7 +326,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             if !gpus.is_empty() {
                 let exchange = exchange
                     .iter()
-                    .map(|e| lbm::host::multi_gpu::Exchange::from_name(e).map_err(lbm::Error::Setup))
+                    .map(|e| lbm::host::multi_gpu::Exchange::from_name(e))
                     .collect::<Result<Vec<_>>>()?;
                 return bench::scaling(bench::ScalingOptions { sizes, steps, lattices, gpus, exchange, weak, json });
             }

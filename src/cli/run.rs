@@ -217,7 +217,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
                     vtk::write_fields(&file, &fields, flags, &format!("{name} step {t}"), &view)?;
                 }
                 for p in &setup.output.pictures {
-                    let slice = p.slice(fields.dims).map_err(Error::Setup)?;
+                    let slice = p.slice(fields.dims)?;
                     let quantity = format!("{:?}", p.quantity).to_lowercase();
                     let file = dir.join(format!("{name}_{quantity}_{}{}_{t:08}.png", p.normal, slice.index));
                     picture::write_slice(&file, &fields, flags, p.quantity, slice)?;
