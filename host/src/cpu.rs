@@ -63,8 +63,7 @@ fn for_each_range(cells: Range<usize>, body: impl Fn(Range<u32>) + Sync + Send) 
 /// What a step of a range of cells needs besides the range: the CPU's
 /// counterpart of a kernel's arguments.
 struct StepArgs<'a, S: Storage, C> {
-    p: &'a StepParams<S::Real>,
-    collision: &'a C,
+    p: &'a StepParams<S::Real, C>,
     open: &'a OpenParams<S::Real>,
     scheme: Streaming,
     f: Shared<S>,
@@ -91,19 +90,12 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
         // slots of dst (two-lattice).
         let dst = match a.scheme {
             Streaming::EsotericPull => {
-                unsafe { stream::stream_collide_esoteric::<L, Q, S, C>(p, a.collision, a.f.get(), flags.get(), cell) };
+                unsafe { stream::stream_collide_esoteric::<L, Q, S, C>(p, a.f.get(), flags.get(), cell) };
                 a.f
             }
             Streaming::TwoLattice => {
                 unsafe {
-                    stream::stream_collide_two_lattice::<L, Q, S, C>(
-                        p,
-                        a.collision,
-                        a.f.get(),
-                        a.dst.get(),
-                        flags.get(),
-                        cell,
-                    )
+                    stream::stream_collide_two_lattice::<L, Q, S, C>(p, a.f.get(), a.dst.get(), flags.get(), cell)
                 };
                 a.dst
             }
@@ -228,13 +220,15 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
         let p = self.config.step_params::<S::Real>(self.t);
         let scheme = self.config.streaming;
         let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
-        let (p, open) = (&p, &open);
+        let open = &open;
         match self.config.collision_params::<S::Real>() {
             CollisionParams::Bgk(c) => {
-                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, collision: &c, open, scheme, f, dst, flags })
+                let p = &p.with_collision(c);
+                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, open, scheme, f, dst, flags })
             }
             CollisionParams::Trt(c) => {
-                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, collision: &c, open, scheme, f, dst, flags })
+                let p = &p.with_collision(c);
+                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, open, scheme, f, dst, flags })
             }
         }
     }

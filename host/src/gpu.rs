@@ -360,19 +360,19 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         let d = self.config.domain.dims;
         let whole = launch_config(d, self.step_block);
         let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, whole.grid_dim.1, layers), ..whole };
-        let p = self.params();
+        let p = self.params().0;
         let (bgk, trt) = match self.collision {
-            CollisionParams::Bgk(c) => (Some(ByValue(c)), None),
-            CollisionParams::Trt(c) => (None, Some(ByValue(c))),
+            CollisionParams::Bgk(c) => (Some(ByValue(p.with_collision(c))), None),
+            CollisionParams::Trt(c) => (None, Some(ByValue(p.with_collision(c)))),
         };
         let mut launch = s.launch_builder(&self.step_kernel);
         match self.f_next.as_mut() {
-            None => launch.arg(&mut self.f).arg(&self.flags).arg(&p),
-            Some(next) => launch.arg(&self.f).arg(next).arg(&self.flags).arg(&p),
+            None => launch.arg(&mut self.f).arg(&self.flags),
+            Some(next) => launch.arg(&self.f).arg(next).arg(&self.flags),
         };
         match (&bgk, &trt) {
-            (Some(c), _) => launch.arg(c),
-            (_, Some(c)) => launch.arg(c),
+            (Some(p), _) => launch.arg(p),
+            (_, Some(p)) => launch.arg(p),
             (None, None) => unreachable!("one operator is set"),
         };
         launch.arg(&z0);

@@ -225,6 +225,7 @@ impl SolverConfig {
             step: t as u32,
             z_offset: self.domain.z_offset,
             reserved: 0,
+            collision: (),
             force: self.force.map(T::from_f64),
             wall_velocity,
         }

@@ -57,9 +57,9 @@ macro_rules! entry_points {
 
             /// Esoteric Pull stream-collide with `C`, one thread per cell of layers `z0 ..`.
             #[inline(always)]
-            unsafe fn ep<C: Collision<Real>>(f: *mut $s, flags: *const u8, p: StepParams<Real>, c: C, z0: u32) {
+            unsafe fn ep<C: Collision<Real>>(f: *mut $s, flags: *const u8, p: StepParams<Real, C>, z0: u32) {
                 if let Some(n) = this_cell_from(p.dims, z0) {
-                    stream::stream_collide_esoteric::<$lattice, $q, $s, C>(&p, &c, f, flags, n);
+                    stream::stream_collide_esoteric::<$lattice, $q, $s, C>(&p, f, flags, n);
                 }
             }
 
@@ -69,23 +69,22 @@ macro_rules! entry_points {
                 src: *const $s,
                 dst: *mut $s,
                 flags: *const u8,
-                p: StepParams<Real>,
-                c: C,
+                p: StepParams<Real, C>,
                 z0: u32,
             ) {
                 if let Some(n) = this_cell_from(p.dims, z0) {
-                    stream::stream_collide_two_lattice::<$lattice, $q, $s, C>(&p, &c, src, dst, flags, n);
+                    stream::stream_collide_two_lattice::<$lattice, $q, $s, C>(&p, src, dst, flags, n);
                 }
             }
 
             #[export_name = concat!("stream_collide_ep_bgk_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ep_bgk(f: *mut $s, flags: *const u8, p: StepParams<Real>, c: Bgk<Real>, z0: u32) {
-                ep(f, flags, p, c, z0)
+            pub unsafe extern "ptx-kernel" fn ep_bgk(f: *mut $s, flags: *const u8, p: StepParams<Real, Bgk<Real>>, z0: u32) {
+                ep(f, flags, p, z0)
             }
 
             #[export_name = concat!("stream_collide_ep_trt_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ep_trt(f: *mut $s, flags: *const u8, p: StepParams<Real>, c: Trt<Real>, z0: u32) {
-                ep(f, flags, p, c, z0)
+            pub unsafe extern "ptx-kernel" fn ep_trt(f: *mut $s, flags: *const u8, p: StepParams<Real, Trt<Real>>, z0: u32) {
+                ep(f, flags, p, z0)
             }
 
             #[export_name = concat!("stream_collide_ab_bgk_", stringify!($id))]
@@ -93,11 +92,10 @@ macro_rules! entry_points {
                 src: *const $s,
                 dst: *mut $s,
                 flags: *const u8,
-                p: StepParams<Real>,
-                c: Bgk<Real>,
+                p: StepParams<Real, Bgk<Real>>,
                 z0: u32,
             ) {
-                ab(src, dst, flags, p, c, z0)
+                ab(src, dst, flags, p, z0)
             }
 
             #[export_name = concat!("stream_collide_ab_trt_", stringify!($id))]
@@ -105,11 +103,10 @@ macro_rules! entry_points {
                 src: *const $s,
                 dst: *mut $s,
                 flags: *const u8,
-                p: StepParams<Real>,
-                c: Trt<Real>,
+                p: StepParams<Real, Trt<Real>>,
                 z0: u32,
             ) {
-                ab(src, dst, flags, p, c, z0)
+                ab(src, dst, flags, p, z0)
             }
 
             /// Open-boundary cells, one thread per entry of `cells` (`count`

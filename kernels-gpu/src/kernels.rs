@@ -118,10 +118,6 @@ pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u3
         (KernelKind::StreamCollide(Ep, Bgk), 27, _) => Some(96),
         (KernelKind::StreamCollide(Ab, Bgk), 19, 2) => Some(64),
         (KernelKind::StreamCollide(Ab, Bgk), 19, _) => Some(80),
-        // ptxas's own choice was 72 until the collision parameters became a
-        // kernel argument of their own; with the same instructions it then
-        // took 78 and lost 4 to 5% on an H100 (`lbm bench`, 256^3 and 512^3).
-        (KernelKind::StreamCollide(Ab, Bgk), 27, 2) => Some(72),
         _ => None,
     }
 }

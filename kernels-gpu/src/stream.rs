@@ -101,9 +101,9 @@ fn slot_of<L: Lattice<Q>, const Q: usize>(nb: &Neighbours<Q>, j: usize, i: usize
 #[inline(always)]
 fn collide<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
     f: &mut [S::Real; Q],
-    p: &StepParams<S::Real>,
-    collision: &C,
+    p: &StepParams<S::Real, C>,
 ) {
+    let collision = &p.collision;
     let scale = S::Real::from_f64(S::SCALE);
     if p.force[0] == S::Real::ZERO && p.force[1] == S::Real::ZERO && p.force[2] == S::Real::ZERO {
         collision.collide::<L, Q, false>(f, p.force, scale);
@@ -161,7 +161,7 @@ fn open_state<T: Real>(b: &OpenParams<T>, k: usize) -> OpenBoundary<T> {
 
 /// Ladd's moving-wall term for population `i` bounced off a wall with flag `flag`.
 #[inline(always)]
-fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(p: &StepParams<T>, flag: u8, i: usize) -> T {
+fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(p: &StepParams<T, impl Copy>, flag: u8, i: usize) -> T {
     match moving_wall_id(flag) {
         Some(k) => T::from_f64(6.0 * L::W[i]) * dot_c(L::C[i], wall_velocity(p, k)),
         None => T::ZERO,
@@ -171,7 +171,7 @@ fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(p: &StepParams<T>, flag
 /// Entry `k` of the wall-velocity table, chosen with constant indices so the
 /// kernel reads its parameters in place instead of copying them to local memory.
 #[inline(always)]
-fn wall_velocity<T: Real>(p: &StepParams<T>, k: usize) -> [T; 3] {
+fn wall_velocity<T: Real>(p: &StepParams<T, impl Copy>, k: usize) -> [T; 3] {
     let mut u = p.wall_velocity[0];
     for m in 1..MAX_MOVING_WALLS {
         if k == m {
@@ -187,7 +187,7 @@ fn wall_velocity<T: Real>(p: &StepParams<T>, k: usize) -> [T; 3] {
 #[inline(always)]
 fn source_slot<L: Lattice<Q>, const Q: usize, T: Real>(
     scheme: Streaming,
-    p: &StepParams<T>,
+    p: &StepParams<T, impl Copy>,
     nb: &Neighbours<Q>,
     i: usize,
     solid: bool,
@@ -229,7 +229,7 @@ fn source_slot<L: Lattice<Q>, const Q: usize, T: Real>(
 #[inline(always)]
 pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_WALLS: bool>(
     scheme: Streaming,
-    p: &StepParams<T>,
+    p: &StepParams<T, impl Copy>,
     flags: *const u8,
     nb: &Neighbours<Q>,
     i: usize,
@@ -263,7 +263,7 @@ const fn warp_uniform_walls<S: Storage>() -> bool {
 #[inline(always)]
 pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS: bool>(
     scheme: Streaming,
-    p: &StepParams<S::Real>,
+    p: &StepParams<S::Real, impl Copy>,
     f: *const S,
     flags: *const u8,
     nb: &Neighbours<Q>,
@@ -291,7 +291,7 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
 #[inline(always)]
 unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
-    p: &StepParams<S::Real>,
+    p: &StepParams<S::Real, impl Copy>,
     f: *const S,
     flags: *const u8,
     nb: &Neighbours<Q>,
@@ -341,8 +341,7 @@ fn near_walls<S: Storage>(flag: u8) -> bool {
 /// the same slot).
 #[inline(always)]
 pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
-    p: &StepParams<S::Real>,
-    collision: &C,
+    p: &StepParams<S::Real, C>,
     f: *mut S,
     flags: *const u8,
     cell: Cell,
@@ -358,7 +357,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage,
     } else {
         load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, &nb)
     };
-    collide::<L, Q, S, C>(&mut fi, p, collision);
+    collide::<L, Q, S, C>(&mut fi, p);
     store::<L, Q, S>(Streaming::EsotericPull, p, f, &nb, &fi);
 }
 
@@ -368,8 +367,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage,
 /// `src` and `dst` must each hold `Q * cells` values and must not overlap.
 #[inline(always)]
 pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
-    p: &StepParams<S::Real>,
-    collision: &C,
+    p: &StepParams<S::Real, C>,
     src: *const S,
     dst: *mut S,
     flags: *const u8,
@@ -386,7 +384,7 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
     } else {
         load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, &nb)
     };
-    collide::<L, Q, S, C>(&mut fi, p, collision);
+    collide::<L, Q, S, C>(&mut fi, p);
     store::<L, Q, S>(Streaming::TwoLattice, p, dst, &nb, &fi);
 }
 
@@ -399,7 +397,7 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
 #[inline(always)]
 unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
-    p: &StepParams<S::Real>,
+    p: &StepParams<S::Real, impl Copy>,
     dst: *mut S,
     nb: &Neighbours<Q>,
     fi: &[S::Real; Q],
@@ -456,7 +454,7 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
 #[inline(always)]
 pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
-    p: &StepParams<S::Real>,
+    p: &StepParams<S::Real, impl Copy>,
     open: &OpenParams<S::Real>,
     src: *const S,
     dst: *mut S,
@@ -489,7 +487,7 @@ pub const FIELD_COMPONENTS: usize = 4;
 #[inline(always)]
 pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
-    p: &StepParams<S::Real>,
+    p: &StepParams<S::Real, impl Copy>,
     f: *mut S,
     flags: *const u8,
     fields: *const S::Real,
@@ -520,7 +518,7 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
 #[inline(always)]
 pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
-    p: &StepParams<S::Real>,
+    p: &StepParams<S::Real, impl Copy>,
     f: *const S,
     flags: *const u8,
     out: *mut S::Real,
