@@ -22,7 +22,7 @@ fn stream_collide(c: &mut Criterion) {
                 let config = cavity_config(lattice, Precision::F32, streaming, n - 2, 1000.0, 0.05).unwrap();
                 let mut solver = lbm::build_solver(config, backend).unwrap();
                 group.throughput(Throughput::Elements((n as u64).pow(3)));
-                let id = format!("{name}/{}/f32/{}", lattice.name(), lbm::host::solver::streaming_name(streaming));
+                let id = format!("{name}/{}/f32/{}", lattice.name(), streaming.name());
                 group.bench_function(BenchmarkId::new(id, n), |b| {
                     b.iter_custom(|iters| {
                         solver.synchronize().unwrap();

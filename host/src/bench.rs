@@ -4,7 +4,7 @@
 use crate::domain::{Domain, FaceBoundary};
 use crate::error::{Error, Result};
 use crate::gpu::KernelReport;
-use crate::solver::{streaming_name, BackendKind, Initial, LatticeKind, Precision, Solver, SolverConfig};
+use crate::solver::{BackendKind, Initial, LatticeKind, Precision, Solver, SolverConfig};
 use crate::validation::{cavity_config, tau_for_viscosity};
 use kernels_gpu::{Dims, Streaming};
 use std::time::Instant;
@@ -147,7 +147,7 @@ pub fn measure(
     Ok(BenchResult {
         lattice: lattice.name(),
         precision: precision.name(),
-        streaming: streaming_name(streaming),
+        streaming: streaming.name(),
         size,
         geometry: geometry.name(),
         steps,

@@ -228,6 +228,20 @@ pub struct BoundariesSection {
     pub z_max: FaceSpec,
 }
 
+impl BoundariesSection {
+    /// Each face with its key, in the order of [`crate::domain::Face::ALL`].
+    fn faces(&self) -> [(&'static str, &FaceSpec); 6] {
+        [
+            ("x_min", &self.x_min),
+            ("x_max", &self.x_max),
+            ("y_min", &self.y_min),
+            ("y_max", &self.y_max),
+            ("z_min", &self.z_min),
+            ("z_max", &self.z_max),
+        ]
+    }
+}
+
 /// `[output]`
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -369,15 +383,17 @@ fn periodic() -> FaceSpec {
 
 /// Parses a streaming-scheme name.
 pub fn parse_streaming(name: &str) -> Result<Streaming> {
-    match name {
-        "esoteric-pull" | "esoteric" => Ok(Streaming::EsotericPull),
-        "two-lattice" | "ab" => Ok(Streaming::TwoLattice),
-        other => Err(Error::UnknownName {
-            what: "streaming scheme",
-            name: other.into(),
-            choices: "\"esoteric-pull\" or \"two-lattice\"".into(),
-        }),
-    }
+    // Short forms users wrote before the names settled.
+    let name = match name {
+        "esoteric" => "esoteric-pull",
+        "ab" => "two-lattice",
+        other => other,
+    };
+    Streaming::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| Error::UnknownName {
+        what: "streaming scheme",
+        name: name.into(),
+        choices: Streaming::ALL.map(|s| format!("\"{}\"", s.name())).join(" or "),
+    })
 }
 
 /// Places an error from the part of the solver that reads the case's entry
@@ -437,14 +453,7 @@ impl Case {
         n.opt("[physics] reynolds", p.reynolds);
         n.three("[physics] force", p.force);
         let b = &self.boundaries;
-        for (name, face) in [
-            ("x_min", &b.x_min),
-            ("x_max", &b.x_max),
-            ("y_min", &b.y_min),
-            ("y_max", &b.y_max),
-            ("z_min", &b.z_min),
-            ("z_max", &b.z_max),
-        ] {
+        for (name, face) in b.faces() {
             match face {
                 FaceSpec::Named(_) => {}
                 FaceSpec::Moving { moving_wall } => n.three(&format!("[boundaries] {name}.moving_wall"), *moving_wall),
@@ -571,17 +580,7 @@ impl Case {
         let to_lattice_density = |p: f64| 1.0 + 3.0 * units.map_or(p, |c| p / (c.density * (c.dx / c.dt).powi(2)));
         let b = &self.boundaries;
         let mut faces = [FaceBoundary::Wall; 6];
-        for (k, (name, spec)) in [
-            ("x_min", &b.x_min),
-            ("x_max", &b.x_max),
-            ("y_min", &b.y_min),
-            ("y_max", &b.y_max),
-            ("z_min", &b.z_min),
-            ("z_max", &b.z_max),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (k, (name, spec)) in b.faces().into_iter().enumerate() {
             faces[k] = match spec {
                 FaceSpec::Named(s) if s == "wall" => FaceBoundary::Wall,
                 FaceSpec::Named(s) if s == "periodic" => FaceBoundary::Periodic,

@@ -361,19 +361,22 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         let whole = launch_config(d, self.step_block);
         let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, whole.grid_dim.1, layers), ..whole };
         let p = self.params().0;
-        let (bgk, trt) = match self.collision {
-            CollisionParams::Bgk(c) => (Some(ByValue(p.with_collision(c))), None),
-            CollisionParams::Trt(c) => (None, Some(ByValue(p.with_collision(c)))),
-        };
+        // Declared before the launch, which borrows the one that is set.
+        let (bgk, trt);
         let mut launch = s.launch_builder(&self.step_kernel);
         match self.f_next.as_mut() {
             None => launch.arg(&mut self.f).arg(&self.flags),
             Some(next) => launch.arg(&self.f).arg(next).arg(&self.flags),
         };
-        match (&bgk, &trt) {
-            (Some(p), _) => launch.arg(p),
-            (_, Some(p)) => launch.arg(p),
-            (None, None) => unreachable!("one operator is set"),
+        match self.collision {
+            CollisionParams::Bgk(c) => {
+                bgk = ByValue(p.with_collision(c));
+                launch.arg(&bgk)
+            }
+            CollisionParams::Trt(c) => {
+                trt = ByValue(p.with_collision(c));
+                launch.arg(&trt)
+            }
         };
         launch.arg(&z0);
         // SAFETY: argument lists match the `stream_collide_*` entry points.

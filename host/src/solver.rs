@@ -90,11 +90,6 @@ impl Precision {
     }
 }
 
-/// Name of a streaming scheme as users write it.
-pub const fn streaming_name(s: Streaming) -> &'static str {
-    s.name()
-}
-
 /// The collision operator and its parameters besides `tau`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum CollisionModel {

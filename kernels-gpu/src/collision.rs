@@ -14,9 +14,6 @@ use crate::real::Real;
 
 /// A collision operator, given by its parameters.
 pub trait Collision<T: Real>: Copy + Send + Sync + 'static {
-    /// Which operator this is (names its kernels).
-    const KIND: CollisionKind;
-
     /// Relaxes the shifted populations `f` (given times `scale`, a power of
     /// two, see [`crate::storage::Storage::SCALE`]) in place, with Guo forcing
     /// when `FORCED`, and returns the cell's density and velocity.
@@ -61,8 +58,6 @@ pub struct Bgk<T> {
 }
 
 impl<T: Real> Collision<T> for Bgk<T> {
-    const KIND: CollisionKind = CollisionKind::Bgk;
-
     #[inline(always)]
     fn collide<L: Lattice<Q>, const Q: usize, const FORCED: bool>(
         &self,
@@ -97,14 +92,14 @@ impl Trt<f64> {
 }
 
 impl<T: Real> Collision<T> for Trt<T> {
-    const KIND: CollisionKind = CollisionKind::Trt;
-
     /// Written as the BGK update at `omega_plus` plus the difference of the
     /// odd parts' rates times their non-equilibrium (and, forced, times
     /// their Guo source terms). With `omega_minus == omega_plus` each
     /// correction is a product with zero, and adding a signed zero to a
-    /// value that is never `-0` (see the proof in the tests) changes no bit:
-    /// TRT then gives exactly the populations of BGK.
+    /// value that is not `-0` changes no bit, so TRT then gives exactly the
+    /// populations of BGK. The BGK value `fma(omega, n, f)` is never `-0`:
+    /// with `n = fma(w, x, -f)`, `f = -0` makes `n = w x + 0`, which is not
+    /// `-0`, and a sum of two terms is `-0` only when both are.
     #[inline(always)]
     fn collide<L: Lattice<Q>, const Q: usize, const FORCED: bool>(
         &self,

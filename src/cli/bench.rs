@@ -4,7 +4,6 @@
 
 use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchGeometry, BenchResult};
 use lbm::host::files::write_atomic;
-use lbm::host::solver::streaming_name;
 use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::Streaming;
 use lbm::{BackendKind, Error, Result};
@@ -100,7 +99,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
                     "{:<6} {:<4} {:<13} {:<8} {:>5} does not fit",
                     lattice.name(),
                     precision.name(),
-                    streaming_name(streaming),
+                    streaming.name(),
                     geometry.name(),
                     size
                 );

@@ -268,7 +268,7 @@ pub fn execute(cli: Cli) -> Result<()> {
                      {} of {} populations differ from one GPU",
                     r.world,
                     lattice.name(),
-                    lbm::host::solver::streaming_name(streaming),
+                    streaming.name(),
                     r.mlups,
                     r.timed_steps,
                     100.0 * per_gpu,

@@ -5,7 +5,6 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lbm::host::case::{Case, Setup};
 use lbm::host::fields::Fields;
 use lbm::host::files::write_atomic;
-use lbm::host::solver::streaming_name;
 use lbm::host::{checkpoint, picture, probe, vtk};
 use lbm::{Error, Result, Solver};
 use std::path::{Path, PathBuf};
@@ -288,7 +287,7 @@ fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
             "{name}: {} {} {}, {}x{}x{} cells ({} fluid), {} steps",
             c.lattice.name().to_uppercase(),
             c.precision.name(),
-            streaming_name(c.streaming),
+            c.streaming.name(),
             d.nx,
             d.ny,
             d.nz,
@@ -361,7 +360,7 @@ fn write_summary(
         "case": name,
         "lattice": c.lattice.name(),
         "precision": c.precision.name(),
-        "streaming": streaming_name(c.streaming),
+        "streaming": c.streaming.name(),
         "size": [d.nx, d.ny, d.nz],
         "fluid_cells": c.domain.fluid_cells(),
         "units": {
