@@ -7,11 +7,16 @@ pub mod ptx;
 
 pub use kernels_gpu as kernels;
 pub use lbm_host as host;
-pub use lbm_host::{BackendKind, Error, Result, Solver, SolverConfig};
+pub use lbm_host::{BackendKind, Error, ExecutorKind, Result, Solver, SolverConfig};
 
 /// Builds a solver with the embedded kernels.
 pub fn build_solver(config: SolverConfig, backend: BackendKind) -> Result<Box<dyn Solver>> {
     lbm_host::build_solver(config, backend, &ptx::active())
+}
+
+/// [`lbm_host::build_on`] with the embedded kernels.
+pub fn build_on(config: SolverConfig, kind: ExecutorKind) -> Result<Box<dyn Solver>> {
+    lbm_host::build_on(config, kind, &ptx::active())
 }
 
 /// The GPU if one can be used, else the CPU.

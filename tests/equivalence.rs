@@ -17,13 +17,11 @@ fn forced_cavity(lattice: LatticeKind, precision: Precision, streaming: Streamin
 
 /// Esoteric Pull and two-lattice pull run the same arithmetic on the same
 /// values, so their fields agree bit for bit, after odd and even step counts.
-fn esoteric_pull_matches_two_lattice(backend: BackendKind) {
+fn esoteric_pull_matches_two_lattice(on: common::On) {
     for lattice in [LatticeKind::D2Q9, LatticeKind::D3Q19, LatticeKind::D3Q27] {
         let side = if lattice.dimension() == 2 { 40 } else { 14 };
-        let mut ep =
-            lbm::build_solver(forced_cavity(lattice, Precision::F64, Streaming::EsotericPull, side), backend).unwrap();
-        let mut ab =
-            lbm::build_solver(forced_cavity(lattice, Precision::F64, Streaming::TwoLattice, side), backend).unwrap();
+        let mut ep = on.build(forced_cavity(lattice, Precision::F64, Streaming::EsotericPull, side));
+        let mut ab = on.build(forced_cavity(lattice, Precision::F64, Streaming::TwoLattice, side));
         for steps in [1, 1, 100, 231] {
             ep.step(steps).unwrap();
             ab.step(steps).unwrap();
@@ -35,8 +33,8 @@ fn esoteric_pull_matches_two_lattice(backend: BackendKind) {
     for lattice in [LatticeKind::D2Q9, LatticeKind::D3Q27] {
         let spec = Channel { width: 12, length: 40, tau: 0.7, u_in: 0.05 };
         let channel = |s| channel_config(lattice, Precision::F64, s, spec).unwrap();
-        let mut ep = lbm::build_solver(channel(Streaming::EsotericPull), backend).unwrap();
-        let mut ab = lbm::build_solver(channel(Streaming::TwoLattice), backend).unwrap();
+        let mut ep = on.build(channel(Streaming::EsotericPull));
+        let mut ab = on.build(channel(Streaming::TwoLattice));
         for steps in [1, 100, 231] {
             ep.step(steps).unwrap();
             ab.step(steps).unwrap();
@@ -44,7 +42,7 @@ fn esoteric_pull_matches_two_lattice(backend: BackendKind) {
         }
     }
 }
-on_backends!(esoteric_pull_matches_two_lattice);
+on_executors!(esoteric_pull_matches_two_lattice);
 
 /// The GPU runs the same IEEE operations in the same order as the CPU (no FMA
 /// contraction: LLVM emits `mul.rn`/`add.rn`), so populations are bit-identical.
@@ -130,18 +128,18 @@ fn missing_gpu_is_a_clear_error() {
 
 /// Saving, restoring and continuing gives the populations of an unbroken run,
 /// on every backend (GPU: the restore uploads the saved bytes).
-fn resume_matches_an_unbroken_run(backend: BackendKind) {
+fn resume_matches_an_unbroken_run(on: common::On) {
     for (lattice, precision, streaming) in [
         (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull),
         (LatticeKind::D2Q9, Precision::F16, Streaming::TwoLattice),
     ] {
         let c = forced_cavity(lattice, precision, streaming, 12);
-        let mut straight = lbm::build_solver(c.clone(), backend).unwrap();
+        let mut straight = on.build(c.clone());
         straight.step(41).unwrap();
-        let mut first = lbm::build_solver(c.clone(), backend).unwrap();
+        let mut first = on.build(c.clone());
         first.step(20).unwrap();
         let saved = first.save_state().unwrap();
-        let mut second = lbm::build_solver(c, backend).unwrap();
+        let mut second = on.build(c);
         second.restore_state(&saved).unwrap();
         second.step(21).unwrap();
         assert_eq!(second.time(), 41);
@@ -152,16 +150,16 @@ fn resume_matches_an_unbroken_run(backend: BackendKind) {
         );
     }
 }
-on_backends!(resume_matches_an_unbroken_run);
+on_executors!(resume_matches_an_unbroken_run);
 
 /// A 16-bit cell that blows up stays blown up: a NaN written into one
 /// population spreads as NaN instead of being rounded into a zero (the
 /// stochastic rounding's noise once carried the GPU's NaN into the sign bit
 /// and stored -0, which healed the cell and hid the blow-up).
-fn sixteen_bit_blow_up_stays_visible(backend: BackendKind) {
+fn sixteen_bit_blow_up_stays_visible(on: common::On) {
     for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
         let c = forced_cavity(LatticeKind::D3Q19, Precision::F16, streaming, 14);
-        let mut s = lbm::build_solver(c, backend).unwrap();
+        let mut s = on.build(c);
         s.step(3).unwrap();
         let mut state = s.save_state().unwrap();
         // The rest population of the centre cell (16^3 with the walls): read by that cell.
@@ -173,7 +171,7 @@ fn sixteen_bit_blow_up_stays_visible(backend: BackendKind) {
         assert!(nan > 19, "{streaming:?}: {nan} NaN populations after the blow-up: it was rounded away");
     }
 }
-on_backends!(sixteen_bit_blow_up_stays_visible);
+on_executors!(sixteen_bit_blow_up_stays_visible);
 
 /// Forces by momentum exchange agree between backends (same populations,
 /// same host-side sum).

@@ -95,7 +95,7 @@ on_backends!(taylor_green_viscosity);
 /// centre-line profiles from the reference, in units of the lid speed.
 #[allow(clippy::too_many_arguments)]
 fn cavity_errors(
-    backend: BackendKind,
+    on: common::On,
     lattice: LatticeKind,
     precision: Precision,
     side: u32,
@@ -106,7 +106,7 @@ fn cavity_errors(
 ) -> (f64, Option<f64>) {
     let lid = 0.1;
     let c = cavity_config(lattice, precision, Streaming::EsotericPull, side, reynolds, lid).unwrap();
-    let mut s = lbm::build_solver(c, backend).unwrap();
+    let mut s = on.build(c);
     let (f, converged) = run_to_steady(s.as_mut(), 1000, max_steps, lid, 1e-5).unwrap();
     // 16-bit storage jitters at its rounding level (2^-11 of the stored
     // deviations), above the 1e-5 steadiness test: it runs to max_steps.
@@ -128,8 +128,16 @@ fn cavity_errors(
 
 /// 2D cavity at Re 100 against Ghia, Ghia & Shin (1982), Tables I and II.
 fn cavity_2d_ghia_re100(backend: BackendKind) {
-    let (eu, ev) =
-        cavity_errors(backend, LatticeKind::D2Q9, Precision::F32, 64, 100.0, 60_000, GHIA_RE100_U, Some(GHIA_RE100_V));
+    let (eu, ev) = cavity_errors(
+        common::On::from(backend),
+        LatticeKind::D2Q9,
+        Precision::F32,
+        64,
+        100.0,
+        60_000,
+        GHIA_RE100_U,
+        Some(GHIA_RE100_V),
+    );
     assert!(eu < GHIA_TOLERANCE_RE100 && ev.unwrap() < GHIA_TOLERANCE_RE100, "Re 100: u error {eu}, v error {ev:?}");
 }
 on_backends!(cavity_2d_ghia_re100);
@@ -137,7 +145,7 @@ on_backends!(cavity_2d_ghia_re100);
 /// 2D cavity at Re 1000 against Ghia, Ghia & Shin (1982), Tables I and II.
 fn cavity_2d_ghia_re1000(backend: BackendKind) {
     let (eu, ev) = cavity_errors(
-        backend,
+        common::On::from(backend),
         LatticeKind::D2Q9,
         Precision::F32,
         128,
@@ -151,20 +159,20 @@ fn cavity_2d_ghia_re1000(backend: BackendKind) {
 on_backends!(cavity_2d_ghia_re1000);
 
 /// 3D cubic cavity at Re 100 against Wong & Baker (2002), u on the vertical centre line.
-fn cavity_3d_wong_baker_re100(backend: BackendKind) {
-    let (eu, _) = cavity_errors(backend, LatticeKind::D3Q19, Precision::F32, 40, 100.0, 40_000, CAVITY3D_RE100_U, None);
+fn cavity_3d_wong_baker_re100(on: common::On) {
+    let (eu, _) = cavity_errors(on, LatticeKind::D3Q19, Precision::F32, 40, 100.0, 40_000, CAVITY3D_RE100_U, None);
     assert!(eu < 0.03, "3D Re 100: u error {eu}");
 }
-on_backends!(cavity_3d_wong_baker_re100);
+on_executors!(cavity_3d_wong_baker_re100);
 
 /// A closed box (walls, a tangential lid, a body force) conserves mass to
 /// round-off over 10,000 steps: the bound is a random walk of one rounding
 /// per step, eps * sqrt(steps), with a safety factor of 10.
-fn closed_box_conserves_mass(backend: BackendKind) {
+fn closed_box_conserves_mass(on: common::On) {
     for precision in [Precision::F64, Precision::F32] {
         let mut c = cavity_config(LatticeKind::D3Q19, precision, Streaming::EsotericPull, 24, 100.0, 0.05).unwrap();
         c.force = [1e-5, -2e-5, 0.5e-5];
-        let mut s = lbm::build_solver(c, backend).unwrap();
+        let mut s = on.build(c);
         let m0 = s.mass().unwrap();
         let steps = 10_000u64;
         s.step(steps).unwrap();
@@ -175,7 +183,7 @@ fn closed_box_conserves_mass(backend: BackendKind) {
         assert!(drift < bound, "{precision:?}: mass drift {drift} above {bound}");
     }
 }
-on_backends!(closed_box_conserves_mass);
+on_executors!(closed_box_conserves_mass);
 
 /// 16-bit storage keeps the physics of flows driven by walls and initial
 /// conditions: Taylor-Green viscosity within 1% as in f32, and the Ghia Re 100
@@ -201,8 +209,16 @@ fn sixteen_bit_storage_keeps_the_physics(backend: BackendKind) {
         println!("Poiseuille {width} cells: L2 error f16 {e16:.2e}, f32 {e32:.2e}");
         assert!(e16 < e32 + 4.0 * 2f64.powi(-10), "f16 Poiseuille at {width} cells: {e16} against f32 {e32}");
     }
-    let (eu, ev) =
-        cavity_errors(backend, LatticeKind::D2Q9, Precision::F16, 64, 100.0, 20_000, GHIA_RE100_U, Some(GHIA_RE100_V));
+    let (eu, ev) = cavity_errors(
+        common::On::from(backend),
+        LatticeKind::D2Q9,
+        Precision::F16,
+        64,
+        100.0,
+        20_000,
+        GHIA_RE100_U,
+        Some(GHIA_RE100_V),
+    );
     assert!(
         eu < GHIA_TOLERANCE_RE100 && ev.unwrap() < GHIA_TOLERANCE_RE100,
         "f16 Re 100: u error {eu}, v error {ev:?}"
@@ -240,7 +256,7 @@ on_backends!(trt_poiseuille_is_exact);
 /// TRT whose two rates are equal is BGK, bit for bit: a forced cavity with
 /// walls and a moving lid, both schemes, every storage format. The magic
 /// parameter `(tau - 1/2)^2` gives equal rates exactly for these taus.
-fn trt_with_equal_rates_is_bgk(backend: BackendKind) {
+fn trt_with_equal_rates_is_bgk(on: common::On) {
     use lbm::host::solver::CollisionModel;
     for (lattice, precision) in [
         (LatticeKind::D3Q19, Precision::F32),
@@ -253,9 +269,9 @@ fn trt_with_equal_rates_is_bgk(backend: BackendKind) {
                 let mut c = cavity_config(lattice, precision, streaming, side, 100.0, 0.08).unwrap();
                 c.tau = tau;
                 c.force = [2e-5, 1e-5, if lattice.dimension() == 3 { -1e-5 } else { 0.0 }];
-                let mut bgk = lbm::build_solver(c.clone(), backend).unwrap();
+                let mut bgk = on.build(c.clone());
                 c.collision = CollisionModel::Trt { magic: (tau - 0.5) * (tau - 0.5) };
-                let mut trt = lbm::build_solver(c, backend).unwrap();
+                let mut trt = on.build(c);
                 bgk.step(101).unwrap();
                 trt.step(101).unwrap();
                 let differ =
@@ -265,4 +281,4 @@ fn trt_with_equal_rates_is_bgk(backend: BackendKind) {
         }
     }
 }
-on_backends!(trt_with_equal_rates_is_bgk);
+on_executors!(trt_with_equal_rates_is_bgk);

@@ -757,6 +757,7 @@ fn lid_length(faces: &[FaceBoundary; 6], size: [u32; 3]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::OpenKind;
     use kernels_gpu::CellKind;
 
     const CAVITY: &str = r#"
@@ -812,12 +813,16 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
             .replace("y_max = { moving_wall = [0.1, 0.0, 0.0] }", "y_max = \"wall\"");
         let s = setup(&channel).unwrap();
         let d = &s.config.domain;
-        assert_eq!(d.open_states.len(), 2);
-        assert_eq!((d.open_states[0].velocity, d.open_states[0].normal), ([0.05, 0.0, 0.0], [1, 0, 0]));
-        assert!((d.open_states[1].density - 1.009).abs() < 1e-15, "rho = 1 + 3 p");
-        assert_eq!(d.open_states[1].normal, [-1, 0, 0]);
-        assert_eq!(CellKind::from_flag(d.flags[d.dims.index(0, 5, 0)]), Some(CellKind::VelocityInlet(0)));
-        assert_eq!(CellKind::from_flag(d.flags[d.dims.index(33, 5, 0)]), Some(CellKind::PressureOutlet(1)));
+        assert_eq!(d.open.len(), 2);
+        let (inlet, outlet) = (d.open[0].state, d.open[1].state);
+        assert_eq!((inlet.velocity, inlet.normal), ([0.05, 0.0, 0.0], [1, 0, 0]));
+        assert_eq!((inlet.kind, outlet.kind), (OpenKind::VelocityInlet, OpenKind::PressureOutlet));
+        assert!((outlet.density - 1.009).abs() < 1e-15, "rho = 1 + 3 p");
+        assert_eq!(outlet.normal, [-1, 0, 0]);
+        assert_eq!(CellKind::from_flag(d.flags[d.dims.index(0, 5, 0)]), Some(CellKind::Open));
+        assert!(d.open[0].cells.contains(&(d.dims.index(0, 5, 0) as u32)));
+        assert!(d.open[1].cells.contains(&(d.dims.index(33, 5, 0) as u32)));
+        assert!(!d.open[0].cells.contains(&(d.dims.index(0, 0, 0) as u32)), "the wall took the edge cell");
         assert_eq!(d.flags[d.dims.index(0, 0, 0)], CellKind::Wall.to_flag(), "walls cover the inlet's edges");
         assert_eq!(d.fluid_cells(), 34 * 32, "inlet and outlet cells are updated");
         let fast = channel.replace("[0.05, 0.0, 0.0] }", "[0.3, 0.0, 0.0] }");

@@ -39,11 +39,16 @@ pub fn fingerprint(config: &SolverConfig) -> [u8; 32] {
             h.update(c.to_le_bytes());
         }
     }
-    for s in &config.domain.open_states {
+    for g in &config.domain.open {
+        let s = g.state;
+        h.update([s.kind as u8]);
         for c in [s.density].iter().chain(&s.velocity) {
             h.update(c.to_le_bytes());
         }
         for n in s.normal {
+            h.update(n.to_le_bytes());
+        }
+        for n in &g.cells {
             h.update(n.to_le_bytes());
         }
     }

@@ -1,14 +1,18 @@
-//! The CPU backend: rayon over cells, calling the very per-cell functions the
-//! GPU kernels call.
+//! The CPU executor: partitions in host memory (one unsplit domain, or
+//! z-partitions with halos exchanged by slice copies), updated by rayon
+//! over cells calling the very per-cell functions the GPU kernels call.
 
 use crate::error::Result;
-use crate::fields::Fields;
-use crate::solver::{
-    mass_of, restore_storage, storage_bytes, BackendKind, CollisionParams, SavedState, Solver, SolverConfig,
-};
+use crate::forces::momentum_exchange;
+use crate::halo::halo_copies;
+use crate::partition::{local_config, local_layers, own_values, Slab};
+use crate::plan::{Executor, Plan, Region, Schedule};
+use crate::simulation::{Partitions, Simulation};
+use crate::solver::{mass_of, BackendKind, CollisionParams, SolverConfig};
+use kernels_gpu::lattice::z_pairs;
 use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
-use kernels_gpu::{Collision, Dims, Lattice, OpenParams, Real, StepParams, Storage};
+use kernels_gpu::{Collision, Dims, Lattice, OpenBoundary, Real, StepParams, Storage};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -32,9 +36,12 @@ impl<T> Shared<T> {
     }
 }
 
-/// Runs `body(cell)` for every cell in parallel.
-fn for_each_cell(dims: Dims, body: impl Fn(Cell) + Sync + Send) {
-    (0..dims.cells() as u32).into_par_iter().with_min_len(CELLS_PER_TASK).for_each(|n| body(Cell::from_index(dims, n)));
+/// Runs `body(cell)` for the cells `cells` of a box of `dims` in parallel.
+fn for_each_cell(dims: Dims, cells: Range<usize>, body: impl Fn(Cell) + Sync + Send) {
+    (cells.start as u32..cells.end as u32)
+        .into_par_iter()
+        .with_min_len(CELLS_PER_TASK)
+        .for_each(|n| body(Cell::from_index(dims, n)));
 }
 
 /// Whether this CPU has fused multiply-add. The physics is written with
@@ -64,7 +71,6 @@ fn for_each_range(cells: Range<usize>, body: impl Fn(Range<u32>) + Sync + Send) 
 /// counterpart of a kernel's arguments.
 struct StepArgs<'a, S: Storage, C> {
     p: &'a StepParams<S::Real, C>,
-    open: &'a OpenParams<S::Real>,
     scheme: Streaming,
     f: Shared<S>,
     /// Second buffer of two-lattice pull (unused by Esoteric Pull).
@@ -72,8 +78,8 @@ struct StepArgs<'a, S: Storage, C> {
     flags: Shared<u8>,
 }
 
-/// One time step of the cells in `range` (both schemes); inlined into the
-/// two compilations below.
+/// The bulk update of the cells in `range` for one time step (both
+/// schemes); inlined into the two compilations below.
 ///
 /// # Safety
 /// Buffers sized for the domain; no other thread works on the same cells.
@@ -88,22 +94,14 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
         // SAFETY (both): each slot is read and written by exactly one cell per
         // step (Esoteric Pull); f is only read and each cell writes its own
         // slots of dst (two-lattice).
-        let dst = match a.scheme {
-            Streaming::EsotericPull => {
-                unsafe { stream::stream_collide_esoteric::<L, Q, S, C>(p, a.f.get(), flags.get(), cell) };
-                a.f
-            }
-            Streaming::TwoLattice => {
-                unsafe {
-                    stream::stream_collide_two_lattice::<L, Q, S, C>(p, a.f.get(), a.dst.get(), flags.get(), cell)
-                };
-                a.dst
-            }
-        };
-        // The GPU runs open boundaries as their own group; here one loop does both.
-        unsafe {
-            stream::open_boundary_update::<L, Q, S>(a.scheme, p, a.open, a.f.get(), dst.get(), flags.get(), cell)
-        };
+        match a.scheme {
+            Streaming::EsotericPull => unsafe {
+                stream::stream_collide_esoteric::<L, Q, S, C>(p, a.f.get(), flags.get(), cell)
+            },
+            Streaming::TwoLattice => unsafe {
+                stream::stream_collide_two_lattice::<L, Q, S, C>(p, a.f.get(), a.dst.get(), flags.get(), cell)
+            },
+        }
     }
 }
 
@@ -145,22 +143,27 @@ fn update_ranges<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real
     });
 }
 
-/// A simulation on the CPU.
-pub struct CpuSolver<L: Lattice<Q>, const Q: usize, S: Storage> {
+/// One partition in host memory.
+struct CpuPart<L: Lattice<Q>, const Q: usize, S: Storage> {
+    /// The partition's configuration (the whole one when unsplit).
     config: SolverConfig,
+    slab: Slab,
     /// Flag bytes with the near-solid bit (see [`SolverConfig::kernel_flags`]).
     flags: Vec<u8>,
     f: Vec<S>,
     /// Second buffer of the two-lattice scheme.
     f_next: Vec<S>,
+    /// The open-boundary groups (own cells, and what each imposes), updated after the bulk.
+    open: Vec<(Vec<u32>, OpenBoundary<S::Real>)>,
+    /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
 }
 
-impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
-    /// Builds the solver and initialises the populations to equilibrium.
-    pub fn new(config: SolverConfig) -> Result<Self> {
-        config.validate()?;
+impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
+    /// Partition `slab` of `global`, initialised to equilibrium.
+    fn new(global: &SolverConfig, slab: Slab) -> Result<Self> {
+        let config = local_config(global, &slab)?;
         let dims = config.domain.dims;
         let cells = dims.cells();
         let flags = config.kernel_flags();
@@ -173,38 +176,81 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
         let p = config.step_params::<S::Real>(0);
         let (fl, fp, pl) = (Shared::new(flags.as_ptr()), Shared(f.as_mut_ptr()), Shared::new(planes.as_ptr()));
         let scheme = config.streaming;
-        for_each_cell(dims, |n| {
+        for_each_cell(dims, 0..cells, |n| {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
             unsafe { stream::init_equilibrium::<L, Q, S>(scheme, &p, fp.get(), fl.get(), pl.get(), n) }
         });
-        Ok(Self { config, flags, f, f_next, t: 0, _lattice: PhantomData })
-    }
-}
-
-impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
-    /// A CPU copy of a split run's whole state, for read-backs: the
-    /// populations `f` of `config`'s domain at step `time`.
-    pub(crate) fn holding(config: SolverConfig, f: &[S], time: u64) -> Result<Self> {
-        let mut copy = Self::new(config)?;
-        copy.f.copy_from_slice(f);
-        copy.t = time;
-        Ok(copy)
+        let open = config.domain.open.iter().map(|g| (g.cells.clone(), g.state.kernel_params())).collect();
+        Ok(Self { config, slab, flags, f, f_next, open, t: 0, _lattice: PhantomData })
     }
 
-    /// Sets the step counter (after a caller restored the buffers itself).
-    pub(crate) fn set_time(&mut self, t: u64) {
-        self.t = t;
+    fn plane(&self) -> u32 {
+        self.config.domain.dims.nx * self.config.domain.dims.ny
     }
 
-    /// The current population buffer.
-    pub(crate) fn buffer_mut(&mut self) -> &mut [S] {
-        &mut self.f
+    /// Runs `region`'s groups for step `t`: the bulk over its layers, then
+    /// (except in the interior) the open-boundary group.
+    fn update(&mut self, region: Region, t: u64) {
+        let plane = self.plane() as usize;
+        for layers in self.slab.region_layers(region) {
+            self.update_bulk(layers.start as usize * plane..layers.end as usize * plane, t);
+        }
+        if region != Region::Interior {
+            self.update_open(t);
+        }
+    }
+
+    /// The bulk update of the cells `cells` for step `t`.
+    fn update_bulk(&mut self, cells: Range<usize>, t: u64) {
+        let flags = Shared::new(self.flags.as_ptr());
+        let p = self.config.step_params::<S::Real>(t);
+        let scheme = self.config.streaming;
+        let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
+        match self.config.collision_params::<S::Real>() {
+            CollisionParams::Bgk(c) => {
+                let p = &p.with_collision(c);
+                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, scheme, f, dst, flags })
+            }
+            CollisionParams::Trt(c) => {
+                let p = &p.with_collision(c);
+                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, scheme, f, dst, flags })
+            }
+        }
+    }
+
+    /// The open-boundary groups for step `t`.
+    fn update_open(&mut self, t: u64) {
+        let (dims, scheme) = (self.config.domain.dims, self.config.streaming);
+        let p = self.config.step_params::<S::Real>(t);
+        let flags = Shared::new(self.flags.as_ptr());
+        let src = Shared(self.f.as_mut_ptr());
+        let dst = match scheme {
+            Streaming::EsotericPull => src,
+            Streaming::TwoLattice => Shared(self.f_next.as_mut_ptr()),
+        };
+        for (cells, open) in &self.open {
+            cells.par_iter().for_each(|&n| {
+                // SAFETY: buffers sized for the partition; an open cell touches
+                // only slots no other cell touches in the same step.
+                unsafe {
+                    stream::open_boundary_update::<L, Q, S>(
+                        scheme,
+                        &p,
+                        open,
+                        src.get(),
+                        dst.get(),
+                        flags.get(),
+                        Cell::from_index(dims, n),
+                    )
+                }
+            });
+        }
     }
 
     /// The buffer that holds, or is receiving, the output of step `t`: the
     /// current buffer once step `t` has ended, the one being written while
     /// it runs (two-lattice pull; Esoteric Pull has one buffer).
-    pub(crate) fn step_output_mut(&mut self, t: u64) -> &mut [S] {
+    fn step_output_mut(&mut self, t: u64) -> &mut [S] {
         if self.t > t || self.config.streaming == Streaming::EsotericPull {
             &mut self.f
         } else {
@@ -212,104 +258,136 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
         }
     }
 
-    /// Updates the cells `cells` for the current step, without ending it
-    /// (a partition's boundary layers and interior, in any order).
-    pub(crate) fn update_cells(&mut self, cells: Range<usize>) {
-        let flags = Shared::new(self.flags.as_ptr());
-        let open = self.config.open_params::<S::Real>();
-        let p = self.config.step_params::<S::Real>(self.t);
-        let scheme = self.config.streaming;
-        let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
-        let open = &open;
-        match self.config.collision_params::<S::Real>() {
-            CollisionParams::Bgk(c) => {
-                let p = &p.with_collision(c);
-                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, open, scheme, f, dst, flags })
-            }
-            CollisionParams::Trt(c) => {
-                let p = &p.with_collision(c);
-                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, open, scheme, f, dst, flags })
-            }
-        }
-    }
-
     /// Ends the current step: the buffer written becomes the current one.
-    pub(crate) fn end_step(&mut self) {
+    fn end_step(&mut self) {
         if self.config.streaming == Streaming::TwoLattice {
             std::mem::swap(&mut self.f, &mut self.f_next);
         }
         self.t += 1;
     }
+
+    /// `rho, ux, uy, uz` planes over the own cells at step `t`.
+    fn fields(&self, t: u64) -> Vec<f64> {
+        let dims = self.config.domain.dims;
+        let (cells, own) = (dims.cells(), self.slab.own_cells(self.plane()));
+        let mut out = vec![S::Real::ZERO; FIELD_COMPONENTS * cells];
+        let p = self.config.step_params::<S::Real>(t);
+        let (o, f, flags) = (Shared(out.as_mut_ptr()), Shared::new(self.f.as_ptr()), Shared::new(self.flags.as_ptr()));
+        let scheme = self.config.streaming;
+        for_each_cell(dims, own.clone(), |n| {
+            // SAFETY: reads only; each cell writes its own output entries.
+            unsafe { stream::fields::<L, Q, S>(scheme, &p, f.get(), flags.get(), o.get(), n) }
+        });
+        (0..FIELD_COMPONENTS)
+            .flat_map(|c| out[c * cells + own.start..c * cells + own.end].to_vec())
+            .map(|v| v.to_f64())
+            .collect()
+    }
 }
 
-impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
-    fn step(&mut self, steps: u64) -> Result<()> {
-        for _ in 0..steps {
-            self.update_cells(0..self.config.domain.dims.cells());
-            self.end_step();
+/// Partitions in host memory: the CPU executor of the step plan.
+pub struct CpuParts<L: Lattice<Q>, const Q: usize, S: Storage> {
+    parts: Vec<CpuPart<L, Q, S>>,
+    slabs: Vec<Slab>,
+    config: SolverConfig,
+}
+
+/// A simulation on the CPU.
+pub type CpuSolver<L, const Q: usize, S> = Simulation<CpuParts<L, Q, S>>;
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
+    /// The whole domain as one partition, initialised to equilibrium.
+    pub fn new(config: SolverConfig) -> Result<Self> {
+        config.validate()?;
+        let slab = Slab::whole(config.domain.dims.nz);
+        let parts =
+            CpuParts { parts: vec![CpuPart::new(&config, slab.clone())?], slabs: vec![slab], config: config.clone() };
+        Ok(Simulation::from_parts(config, parts, Plan::single()))
+    }
+
+    /// The domain split along z into `parts` partitions whose step pieces
+    /// run in the order `schedule`.
+    pub fn partitioned(config: SolverConfig, parts: u32, schedule: Schedule) -> Result<Self> {
+        config.validate()?;
+        let slabs = Slab::split(config.domain.dims.nz, parts)?;
+        let parts = slabs.iter().map(|s| CpuPart::new(&config, s.clone())).collect::<Result<_>>()?;
+        let exec = CpuParts { parts, slabs: slabs.clone(), config: config.clone() };
+        Ok(Simulation::from_parts(config, exec, Plan::split(slabs.len(), schedule)))
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> Executor for CpuParts<L, Q, S> {
+    fn update(&mut self, part: usize, region: Region, t: u64) -> Result<()> {
+        self.parts[part].update(region, t);
+        Ok(())
+    }
+
+    /// Copies partition `k`'s planes of step `t`, each one contiguous range
+    /// from the buffer holding its output into its neighbours'.
+    fn exchange(&mut self, k: usize, t: u64) -> Result<()> {
+        let n = self.parts.len();
+        let plane = self.config.domain.dims.nx * self.config.domain.dims.ny;
+        for copy in halo_copies(self.config.streaming, t, z_pairs(&L::C)) {
+            let target = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
+            let (from_len, to_len) = (self.slabs[k].len(), self.slabs[target].len());
+            let (from, to) = copy.ranges(from_len, to_len, plane, Q);
+            let values = self.parts[k].step_output_mut(t)[from].to_vec();
+            self.parts[target].step_output_mut(t)[to].copy_from_slice(&values);
         }
         Ok(())
+    }
+
+    fn end_step(&mut self, _t: u64) -> Result<()> {
+        self.parts.iter_mut().for_each(CpuPart::end_step);
+        Ok(())
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> Partitions for CpuParts<L, Q, S> {
+    type Storage = S;
+
+    fn slabs(&self) -> &[Slab] {
+        &self.slabs
     }
 
     fn synchronize(&mut self) -> Result<()> {
         Ok(())
     }
 
-    fn time(&self) -> u64 {
-        self.t
+    fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>> {
+        Ok(self.parts.iter().map(|p| p.fields(t)).collect())
     }
 
-    fn fields(&mut self) -> Result<Fields> {
-        let dims = self.config.domain.dims;
-        let cells = dims.cells();
-        let mut out = vec![S::Real::ZERO; FIELD_COMPONENTS * cells];
-        let p = self.config.step_params::<S::Real>(self.t);
-        let (o, f, flags) = (Shared(out.as_mut_ptr()), Shared::new(self.f.as_ptr()), Shared::new(self.flags.as_ptr()));
-        let scheme = self.config.streaming;
-        for_each_cell(dims, |n| {
-            // SAFETY: reads only; each cell writes its own output entries.
-            unsafe { stream::fields::<L, Q, S>(scheme, &p, f.get(), flags.get(), o.get(), n) }
-        });
-        Ok(planes_to_fields(dims, &out))
+    fn masses(&mut self, t: u64) -> Result<Vec<f64>> {
+        Ok(self.parts.iter().map(|p| mass_of::<L, Q, S>(&p.config, &p.f, t, p.slab.own_cells(p.plane()))).collect())
     }
 
-    fn populations(&mut self) -> Result<Vec<f64>> {
-        Ok(self.f.iter().map(|v| v.load().to_f64()).collect())
+    fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
+        let d = self.config.domain.dims;
+        Ok(self
+            .parts
+            .iter()
+            .map(|p| {
+                let local: Vec<Vec<bool>> = objects.iter().map(|m| local_layers(m, d, 1, &p.slab)).collect();
+                momentum_exchange::<L, Q, S>(&p.config, &p.f, t, &local, p.slab.own_cells(p.plane()))
+            })
+            .collect())
     }
 
-    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
-        Ok(crate::forces::momentum_exchange::<L, Q, S>(&self.config, &self.f, self.t, objects))
+    fn populations(&mut self) -> Result<Vec<Vec<S>>> {
+        Ok(self.parts.iter().map(|p| own_values(&p.f, p.plane(), Q, &p.slab).to_vec()).collect())
     }
 
-    fn save_state(&mut self) -> Result<SavedState> {
-        Ok(SavedState { time: self.t, populations: storage_bytes(&self.f).to_vec() })
-    }
-
-    fn restore_state(&mut self, state: &SavedState) -> Result<()> {
-        restore_storage(&mut self.f, &state.populations)?;
-        self.t = state.time;
+    fn restore(&mut self, global: &[S], t: u64) -> Result<()> {
+        let d = self.config.domain.dims;
+        for p in &mut self.parts {
+            p.f.copy_from_slice(&local_layers(global, d, Q, &p.slab));
+            p.t = t;
+        }
         Ok(())
-    }
-
-    fn mass(&mut self) -> Result<f64> {
-        Ok(mass_of::<L, Q, S>(&self.config, &self.f, self.t))
     }
 
     fn backend(&self) -> BackendKind {
         BackendKind::Cpu
-    }
-
-    fn config(&self) -> &SolverConfig {
-        &self.config
-    }
-}
-
-/// Converts `rho, ux, uy, uz` planes into [`Fields`].
-pub(crate) fn planes_to_fields<T: Real>(dims: kernels_gpu::Dims, planes: &[T]) -> Fields {
-    let cells = dims.cells();
-    Fields {
-        dims,
-        rho: planes[..cells].iter().map(|v| v.to_f64()).collect(),
-        u: (0..cells).map(|n| [1, 2, 3].map(|a| planes[a * cells + n].to_f64())).collect(),
     }
 }

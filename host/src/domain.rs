@@ -2,7 +2,7 @@
 //! and the open-boundary states.
 
 use crate::error::{Error, Result};
-use kernels_gpu::flags::{CellKind, MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES};
+use kernels_gpu::flags::{CellKind, MAX_MOVING_WALLS};
 use kernels_gpu::Dims;
 
 /// One face of the box.
@@ -88,23 +88,60 @@ pub struct Domain {
     pub flags: Vec<u8>,
     /// Velocities of the moving walls, indexed by moving-wall id.
     pub wall_velocities: Vec<[f64; 3]>,
-    /// Open-boundary states (lattice units), indexed by the state id of
-    /// inlet and outlet cells.
-    pub open_states: Vec<OpenState>,
+    /// The inlets and outlets: boundary groups, each its cells and what it
+    /// imposes (the cells' flag bytes say only that they are open).
+    pub open: Vec<OpenGroup>,
     /// For a z-partition, the global z of its local layer 0 (wrapping; 0
     /// for a whole domain): see [`kernels_gpu::StepParams::z_offset`].
     pub z_offset: u32,
 }
 
+/// An inlet or outlet: a boundary group of cells that all impose `state`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenGroup {
+    /// What the cells impose.
+    pub state: OpenState,
+    /// The cells, ascending.
+    pub cells: Vec<u32>,
+}
+
+/// Whether an open boundary imposes the velocity or the density.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenKind {
+    /// Imposes the velocity; the density follows from the arriving populations.
+    VelocityInlet,
+    /// Imposes the density; the normal velocity follows.
+    PressureOutlet,
+}
+
 /// What an inlet or outlet face imposes (lattice units).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OpenState {
+    /// Which of density and velocity it imposes.
+    pub kind: OpenKind,
     /// Density an outlet imposes.
     pub density: f64,
     /// Velocity an inlet imposes.
     pub velocity: [f64; 3],
     /// Unit normal of the face, pointing into the domain.
     pub normal: [i32; 3],
+}
+
+impl OpenState {
+    /// The open-boundary kernel's parameters for a group imposing this state.
+    pub fn kernel_params<T: kernels_gpu::Real>(&self) -> kernels_gpu::OpenBoundary<T> {
+        use kernels_gpu::{INLET, OUTLET};
+        kernels_gpu::OpenBoundary {
+            rho: T::from_f64(self.density),
+            u: self.velocity.map(T::from_f64),
+            normal: self.normal.map(|n| T::from_f64(n as f64)),
+            kind: match self.kind {
+                OpenKind::VelocityInlet => INLET,
+                OpenKind::PressureOutlet => OUTLET,
+            },
+            reserved: 0,
+        }
+    }
 }
 
 impl Domain {
@@ -140,7 +177,7 @@ impl Domain {
             dims,
             flags: vec![CellKind::Fluid.to_flag(); dims.cells()],
             wall_velocities: Vec::new(),
-            open_states: Vec::new(),
+            open: Vec::new(),
             z_offset: 0,
         })
     }
@@ -169,20 +206,23 @@ impl Domain {
         let mut order: Vec<usize> = (0..6).collect();
         order.sort_by_key(|&f| faces[f].fill_order());
         for f in order {
+            let (face, normal) = (Face::ALL[f], Face::ALL[f].inward_normal());
             let kind = match faces[f] {
                 FaceBoundary::Periodic => continue,
                 FaceBoundary::Wall => CellKind::Wall,
                 FaceBoundary::MovingWall(u) => d.add_moving_wall(u)?,
                 FaceBoundary::VelocityInlet(velocity) => {
-                    let normal = Face::ALL[f].inward_normal();
-                    CellKind::VelocityInlet(d.add_open_state(OpenState { density: 1.0, velocity, normal })?)
+                    let kind = OpenKind::VelocityInlet;
+                    d.add_open_face(face, OpenState { kind, density: 1.0, velocity, normal });
+                    continue;
                 }
                 FaceBoundary::PressureOutlet(density) => {
-                    let normal = Face::ALL[f].inward_normal();
-                    CellKind::PressureOutlet(d.add_open_state(OpenState { density, velocity: [0.0; 3], normal })?)
+                    let kind = OpenKind::PressureOutlet;
+                    d.add_open_face(face, OpenState { kind, density, velocity: [0.0; 3], normal });
+                    continue;
                 }
             };
-            d.fill_face(Face::ALL[f], kind);
+            d.fill_face(face, kind);
         }
         Ok(d)
     }
@@ -201,40 +241,44 @@ impl Domain {
         Ok(CellKind::MovingWall(self.wall_velocities.len() as u8 - 1))
     }
 
-    /// Registers an open-boundary state and returns its id.
-    pub fn add_open_state(&mut self, state: OpenState) -> Result<u8> {
-        if let Some(k) = self.open_states.iter().position(|s| *s == state) {
-            return Ok(k as u8);
-        }
-        if self.open_states.len() == MAX_OPEN_BOUNDARIES {
-            return Err(Error::Setup(format!(
-                "at most {MAX_OPEN_BOUNDARIES} different inlet and outlet states are supported"
-            )));
-        }
-        self.open_states.push(state);
-        Ok(self.open_states.len() as u8 - 1)
+    /// Makes every cell of a face an open boundary imposing `state`: a new
+    /// boundary group (cells of the face in other groups leave them).
+    pub fn add_open_face(&mut self, face: Face, state: OpenState) {
+        let cells = self.face_cells(face);
+        self.fill_face(face, CellKind::Open);
+        self.open.push(OpenGroup { state, cells });
     }
 
-    /// Sets every cell of a face to `kind`.
-    pub fn fill_face(&mut self, face: Face, kind: CellKind) {
+    /// The cells of a face, ascending.
+    fn face_cells(&self, face: Face) -> Vec<u32> {
         let d = self.dims;
         let n = [d.nx, d.ny, d.nz];
         let fixed = if face.is_max() { n[face.axis()] - 1 } else { 0 };
-        for z in 0..d.nz {
-            for y in 0..d.ny {
-                for x in 0..d.nx {
-                    if [x, y, z][face.axis()] == fixed {
-                        self.flags[d.index(x, y, z)] = kind.to_flag();
-                    }
-                }
-            }
-        }
+        (0..d.cells() as u32).filter(|&c| <[u32; 3]>::from(d.coords(c))[face.axis()] == fixed).collect()
     }
 
-    /// Sets one cell.
+    /// Sets every cell of a face to `kind` (open faces: [`Self::add_open_face`]).
+    pub fn fill_face(&mut self, face: Face, kind: CellKind) {
+        let cells = self.face_cells(face);
+        for &n in &cells {
+            self.flags[n as usize] = kind.to_flag();
+        }
+        self.leave_open_groups(&cells);
+    }
+
+    /// Sets one cell (open boundaries: [`Self::add_open_face`]).
     pub fn set(&mut self, x: u32, y: u32, z: u32, kind: CellKind) {
         let n = self.dims.index(x, y, z);
         self.flags[n] = kind.to_flag();
+        self.leave_open_groups(&[n as u32]);
+    }
+
+    /// Takes the ascending `cells` out of every open group.
+    fn leave_open_groups(&mut self, cells: &[u32]) {
+        for g in &mut self.open {
+            g.cells.retain(|n| cells.binary_search(n).is_err());
+        }
+        self.open.retain(|g| !g.cells.is_empty());
     }
 
     /// Flag bytes as the kernels use them: [`kernels_gpu::flags::NEAR_SOLID`]
@@ -258,19 +302,11 @@ impl Domain {
         out
     }
 
-    /// Indices of the open-boundary cells (inlets and outlets), ascending:
-    /// the boundary group the open-boundary kernel runs over.
+    /// Indices of the open-boundary cells (inlets and outlets), ascending.
     pub fn open_cells(&self) -> Vec<u32> {
-        use kernels_gpu::flags::open_boundary;
-        (0..self.flags.len() as u32).filter(|&n| open_boundary(self.flags[n as usize]).is_some()).collect()
-    }
-
-    /// The open-boundary cells of layers `1 ..= nz - 2`: those a partition
-    /// updates (its halo layers mirror cells its neighbours update).
-    pub fn own_open_cells(&self) -> Vec<u32> {
-        let plane = self.dims.nx * self.dims.ny;
-        let own = plane..plane * (self.dims.nz - 1);
-        self.open_cells().into_iter().filter(|n| own.contains(n)).collect()
+        let mut all: Vec<u32> = self.open.iter().flat_map(|g| g.cells.iter().copied()).collect();
+        all.sort_unstable();
+        all
     }
 
     /// Number of cells the kernels update (fluid and open boundaries).
@@ -280,7 +316,7 @@ impl Domain {
 
     /// Largest speed of a moving wall or an inlet (0 when nothing moves).
     pub fn max_boundary_speed(&self) -> f64 {
-        let inlets = self.open_states.iter().map(|s| s.velocity);
+        let inlets = self.open.iter().map(|g| g.state.velocity);
         self.wall_velocities
             .iter()
             .copied()

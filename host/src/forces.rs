@@ -15,19 +15,21 @@ use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{load, neighbours};
 use kernels_gpu::{Lattice, Real, Storage};
 
-/// Force (lattice units, per time step) on each object: `objects[k][n]` says
-/// whether cell `n` belongs to object `k`.
+/// Force (lattice units, per time step) on each object through the links
+/// of the fluid cells `cells`: `objects[k][n]` says whether cell `n` belongs
+/// to object `k`. Partitions each sum over their own cells.
 pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
     config: &SolverConfig,
     f: &[S],
     t: u64,
     objects: &[Vec<bool>],
+    cells: std::ops::Range<usize>,
 ) -> Vec<[f64; 3]> {
     let p = config.step_params::<S::Real>(t);
     let flags = &config.domain.flags;
     assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
     let mut forces = vec![[0.0; 3]; objects.len()];
-    for n in 0..flags.len() as u32 {
+    for n in cells.start as u32..cells.end as u32 {
         if !is_flow(flags[n as usize]) {
             continue;
         }
@@ -93,7 +95,7 @@ mod tests {
             let state = s.save_state().unwrap();
             let f: Vec<f64> =
                 state.populations.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect();
-            let force = momentum_exchange::<D2Q9, 9, f64>(&config, &f, s.time(), &[walls]);
+            let force = momentum_exchange::<D2Q9, 9, f64>(&config, &f, s.time(), &[walls], 0..dims.cells());
             let total = g * (w * (h - 2)) as f64;
             assert!(
                 (force[0][0] - total).abs() < 1e-6 * total,

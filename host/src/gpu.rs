@@ -1,21 +1,23 @@
-//! The GPU backend on `cudarc`: loads the embedded PTX, allocates, initialises,
-//! launches stream-ordered steps and reads fields back.
+//! The GPU backend on `cudarc`: a device with the kernels loaded, and one
+//! partition's buffers, boundary groups and launches
+//! ([`GpuPart`]); the executors that step partitions live in
+//! [`crate::multi_gpu`] (the GPUs of one process) and [`crate::nccl`].
 
-use crate::cpu::planes_to_fields;
 use crate::error::{CudaContextExt, Error, Result};
-use crate::fields::Fields;
-use crate::solver::{
-    mass_of, restore_storage, storage_bytes, BackendKind, CollisionParams, SavedState, Solver, SolverConfig,
-};
+use crate::forces::momentum_exchange;
+use crate::launch::{self, Buffers};
+use crate::partition::{local_config, local_layers, own_values, Slab};
+use crate::plan::Region;
+use crate::solver::{mass_of, CollisionParams, SolverConfig};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
-    ValidAsZeroBits,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::kernels::blocks_per_row;
 use kernels_gpu::stream::FIELD_COMPONENTS;
-use kernels_gpu::{F16s, KernelKind, Lattice, OpenParams, Real, StepParams, Storage, Streaming};
+use kernels_gpu::{F16s, KernelKind, Lattice, OpenBoundary, Real, Storage, Streaming};
 use std::marker::PhantomData;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Threads per block of kernel `kind`: the measured default
@@ -39,14 +41,6 @@ pub struct KernelReport {
     /// Resident threads per multiprocessor over the hardware maximum.
     pub occupancy: f64,
 }
-
-/// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
-#[repr(transparent)]
-#[derive(Clone, Copy)]
-struct ByValue<P: Copy>(P);
-// SAFETY: only instantiated with `#[repr(C)]` plain-data structs from
-// `kernels_gpu::params` / `layout`, whose layout the PTX entry points share.
-unsafe impl<P: Copy> DeviceRepr for ByValue<P> {}
 
 /// Number of CUDA devices, or why none can be used.
 pub fn device_count() -> Result<usize> {
@@ -190,7 +184,7 @@ pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
 /// One thread per cell, `block` threads wide (narrower for narrow boxes):
 /// blocks along each row, or through each layer ([`blocks_per_row`]); the
 /// grid's z is the box's.
-fn launch_config(dims: kernels_gpu::Dims, block: u32) -> LaunchConfig {
+pub(crate) fn launch_config(dims: kernels_gpu::Dims, block: u32) -> LaunchConfig {
     let (block, grid_dim) = if blocks_per_row(dims.nx) {
         let block = block.min(dims.nx);
         (block, (dims.nx.div_ceil(block), dims.ny, dims.nz))
@@ -240,12 +234,16 @@ impl DeviceStorage for F16s {
     }
 }
 
-/// A simulation on one GPU.
-pub struct GpuSolver<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
+/// One partition on a GPU: its configuration, buffers, kernels and
+/// boundary groups. Launches are queued on the stream the caller names;
+/// the executors order the streams.
+pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
+    /// The partition's configuration (the whole one when unsplit).
     config: SolverConfig,
+    slab: Slab,
     device: GpuDevice,
     f: CudaSlice<S::Elem>,
-    /// Second buffer of the two-lattice scheme (empty for Esoteric Pull).
+    /// Second buffer of the two-lattice scheme (none for Esoteric Pull).
     f_next: Option<CudaSlice<S::Elem>>,
     flags: CudaSlice<u8>,
     step_kernel: CudaFunction,
@@ -254,28 +252,27 @@ pub struct GpuSolver<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     /// The collision operator's parameters, passed to `step_kernel`.
     collision: CollisionParams<S::Real>,
     fields_kernel: CudaFunction,
-    /// The open-boundary cells, updated by their own kernel after the bulk.
-    open: Option<OpenGroup<S::Real>>,
+    /// The open-boundary groups (own cells), updated after the bulk.
+    open: Vec<OpenGroup<S::Real>>,
+    /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
 }
 
-/// A boundary group: the list of open-boundary cells and their kernel.
+/// A boundary group: an inlet's or outlet's cells, its kernel and what it imposes.
 struct OpenGroup<T: Copy> {
     cells: CudaSlice<u32>,
     count: u32,
     kernel: CudaFunction,
-    params: ByValue<OpenParams<T>>,
+    params: OpenBoundary<T>,
 }
 
-/// Threads per block of the open-boundary kernel (a one-dimensional list).
-const OPEN_BLOCK_SIZE: u32 = 128;
-
-impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
-    /// Builds the solver on `device` and initialises the populations to equilibrium.
-    pub fn new(config: SolverConfig, device: GpuDevice) -> Result<Self> {
-        config.validate()?;
-        let cells = config.domain.dims.cells();
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
+    /// Partition `slab` of `global` on `device`, initialised to equilibrium.
+    pub(crate) fn new(global: &SolverConfig, slab: Slab, device: GpuDevice) -> Result<Self> {
+        let config = local_config(global, &slab)?;
+        let dims = config.domain.dims;
+        let cells = dims.cells();
         let info = device.info()?;
         let need = config.state_bytes() + FIELD_COMPONENTS * cells * std::mem::size_of::<S::Real>();
         if need > info.free_memory {
@@ -295,237 +292,178 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         let flags = s.clone_htod(&config.kernel_flags()).ctx("uploading cell flags")?;
         let planes = s.clone_htod(&config.initial_planes::<S::Real>()).ctx("uploading initial fields")?;
         let init = device.kernel::<L, Q, S>(KernelKind::InitEquilibrium)?;
-        let p = ByValue(config.step_params::<S::Real>(0));
-        let scheme = config.streaming as u32;
-        let mut launch = s.launch_builder(&init);
-        launch.arg(&mut f).arg(&flags).arg(&planes).arg(&p).arg(&scheme);
-        let cfg = launch_config(config.domain.dims, block_size(KernelKind::InitEquilibrium));
-        // SAFETY: argument list matches the `init_equilibrium_*` entry points.
-        unsafe { launch.launch(cfg) }.ctx("launching initialisation")?;
+        let cfg = launch_config(dims, block_size(KernelKind::InitEquilibrium));
+        let p = config.step_params::<S::Real>(0);
+        launch::init_equilibrium(&s, &init, &mut f, &flags, &planes, p, config.streaming, cfg)?;
         s.synchronize().ctx("initialising populations")?;
         let step_kind = KernelKind::StreamCollide(config.streaming, config.collision.kind());
-        let collision = config.collision_params::<S::Real>();
-        let step_kernel = device.kernel::<L, Q, S>(step_kind)?;
-        let step_block = block_size(step_kind);
-        let fields_kernel = device.kernel::<L, Q, S>(KernelKind::Fields)?;
-        let open_cells = config.domain.open_cells();
-        let open = if open_cells.is_empty() {
-            None
-        } else {
-            Some(OpenGroup {
-                cells: s.clone_htod(&open_cells).ctx("uploading the open-boundary cells")?,
-                count: open_cells.len() as u32,
-                kernel: device.kernel::<L, Q, S>(KernelKind::OpenBoundary)?,
-                params: ByValue(config.open_params::<S::Real>()),
+        let open = (config.domain.open.iter())
+            .map(|g| {
+                Ok(OpenGroup {
+                    cells: s.clone_htod(&g.cells).ctx("uploading the open-boundary cells")?,
+                    count: g.cells.len() as u32,
+                    kernel: device.kernel::<L, Q, S>(KernelKind::OpenBoundary)?,
+                    params: g.state.kernel_params(),
+                })
             })
-        };
+            .collect::<Result<_>>()?;
         Ok(Self {
+            step_kernel: device.kernel::<L, Q, S>(step_kind)?,
+            step_block: block_size(step_kind),
+            collision: config.collision_params::<S::Real>(),
+            fields_kernel: device.kernel::<L, Q, S>(KernelKind::Fields)?,
             config,
+            slab,
             device,
             f,
             f_next,
             flags,
-            step_kernel,
-            step_block,
-            collision,
-            fields_kernel,
             open,
             t: 0,
             _lattice: PhantomData,
         })
     }
 
-    /// The device this solver runs on.
-    pub fn device(&self) -> &GpuDevice {
+    /// The device this partition lives on.
+    pub(crate) fn device(&self) -> &GpuDevice {
         &self.device
     }
 
-    fn params(&self) -> ByValue<StepParams<S::Real>> {
-        ByValue(self.config.step_params::<S::Real>(self.t))
+    /// The partition's layers.
+    pub(crate) fn slab(&self) -> &Slab {
+        &self.slab
     }
 
-    /// Queues the stream-collide kernel of the current step for the layers
-    /// `z0 .. z0 + layers`; the buffers are not swapped and the time not advanced.
-    pub(crate) fn launch_layers(&mut self, z0: u32, layers: u32) -> Result<()> {
-        let s = self.device.stream().clone();
-        self.launch_layers_on(&s, z0, layers)
+    fn plane(&self) -> u32 {
+        self.config.domain.dims.nx * self.config.domain.dims.ny
     }
 
-    /// As [`Self::launch_layers`], on stream `s` of this solver's device
-    /// (the caller orders it against the others).
-    pub(crate) fn launch_layers_on(&mut self, s: &Arc<CudaStream>, z0: u32, layers: u32) -> Result<()> {
-        if layers == 0 {
+    /// Queues `region`'s groups of step `t` on stream `s`: the bulk over its
+    /// layers, then (except in the interior) the open-boundary group.
+    pub(crate) fn launch(&mut self, s: &Arc<CudaStream>, region: Region, t: u64) -> Result<()> {
+        for layers in self.slab.region_layers(region) {
+            self.launch_bulk(s, layers, t)?;
+        }
+        if region != Region::Interior {
+            for k in 0..self.open.len() {
+                self.launch_open(s, k, t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues the stream-collide kernel of step `t` for the local layers `layers`.
+    fn launch_bulk(&mut self, s: &Arc<CudaStream>, layers: Range<u32>, t: u64) -> Result<()> {
+        if layers.is_empty() {
             return Ok(());
         }
-        let d = self.config.domain.dims;
-        let whole = launch_config(d, self.step_block);
-        let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, whole.grid_dim.1, layers), ..whole };
-        let p = self.params().0;
-        // Declared before the launch, which borrows the one that is set.
-        let (bgk, trt);
-        let mut launch = s.launch_builder(&self.step_kernel);
-        match self.f_next.as_mut() {
-            None => launch.arg(&mut self.f).arg(&self.flags),
-            Some(next) => launch.arg(&self.f).arg(next).arg(&self.flags),
-        };
-        match self.collision {
-            CollisionParams::Bgk(c) => {
-                bgk = ByValue(p.with_collision(c));
-                launch.arg(&bgk)
-            }
-            CollisionParams::Trt(c) => {
-                trt = ByValue(p.with_collision(c));
-                launch.arg(&trt)
-            }
-        };
-        launch.arg(&z0);
-        // SAFETY: argument lists match the `stream_collide_*` entry points.
-        unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
-        Ok(())
+        let whole = launch_config(self.config.domain.dims, self.step_block);
+        let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, whole.grid_dim.1, layers.len() as u32), ..whole };
+        let p = self.config.step_params::<S::Real>(t);
+        let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
+        launch::stream_collide(s, &self.step_kernel, b, &self.flags, p, self.collision, layers.start, cfg)
     }
 
-    /// Queues the open-boundary group of the current step, if the domain has one.
-    fn launch_open_boundaries(&mut self) -> Result<()> {
-        let s = self.device.stream().clone();
-        self.launch_open_boundaries_on(&s)
+    /// Queues open-boundary group `k` for step `t`.
+    fn launch_open(&mut self, s: &Arc<CudaStream>, k: usize, t: u64) -> Result<()> {
+        let open = &self.open[k];
+        let p = self.config.step_params::<S::Real>(t);
+        let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
+        launch::open_boundary(
+            s,
+            &open.kernel,
+            b,
+            &self.flags,
+            &open.cells,
+            open.count,
+            p,
+            open.params,
+            self.config.streaming,
+        )
     }
 
-    /// As [`Self::launch_open_boundaries`], on stream `s` of this solver's device.
-    pub(crate) fn launch_open_boundaries_on(&mut self, s: &Arc<CudaStream>) -> Result<()> {
-        let Some(open) = &self.open else { return Ok(()) };
-        let p = self.params();
-        let scheme = self.config.streaming as u32;
-        let mut launch = s.launch_builder(&open.kernel);
-        let null = 0u64;
-        match self.f_next.as_mut() {
-            None => launch.arg(&null).arg(&mut self.f),
-            Some(next) => launch.arg(&self.f).arg(next),
-        };
-        launch.arg(&self.flags).arg(&open.cells).arg(&open.count).arg(&p).arg(&open.params).arg(&scheme);
-        let grid = open.count.div_ceil(OPEN_BLOCK_SIZE);
-        let cfg = LaunchConfig { block_dim: (OPEN_BLOCK_SIZE, 1, 1), grid_dim: (grid, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: argument list matches the `open_boundary_*` entry points.
-        unsafe { launch.launch(cfg) }.ctx("launching the open-boundary kernel")?;
-        Ok(())
-    }
-
-    /// Makes the buffer just written the current one (two-lattice pull).
-    pub(crate) fn swap_buffers(&mut self) {
+    /// Ends the current step: the buffer written becomes the current one.
+    pub(crate) fn end_step(&mut self) {
         if let Some(next) = self.f_next.as_mut() {
             std::mem::swap(&mut self.f, next);
         }
-    }
-
-    /// Advances the step counter by one (for a caller that queued the step itself).
-    pub(crate) fn advance(&mut self) {
         self.t += 1;
     }
 
-    /// Sets the step counter (after a caller restored the buffers itself).
-    pub(crate) fn set_time(&mut self, t: u64) {
-        self.t = t;
-    }
-
-    /// Device address of the current population buffer.
-    pub(crate) fn buffer_address(&self) -> u64 {
-        let (ptr, _sync) = self.f.device_ptr(self.device.stream());
+    /// Device address of the buffer that holds, or is receiving, the output
+    /// of step `t` (see `CpuPart::step_output_mut`).
+    pub(crate) fn output_address(&self, t: u64) -> u64 {
+        let buffer = match &self.f_next {
+            Some(next) if self.t <= t => next,
+            _ => &self.f,
+        };
+        let (ptr, _sync) = buffer.device_ptr(self.device.stream());
         ptr
     }
 
-    /// Keeps only the open-boundary cells of layers `1 ..= nz - 2`: a
-    /// partition updates its own layers, and its halos mirror cells its
-    /// neighbours update.
-    pub(crate) fn own_layers_only(&mut self) -> Result<()> {
-        let own = self.config.domain.own_open_cells();
-        match (&mut self.open, own.is_empty()) {
-            (None, _) => {}
-            (Some(_), true) => self.open = None,
-            (Some(open), false) => {
-                open.cells = self.device.stream().clone_htod(&own).ctx("uploading the open-boundary cells")?;
-                open.count = own.len() as u32;
-            }
+    /// `rho, ux, uy, uz` planes over the own cells at step `t`.
+    pub(crate) fn fields(&mut self, t: u64) -> Result<Vec<f64>> {
+        let dims = self.config.domain.dims;
+        let (cells, own) = (dims.cells(), self.slab.own_cells(self.plane()));
+        let s = self.device.stream().clone();
+        let mut out = s.alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
+        let cfg = launch_config(dims, block_size(KernelKind::Fields));
+        let p = self.config.step_params::<S::Real>(t);
+        launch::fields(&s, &self.fields_kernel, &self.f, &self.flags, &mut out, p, self.config.streaming, cfg)?;
+        let mut planes = Vec::with_capacity(FIELD_COMPONENTS * own.len());
+        for c in 0..FIELD_COMPONENTS {
+            let view = out.slice(c * cells + own.start..c * cells + own.end);
+            planes.extend(s.clone_dtoh(&view).ctx("reading fields back")?.into_iter().map(|v| v.to_f64()));
         }
-        Ok(())
+        Ok(planes)
     }
 
-    /// Uploads a whole population buffer (the layout of [`Self::read_populations`]).
-    pub(crate) fn upload_populations(&mut self, host: &[S]) -> Result<()> {
-        let elems: Vec<S::Elem> = host.iter().map(|&v| S::to_elem(v)).collect();
-        self.device.stream().memcpy_htod(&elems, &mut self.f).ctx("uploading populations")
-    }
-
+    /// The current population buffer, halos included.
     pub(crate) fn read_populations(&self) -> Result<Vec<S>> {
         let host = self.device.stream().clone_dtoh(&self.f).ctx("reading populations back")?;
         Ok(host.into_iter().map(S::from_elem).collect())
     }
-}
 
-impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q, S> {
-    fn step(&mut self, steps: u64) -> Result<()> {
-        let nz = self.config.domain.dims.nz;
-        for _ in 0..steps {
-            self.launch_layers(0, nz)?;
-            self.launch_open_boundaries()?;
-            self.swap_buffers();
-            self.t += 1;
-        }
-        Ok(())
+    /// The own layers of the current population buffer.
+    pub(crate) fn own_populations(&self) -> Result<Vec<S>> {
+        Ok(own_values(&self.read_populations()?, self.plane(), Q, &self.slab).to_vec())
     }
 
-    fn synchronize(&mut self) -> Result<()> {
-        self.device.stream().synchronize().ctx("running time steps")
+    /// The fluid mass of the own cells at step `t`, from the populations
+    /// read back (summed in f64 on the host: output intervals, not steps).
+    pub(crate) fn mass(&self, t: u64) -> Result<f64> {
+        Ok(mass_of::<L, Q, S>(&self.config, &self.read_populations()?, t, self.slab.own_cells(self.plane())))
     }
 
-    fn time(&self) -> u64 {
-        self.t
+    /// Momentum-exchange forces through the own cells' links at step `t`
+    /// (`objects` over the whole domain `global`), from the populations read back.
+    pub(crate) fn forces(&self, t: u64, global: kernels_gpu::Dims, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
+        let local: Vec<Vec<bool>> = objects.iter().map(|m| local_layers(m, global, 1, &self.slab)).collect();
+        self.forces_local(t, &local)
     }
 
-    fn fields(&mut self) -> Result<Fields> {
-        let cells = self.config.domain.dims.cells();
-        let s = self.device.stream().clone();
-        let mut out = s.alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
-        let p = self.params();
-        let scheme = self.config.streaming as u32;
-        let mut launch = s.launch_builder(&self.fields_kernel);
-        launch.arg(&self.f).arg(&self.flags).arg(&mut out).arg(&p).arg(&scheme);
-        // SAFETY: argument list matches the `fields_*` entry points.
-        let cfg = launch_config(self.config.domain.dims, block_size(KernelKind::Fields));
-        unsafe { launch.launch(cfg) }.ctx("launching the fields kernel")?;
-        let host = s.clone_dtoh(&out).ctx("reading fields back")?;
-        Ok(planes_to_fields(self.config.domain.dims, &host))
-    }
-
-    fn populations(&mut self) -> Result<Vec<f64>> {
-        Ok(self.read_populations()?.iter().map(|v| v.load().to_f64()).collect())
-    }
-
-    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
-        // Reads the populations back: fine at output intervals, not per step.
+    /// As [`Self::forces`], with the objects already cut to the partition's layers.
+    pub(crate) fn forces_local(&self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
         let f = self.read_populations()?;
-        Ok(crate::forces::momentum_exchange::<L, Q, S>(&self.config, &f, self.t, objects))
+        Ok(momentum_exchange::<L, Q, S>(&self.config, &f, t, objects, self.slab.own_cells(self.plane())))
     }
 
-    fn save_state(&mut self) -> Result<SavedState> {
-        Ok(SavedState { time: self.t, populations: storage_bytes(&self.read_populations()?).to_vec() })
+    /// Sets the populations (halos included) from a buffer of the whole
+    /// domain `global`, and the time to `t`.
+    pub(crate) fn restore(&mut self, whole: &[S], global: kernels_gpu::Dims, t: u64) -> Result<()> {
+        self.restore_local(&local_layers(whole, global, Q, &self.slab), t)
     }
 
-    fn restore_state(&mut self, state: &SavedState) -> Result<()> {
-        let mut host = vec![S::ZERO; self.f.len()];
-        restore_storage(&mut host, &state.populations)?;
-        self.upload_populations(&host)?;
-        self.t = state.time;
+    /// Sets the populations from the partition's own buffer (halos included), and the time to `t`.
+    pub(crate) fn restore_local(&mut self, local: &[S], t: u64) -> Result<()> {
+        let elems: Vec<S::Elem> = local.iter().map(|&v| S::to_elem(v)).collect();
+        self.device.stream().memcpy_htod(&elems, &mut self.f).ctx("uploading populations")?;
+        self.t = t;
         Ok(())
     }
 
-    fn mass(&mut self) -> Result<f64> {
-        Ok(mass_of::<L, Q, S>(&self.config, &self.read_populations()?, self.t))
-    }
-
-    fn backend(&self) -> BackendKind {
-        BackendKind::Gpu(self.device.ordinal)
-    }
-
-    fn kernel_report(&self) -> Option<KernelReport> {
+    /// Registers and occupancy of the stream-collide kernel as launched.
+    pub(crate) fn kernel_report(&self) -> Option<KernelReport> {
         use cudarc::driver::sys::CUdevice_attribute as A;
         // As launched: narrow boxes get narrower blocks.
         let block = launch_config(self.config.domain.dims, self.step_block).block_dim.0;
@@ -533,10 +471,6 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
         let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
         let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
         Some(KernelReport { registers, block_size: block, occupancy: (blocks * block) as f64 / max_threads as f64 })
-    }
-
-    fn config(&self) -> &SolverConfig {
-        &self.config
     }
 }
 
@@ -546,12 +480,7 @@ pub fn layout_probe(device: &GpuDevice, dims: kernels_gpu::Dims, q: usize) -> Re
     let s = device.stream();
     let f = device.function(kernels_gpu::kernels::LAYOUT_PROBE_KERNEL)?;
     let mut out = s.alloc_zeros::<u64>(q * dims.cells()).ctx("allocating the probe buffer")?;
-    let d = ByValue(dims);
-    let qq = q as u32;
-    let mut launch = s.launch_builder(&f);
-    launch.arg(&mut out).arg(&d).arg(&qq);
-    // SAFETY: argument list matches the `layout_probe` entry point.
-    unsafe { launch.launch(launch_config(dims, kernels_gpu::kernels::DEFAULT_BLOCK_SIZE)) }
-        .ctx("launching the layout probe")?;
+    let cfg = launch_config(dims, kernels_gpu::kernels::DEFAULT_BLOCK_SIZE);
+    launch::layout_probe(s, &f, &mut out, dims, q as u32, cfg)?;
     s.clone_dtoh(&out).ctx("reading the probe back")
 }

@@ -1,10 +1,11 @@
-//! A dense domain split along z over several GPUs of one process: the
-//! partitions of [`crate::partition`] on devices, with the halo plan of
+//! The GPU executor of the step plan: one unsplit domain on one GPU, or a
+//! dense domain split along z over the GPUs of one process (the partitions
+//! of [`crate::partition`] on devices), with the halo plan of
 //! [`crate::halo`] moved by peer copies on a stream of their own.
 //!
-//! Each step, every partition computes its two boundary layers on a
-//! high-priority stream while its interior runs on the device's stream
-//! (`crate::overlap::SplitStep`); its copy stream waits for the boundary
+//! Each step, every partition of a split domain computes its two boundary
+//! layers on a high-priority stream while its interior runs on the device's
+//! stream (`crate::overlap::SplitStep`); its copy stream waits for the boundary
 //! layers and sends the crossing planes to both neighbours, then records
 //! `copied`. The next step's boundary layers wait for the `copied` events of
 //! the partition and of both neighbours, so halos are complete and its
@@ -20,18 +21,17 @@
 //! hardware allows it; elsewhere the driver stages peer copies through the host.
 
 use crate::error::{CudaContextExt, Error, Result};
-use crate::fields::Fields;
-use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
+use crate::gpu::{DeviceStorage, GpuDevice, GpuPart, KernelReport};
 use crate::halo::{halo_copies, HaloCopy};
 use crate::overlap::SplitStep;
-use crate::partition::{local_config, local_layers, split, write_own_layers};
-use crate::solver::{BackendKind, SavedState, Solver, SolverConfig};
-use crate::{cpu::CpuSolver, domain::Domain};
+use crate::partition::Slab;
+use crate::plan::{Executor, Plan, Region, Schedule};
+use crate::simulation::{Partitions, Simulation};
+use crate::solver::{BackendKind, Solver, SolverConfig};
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{CudaEvent, CudaStream};
 use kernels_gpu::lattice::z_pairs;
-use kernels_gpu::{Dims, Lattice, Real};
-use std::ops::Range;
+use kernels_gpu::{Dims, Lattice};
 use std::sync::Arc;
 
 /// How the halo planes travel.
@@ -72,36 +72,6 @@ impl Exchange {
 /// Thinnest partition the GPU path takes: two boundary layers (the interior may be empty).
 pub const MIN_GPU_THICKNESS: u32 = 2;
 
-struct Part<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
-    /// Global layers owned.
-    z: Range<u32>,
-    solver: GpuSolver<L, Q, S>,
-    /// Stream of the outgoing copies.
-    copies: Arc<CudaStream>,
-    /// Boundary layers beside the interior (overlapped exchanges).
-    split: SplitStep,
-    /// Recorded after the whole partition (no overlap).
-    boundary_done: CudaEvent,
-    /// Whether the exchange overlaps the interior.
-    overlap: bool,
-    /// Recorded after the outgoing copies of the last step.
-    copied: CudaEvent,
-    /// Timing events (compute start, compute end, copies start, copies end), when timing.
-    timing: Option<[CudaEvent; 4]>,
-}
-
-impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Part<L, Q, S> {
-    /// Recorded once the planes this partition sends are written: after its
-    /// boundary layers, or after the whole partition without overlap.
-    fn ready(&self) -> &CudaEvent {
-        if self.overlap {
-            self.split.boundary_done()
-        } else {
-            &self.boundary_done
-        }
-    }
-}
-
 /// Per-step time split measured with events, in milliseconds (averages over partitions).
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct StepTiming {
@@ -113,39 +83,75 @@ pub struct StepTiming {
     pub halo_ms: f64,
 }
 
-/// A simulation split along z over several GPUs.
-pub struct MultiGpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
-    config: SolverConfig,
-    parts: Vec<Part<L, Q, S>>,
-    exchange: Exchange,
-    /// For read-backs (fields, mass, forces): built on first use.
-    global: Option<CpuSolver<L, Q, S>>,
-    /// How each neighbouring pair of devices is connected, for reports.
-    links: Vec<String>,
-    t: u64,
+/// The streams and events of a split partition.
+struct Overlap {
+    /// Stream of the outgoing copies.
+    copies: Arc<CudaStream>,
+    /// Boundary layers beside the interior (overlapped exchanges).
+    split: SplitStep,
+    /// Recorded after the whole partition (no overlap).
+    boundary_done: CudaEvent,
+    /// Recorded after the outgoing copies of the last step.
+    copied: CudaEvent,
+    /// Timing events (compute start, compute end, copies start, copies end), when timing.
+    timing: Option<[CudaEvent; 4]>,
 }
 
-impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
+struct Part<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
+    gpu: GpuPart<L, Q, S>,
+    /// None for an unsplit domain: it runs on the device's stream alone.
+    overlap: Option<Overlap>,
+}
+
+/// Partitions on the GPUs of this process: the GPU executor of the step plan.
+pub struct GpuParts<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
+    config: SolverConfig,
+    parts: Vec<Part<L, Q, S>>,
+    slabs: Vec<Slab>,
+    exchange: Exchange,
+    /// How each neighbouring pair of devices is connected, for reports.
+    links: Vec<String>,
+}
+
+/// A simulation on one GPU, or split over several.
+pub type GpuSolver<L, const Q: usize, S> = Simulation<GpuParts<L, Q, S>>;
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
+    /// The whole domain on `device`, initialised to equilibrium.
+    pub fn new(config: SolverConfig, device: GpuDevice) -> Result<Self> {
+        config.validate()?;
+        let slab = Slab::whole(config.domain.dims.nz);
+        let gpu = GpuPart::new(&config, slab.clone(), device)?;
+        let exec = GpuParts {
+            config: config.clone(),
+            parts: vec![Part { gpu, overlap: None }],
+            slabs: vec![slab],
+            exchange: Exchange::NoOverlap,
+            links: Vec::new(),
+        };
+        Ok(Simulation::from_parts(config, exec, Plan::single()))
+    }
+
     /// Splits `config`'s domain along z over `devices` (one partition per
-    /// entry; an ordinal may repeat, which runs several partitions on one GPU).
-    pub fn new(config: SolverConfig, devices: &[GpuDevice], exchange: Exchange, timing: bool) -> Result<Self> {
+    /// entry; an ordinal may repeat, which runs several partitions on one
+    /// GPU), exchanging halos by `exchange`; `timing` records the events
+    /// [`Self::timed_step`] reads.
+    pub fn split(config: SolverConfig, devices: &[GpuDevice], exchange: Exchange, timing: bool) -> Result<Self> {
         config.validate()?;
         let d = config.domain.dims;
-        if z_pairs(&L::C) == 0 || d.nz < 2 * devices.len() as u32 {
+        if z_pairs(&L::C) == 0 || d.nz < MIN_GPU_THICKNESS * devices.len() as u32 {
             return Err(Error::Setup(format!(
                 "{} layers along z cannot be split over {} GPUs: each needs at least {MIN_GPU_THICKNESS} layers of a 3D lattice",
                 d.nz,
                 devices.len()
             )));
         }
-        let ranges = split(d.nz, devices.len() as u32)?;
+        let slabs = Slab::split(d.nz, devices.len() as u32)?;
         let mut parts = Vec::new();
-        for (z, device) in ranges.into_iter().zip(devices) {
-            let local = local_config(&config, &z)?;
+        for (slab, device) in slabs.iter().zip(devices) {
             let ctx = device.context().clone();
-            let mut solver = GpuSolver::<L, Q, S>::new(local, device.clone())
-                .map_err(|e| in_partition(e, format!("GPU {} (layers {z:?})", device.ordinal())))?;
-            solver.own_layers_only()?;
+            let which = format!("GPU {} (layers {:?})", device.ordinal(), slab.z);
+            let gpu = GpuPart::new(&config, slab.clone(), device.clone()).map_err(|e| in_partition(e, which))?;
             let event = |flags| ctx.new_event(Some(flags)).ctx("creating an event");
             let timing = if timing {
                 Some([
@@ -157,34 +163,65 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             } else {
                 None
             };
-            parts.push(Part {
-                z,
+            let overlap = Overlap {
                 copies: ctx.new_stream().ctx("creating the copy stream")?,
                 split: SplitStep::new(&ctx)?,
                 boundary_done: event(CUevent_flags::CU_EVENT_DISABLE_TIMING)?,
-                overlap: exchange != Exchange::NoOverlap,
                 copied: event(CUevent_flags::CU_EVENT_DISABLE_TIMING)?,
                 timing,
-                solver,
-            });
+            };
+            parts.push(Part { gpu, overlap: Some(overlap) });
         }
         let links = enable_peer_access(devices)?;
-        Ok(Self { config, parts, exchange, global: None, links, t: 0 })
+        let schedule = if exchange == Exchange::NoOverlap { Schedule::InOrder } else { Schedule::Overlapped };
+        let plan = Plan::split(parts.len(), schedule);
+        Ok(Simulation::from_parts(config.clone(), GpuParts { config, parts, slabs, exchange, links }, plan))
     }
 
     /// How neighbouring devices exchange data ("GPU 0 <-> GPU 1: peer access").
-    pub fn links(&self) -> &[String] {
-        &self.links
+    pub fn links(&mut self) -> Vec<String> {
+        self.executor().links.clone()
     }
 
     /// Runs one step with timing events and returns the measured split (the
-    /// solver must have been built with `timing`).
+    /// solver must have been split with `timing`).
     pub fn timed_step(&mut self) -> Result<StepTiming> {
-        self.step_once()?;
+        crate::solver::Solver::step(self, 1)?;
+        self.executor().timing()
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuParts<L, Q, S> {
+    /// The partitions whose last exchanges partition `k`'s next step waits
+    /// for: the copies into it (from both neighbours) and out of it.
+    fn neighbourhood(&self, k: usize) -> [usize; 3] {
+        let n = self.parts.len();
+        [(k + n - 1) % n, k, (k + 1) % n]
+    }
+
+    /// Makes `stream` wait for the last exchanges around partition `k`.
+    fn wait_for_exchanges(&self, k: usize, stream: &CudaStream) -> Result<()> {
+        for m in self.neighbourhood(k) {
+            if let Some(o) = &self.parts[m].overlap {
+                stream.wait(&o.copied).ctx("waiting for halo copies")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The event recorded once the planes partition `k` sends are written.
+    fn ready(&self, k: usize) -> Option<&CudaEvent> {
+        let o = self.parts[k].overlap.as_ref()?;
+        Some(if self.exchange == Exchange::NoOverlap { &o.boundary_done } else { o.split.boundary_done() })
+    }
+
+    /// The split of the last step, read from the timing events.
+    fn timing(&self) -> Result<StepTiming> {
         let mut t = StepTiming::default();
         for p in &self.parts {
+            let timing = p.overlap.as_ref().and_then(|o| o.timing.as_ref());
             let [start, compute_end, copy_start, copy_end] =
-                p.timing.as_ref().ok_or_else(|| Error::Setup("built without timing".into()))?;
+                timing.ok_or_else(|| Error::Setup("built without timing".into()))?;
             copy_end.synchronize().ctx("waiting for the timed step")?;
             compute_end.synchronize().ctx("waiting for the timed step")?;
             let compute = start.elapsed_ms(compute_end).ctx("reading step time")? as f64;
@@ -197,82 +234,17 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
         Ok(StepTiming { step_ms: t.step_ms / n, compute_ms: t.compute_ms / n, halo_ms: t.halo_ms / n })
     }
 
-    fn step_once(&mut self) -> Result<()> {
-        let n = self.parts.len();
-        let scheme = self.config.streaming;
-        for k in 0..n {
-            let neighbours = [(k + n - 1) % n, k, (k + 1) % n];
-            let (before, rest) = self.parts.split_at_mut(k);
-            let (part, after) = rest.split_first_mut().expect("partition k exists");
-            // The last copies into and out of this partition (none before the
-            // first step; with one or two partitions some are the same).
-            let copied = neighbours.map(|m| match m.cmp(&k) {
-                std::cmp::Ordering::Less => &before[m].copied,
-                std::cmp::Ordering::Equal => &part.copied,
-                std::cmp::Ordering::Greater => &after[m - k - 1].copied,
-            });
-            let exchanged: &[&CudaEvent] = if self.t > 0 { &copied } else { &[] };
-            let compute = part.solver.device().stream().clone();
-            let len = part.z.len() as u32;
-            if let Some([start, ..]) = &part.timing {
-                start.record(&compute).ctx("recording an event")?;
-            }
-            if self.exchange == Exchange::NoOverlap {
-                // Everything in order on one stream, after the copies.
-                for event in exchanged {
-                    compute.wait(event).ctx("waiting for halo copies")?;
-                }
-                part.solver.launch_layers_on(&compute, 1, len)?;
-                part.solver.launch_open_boundaries_on(&compute)?;
-                part.boundary_done.record(&compute).ctx("recording an event")?;
-            } else {
-                let start = part.timing.as_ref().map(|[start, ..]| start);
-                part.split.launch(&mut part.solver, len, exchanged, start)?;
-            }
-            if let Some([_, compute_end, ..]) = &part.timing {
-                // The step's kernels end with the later of both streams.
-                compute.wait(part.ready()).ctx("waiting for boundary layers")?;
-                compute_end.record(&compute).ctx("recording an event")?;
-            }
-            part.solver.swap_buffers();
-        }
-        // Copies: each partition sends its planes to both neighbours.
-        let copies = halo_copies(scheme, self.t, z_pairs(&L::C));
-        for k in 0..n {
-            let part = &self.parts[k];
-            part.copies.wait(part.ready()).ctx("waiting for boundary layers")?;
-            if let Some([_, _, copy_start, _]) = &part.timing {
-                copy_start.record(&part.copies).ctx("recording an event")?;
-            }
-            for copy in &copies {
-                let to = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
-                self.send(k, to, copy)?;
-            }
-            let part = &self.parts[k];
-            if let Some([.., copy_end]) = &part.timing {
-                copy_end.record(&part.copies).ctx("recording an event")?;
-            }
-            part.copied.record(&part.copies).ctx("recording an event")?;
-        }
-        for part in &mut self.parts {
-            part.solver.advance();
-        }
-        self.t += 1;
-        self.global = None;
-        Ok(())
-    }
-
-    /// Queues `copy` from partition `from` to partition `to` on `from`'s copy stream.
-    fn send(&self, from: usize, to: usize, copy: &HaloCopy) -> Result<()> {
+    /// Queues `copy` of step `t` from partition `from` to partition `to` on `from`'s copy stream.
+    fn send(&self, from: usize, to: usize, copy: &HaloCopy, t: u64) -> Result<()> {
         let (src, dst) = (&self.parts[from], &self.parts[to]);
+        let stream = src.overlap.as_ref().expect("split partitions have a copy stream").copies.cu_stream();
         let d = self.config.domain.dims;
         let elem = std::mem::size_of::<S::Elem>();
         let plane = d.nx * d.ny;
-        let (src_base, dst_base) = (src.solver.buffer_address(), dst.solver.buffer_address());
-        let (src_ctx, dst_ctx) = (src.solver.device().context().cu_ctx(), dst.solver.device().context().cu_ctx());
-        src.solver.device().context().bind_to_thread().ctx("binding the device")?;
-        let stream = src.copies.cu_stream();
-        let (from_range, to_range) = copy.ranges(src.z.len() as u32, dst.z.len() as u32, plane, Q);
+        let (src_base, dst_base) = (src.gpu.output_address(t), dst.gpu.output_address(t));
+        let (src_ctx, dst_ctx) = (src.gpu.device().context().cu_ctx(), dst.gpu.device().context().cu_ctx());
+        src.gpu.device().context().bind_to_thread().ctx("binding the device")?;
+        let (from_range, to_range) = copy.ranges(src.gpu.slab().len(), dst.gpu.slab().len(), plane, Q);
         let peer_copy = |offset: usize, values: usize| {
             let (s, t) = ((from_range.start + offset) * elem, (to_range.start + offset) * elem);
             // SAFETY: both ranges lie inside the partitions' population buffers.
@@ -300,36 +272,153 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> MultiGpu<L, Q, S> {
             peer_copy(0, from_range.len())
         }
     }
+}
 
-    /// The global population buffer from every partition's own layers.
-    fn gather(&mut self) -> Result<Vec<S>> {
-        let d = self.config.domain.dims;
-        let mut f = vec![S::ZERO; Q * d.cells()];
-        // A neighbour's copy writes into a partition's own layers: finish
-        // every partition's work before reading any.
-        self.synchronize()?;
-        for p in &mut self.parts {
-            write_own_layers(&p.solver.read_populations()?, d, Q, &p.z, &mut f);
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Executor for GpuParts<L, Q, S> {
+    fn update(&mut self, k: usize, region: Region, t: u64) -> Result<()> {
+        let compute = self.parts[k].gpu.device().stream().clone();
+        if self.parts[k].overlap.is_none() {
+            return self.parts[k].gpu.launch(&compute, region, t);
         }
-        Ok(f)
-    }
-
-    /// Every partition's layers, halos included, from a global buffer.
-    fn scatter(&mut self, f: &[S]) -> Result<()> {
-        let d = self.config.domain.dims;
-        for p in &mut self.parts {
-            p.solver.upload_populations(&local_layers(f, d, Q, &p.z))?;
+        match region {
+            Region::Whole => {
+                // No overlap: everything in order on one stream, after the copies.
+                if let Some([start, ..]) = self.parts[k].overlap.as_ref().and_then(|o| o.timing.as_ref()) {
+                    start.record(&compute).ctx("recording an event")?;
+                }
+                self.wait_for_exchanges(k, &compute)?;
+                let part = &mut self.parts[k];
+                part.gpu.launch(&compute, region, t)?;
+                let o = part.overlap.as_ref().expect("split");
+                o.boundary_done.record(&compute).ctx("recording an event")?;
+                if let Some([_, compute_end, ..]) = &o.timing {
+                    compute_end.record(&compute).ctx("recording an event")?;
+                }
+            }
+            Region::Boundary => {
+                if let Some([start, ..]) = self.parts[k].overlap.as_ref().and_then(|o| o.timing.as_ref()) {
+                    start.record(&compute).ctx("recording an event")?;
+                }
+                let ns = self.neighbourhood(k);
+                {
+                    // The last exchanges around this partition, then the step's ordering.
+                    let (o, others) = split_one(&mut self.parts, k);
+                    let copied: Vec<&CudaEvent> =
+                        ns.iter().map(|&m| if m == k { &o.copied } else { &others(m).copied }).collect();
+                    o.split.begin(&compute, &copied)?;
+                }
+                let part = &mut self.parts[k];
+                let boundary = part.overlap.as_ref().expect("split").split.stream().clone();
+                part.gpu.launch(&boundary, region, t)?;
+                part.overlap.as_mut().expect("split").split.end_boundary()?;
+            }
+            Region::Interior => {
+                let part = &mut self.parts[k];
+                part.gpu.launch(&compute, region, t)?;
+                let o = part.overlap.as_ref().expect("split");
+                if let Some([_, compute_end, ..]) = &o.timing {
+                    // The step's kernels end with the later of both streams.
+                    compute.wait(o.split.boundary_done()).ctx("waiting for boundary layers")?;
+                    compute_end.record(&compute).ctx("recording an event")?;
+                }
+            }
         }
         Ok(())
     }
 
-    /// The global state on the CPU, for read-backs.
-    fn global(&mut self) -> Result<&mut CpuSolver<L, Q, S>> {
-        if self.global.is_none() {
-            let f = self.gather()?;
-            self.global = Some(CpuSolver::holding(self.config.clone(), &f, self.t)?);
+    fn exchange(&mut self, k: usize, t: u64) -> Result<()> {
+        let n = self.parts.len();
+        let ready = self.ready(k).expect("split partitions exchange");
+        let o = self.parts[k].overlap.as_ref().expect("split");
+        o.copies.wait(ready).ctx("waiting for boundary layers")?;
+        if let Some([_, _, copy_start, _]) = &o.timing {
+            copy_start.record(&o.copies).ctx("recording an event")?;
         }
-        Ok(self.global.as_mut().expect("set above"))
+        for copy in &halo_copies(self.config.streaming, t, z_pairs(&L::C)) {
+            let to = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
+            self.send(k, to, copy, t)?;
+        }
+        let o = self.parts[k].overlap.as_ref().expect("split");
+        if let Some([.., copy_end]) = &o.timing {
+            copy_end.record(&o.copies).ctx("recording an event")?;
+        }
+        o.copied.record(&o.copies).ctx("recording an event")
+    }
+
+    fn end_step(&mut self, _t: u64) -> Result<()> {
+        self.parts.iter_mut().for_each(|p| p.gpu.end_step());
+        Ok(())
+    }
+}
+
+/// Partition `k`'s overlap state, mutable, and a way to reach the others'.
+fn split_one<'a, L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
+    parts: &'a mut [Part<L, Q, S>],
+    k: usize,
+) -> (&'a mut Overlap, impl Fn(usize) -> &'a Overlap + 'a) {
+    let (before, rest) = parts.split_at_mut(k);
+    let (part, after) = rest.split_first_mut().expect("partition k exists");
+    let (before, after) = (&*before, &*after);
+    let others = move |m: usize| {
+        let p = if m < k { &before[m] } else { &after[m - k - 1] };
+        p.overlap.as_ref().expect("split")
+    };
+    (part.overlap.as_mut().expect("split"), others)
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for GpuParts<L, Q, S> {
+    type Storage = S;
+
+    fn slabs(&self) -> &[Slab] {
+        &self.slabs
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        for p in &self.parts {
+            p.gpu.device().stream().synchronize().ctx("running time steps")?;
+            if let Some(o) = &p.overlap {
+                o.split.synchronize()?;
+                o.copies.synchronize().ctx("finishing halo copies")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>> {
+        // A neighbour's copy writes into a partition's own layers: finish
+        // every partition's work before reading any.
+        self.synchronize()?;
+        self.parts.iter_mut().map(|p| p.gpu.fields(t)).collect()
+    }
+
+    fn masses(&mut self, t: u64) -> Result<Vec<f64>> {
+        self.synchronize()?;
+        self.parts.iter().map(|p| p.gpu.mass(t)).collect()
+    }
+
+    fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
+        self.synchronize()?;
+        let d = self.config.domain.dims;
+        self.parts.iter().map(|p| p.gpu.forces(t, d, objects)).collect()
+    }
+
+    fn populations(&mut self) -> Result<Vec<Vec<S>>> {
+        self.synchronize()?;
+        self.parts.iter().map(|p| p.gpu.own_populations()).collect()
+    }
+
+    fn restore(&mut self, global: &[S], t: u64) -> Result<()> {
+        self.synchronize()?;
+        let d = self.config.domain.dims;
+        self.parts.iter_mut().try_for_each(|p| p.gpu.restore(global, d, t))
+    }
+
+    fn backend(&self) -> BackendKind {
+        BackendKind::Gpu(self.parts[0].gpu.device().ordinal())
+    }
+
+    fn kernel_report(&self) -> Option<KernelReport> {
+        self.parts[0].gpu.kernel_report()
     }
 }
 
@@ -379,69 +468,6 @@ fn enable_peer_access(devices: &[GpuDevice]) -> Result<Vec<String>> {
     Ok(links)
 }
 
-impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for MultiGpu<L, Q, S> {
-    fn step(&mut self, steps: u64) -> Result<()> {
-        for _ in 0..steps {
-            self.step_once()?;
-        }
-        Ok(())
-    }
-
-    fn synchronize(&mut self) -> Result<()> {
-        for p in &mut self.parts {
-            p.solver.synchronize()?;
-            p.split.synchronize()?;
-            p.copies.synchronize().ctx("finishing halo copies")?;
-        }
-        Ok(())
-    }
-
-    fn time(&self) -> u64 {
-        self.t
-    }
-
-    fn fields(&mut self) -> Result<Fields> {
-        self.global()?.fields()
-    }
-
-    fn populations(&mut self) -> Result<Vec<f64>> {
-        Ok(self.gather()?.iter().map(|v| v.load().to_f64()).collect())
-    }
-
-    fn mass(&mut self) -> Result<f64> {
-        self.global()?.mass()
-    }
-
-    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
-        self.global()?.forces(objects)
-    }
-
-    fn save_state(&mut self) -> Result<SavedState> {
-        Ok(SavedState { time: self.t, populations: crate::solver::storage_bytes(&self.gather()?).to_vec() })
-    }
-
-    fn restore_state(&mut self, state: &SavedState) -> Result<()> {
-        let mut f = vec![S::ZERO; Q * self.config.domain.dims.cells()];
-        crate::solver::restore_storage(&mut f, &state.populations)?;
-        self.synchronize()?;
-        self.scatter(&f)?;
-        self.t = state.time;
-        for p in &mut self.parts {
-            p.solver.set_time(state.time);
-        }
-        self.global = None;
-        Ok(())
-    }
-
-    fn backend(&self) -> BackendKind {
-        BackendKind::Gpu(self.parts[0].solver.device().ordinal())
-    }
-
-    fn config(&self) -> &SolverConfig {
-        &self.config
-    }
-}
-
 /// One multi-GPU measurement.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ScalingResult {
@@ -489,7 +515,7 @@ pub fn measure(
         // copy per neighbour, or one per plane for SoA.
         let k = z_pairs(&L::C);
         let transfers = if exchange == Exchange::Soa { 2 * k } else { 2 };
-        let mut s = MultiGpu::<L, Q, S>::new(c, devices, exchange, true)?;
+        let mut s = GpuSolver::<L, Q, S>::split(c, devices, exchange, true)?;
         s.step(10)?;
         s.synchronize()?;
         let t0 = std::time::Instant::now();
@@ -504,9 +530,9 @@ pub fn measure(
             sum.compute_ms += t.compute_ms / samples as f64;
             sum.halo_ms += t.halo_ms / samples as f64;
         }
-        Ok((seconds, sum, s.links().to_vec(), 2 * k * plane_bytes, transfers))
+        Ok((seconds, sum, s.links(), 2 * k * plane_bytes, transfers))
     }
-    let mut config = crate::validation::cavity_config(
+    let mut config = crate::cases::cavity_config(
         lattice,
         crate::Precision::F32,
         kernels_gpu::Streaming::EsotericPull,
@@ -517,7 +543,7 @@ pub fn measure(
     // A box of any shape (weak scaling stretches z): walls, lid on y_max.
     let mut faces = [crate::domain::FaceBoundary::Wall; 6];
     faces[3] = crate::domain::FaceBoundary::MovingWall([0.05, 0.0, 0.0]);
-    config.domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)?;
+    config.domain = crate::domain::Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)?;
     let (seconds, timing, links, halo_bytes, transfers) =
         crate::dispatch!(lattice, crate::Precision::F32, run(config, devices, exchange, steps))?;
     let cells = size.iter().map(|&n| n as f64).product::<f64>();

@@ -1,7 +1,14 @@
-//! One process per GPU over NCCL, the path to clusters: each process owns
-//! one z-partition (the plan of [`crate::halo`]) and exchanges its halo
-//! planes with `ncclSend`/`ncclRecv` on a stream of its own, overlapped with
-//! its interior as in [`crate::multi_gpu`].
+//! One process per GPU over NCCL, the path to clusters: the NCCL executor
+//! of the step plan. Each process owns one z-partition (the plan of
+//! [`crate::halo`]) and exchanges its halo planes with `ncclSend`/`ncclRecv`
+//! on a stream of its own, overlapped with its interior as in
+//! [`crate::multi_gpu`]. Read-backs are collective: every rank computes its
+//! own cells' fields, mass or forces, and rank 0 receives only those.
+//!
+//! The raw NCCL calls live in [`Comm`], a thin wrapper: cudarc's safe
+//! communicator takes typed slices and gives no access to the handle, which
+//! polling for a dead peer (`ncclCommGetAsyncError`) and aborting from a
+//! watchdog thread need.
 //!
 //! Ranks come from the launcher: `RANK`/`WORLD_SIZE`/`LOCAL_RANK`
 //! (torchrun-style), Open MPI's `OMPI_COMM_WORLD_*`, or Slurm's
@@ -12,29 +19,34 @@
 
 use crate::bench::COPY_BYTES;
 use crate::error::{CudaContextExt, Error, Result};
-use crate::gpu::{DeviceStorage, GpuDevice, GpuSolver};
+use crate::gpu::{DeviceStorage, GpuDevice, GpuPart};
 use crate::halo::halo_copies;
+use crate::multi_gpu::GpuSolver;
 use crate::overlap::SplitStep;
-use crate::partition::{local_config, local_layers, split, write_own_layers};
-use crate::solver::{Solver, SolverConfig};
+use crate::partition::{local_layers, Slab};
+use crate::plan::{Executor, Plan, Region, Schedule};
+use crate::simulation::{Partitions, Simulation};
+use crate::solver::{storage_bytes, BackendKind, Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaStream};
+use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nccl::sys as nccl;
 use kernels_gpu::lattice::z_pairs;
-use kernels_gpu::layout::population_index;
 use kernels_gpu::Lattice;
 use std::io::{Read, Write};
-use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Layers rank 0 stages at a time when it gathers or scatters populations:
-/// a few, so that it needs little device memory beyond its partition.
-pub const CHUNK_LAYERS: usize = 4;
+/// Bytes staged on the device at a time when a rank sends host data to
+/// another (read-backs, restores): little memory beyond the partition.
+pub const CHUNK_BYTES: usize = 64 << 20;
 
-/// NCCL moves halos as bytes: the ranges are raw population storage.
+/// NCCL moves everything as bytes: halos are raw population storage.
 const BYTES: nccl::ncclDataType_t = nccl::ncclDataType_t::ncclUint8;
+
+/// How often the watchdog asks NCCL whether a peer has failed.
+const WATCH_INTERVAL: Duration = Duration::from_millis(200);
 
 /// How long a rank waits for the rendezvous.
 const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(120);
@@ -143,6 +155,12 @@ fn share_id(ranks: Ranks, rendezvous: &str) -> Result<nccl::ncclUniqueId> {
     Ok(id)
 }
 
+/// Whether the NCCL library (libnccl.so.2) can be loaded.
+pub fn library_present() -> bool {
+    // SAFETY: only probes whether the library can be loaded.
+    unsafe { nccl::is_culib_present() }
+}
+
 pub(crate) fn nccl_result(r: nccl::ncclResult_t, what: &str) -> Result<()> {
     if r == nccl::ncclResult_t::ncclSuccess {
         Ok(())
@@ -151,164 +169,106 @@ pub(crate) fn nccl_result(r: nccl::ncclResult_t, what: &str) -> Result<()> {
     }
 }
 
-/// An NCCL communicator, owned by one partition.
-struct Comm(nccl::ncclComm_t);
-
-// SAFETY: NCCL lets a communicator move between threads as long as no two
-// use it at once; it is only reached through `&mut NcclPartition`.
-unsafe impl Send for Comm {}
-
-/// This process's partition of a domain split over the job's ranks.
-pub struct NcclPartition<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
-    config: SolverConfig,
-    ranks: Ranks,
-    /// Every rank's global layers.
-    ranges: Vec<Range<u32>>,
-    solver: GpuSolver<L, Q, S>,
-    comm: Comm,
-    copies: Arc<CudaStream>,
-    split: SplitStep,
-    /// Recorded after the last exchange (sends and receives) of this rank.
-    exchanged: CudaEvent,
-    /// Whether [`Self::abort`] ended the communicator.
-    aborted: bool,
-    t: u64,
+/// A raw NCCL communicator: the one place the NCCL API is called.
+pub(crate) struct Comm {
+    raw: nccl::ncclComm_t,
+    /// Set once the communicator has been aborted (by an error or the watchdog).
+    aborted: Arc<AtomicBool>,
 }
 
-impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
-    /// Joins the job: opens GPU `ranks.local`, builds this rank's partition of
-    /// `config` and the NCCL communicator.
-    pub fn new(config: SolverConfig, ranks: Ranks, rendezvous: &str, ptx: &str) -> Result<Self> {
-        config.validate()?;
-        let d = config.domain.dims;
-        if z_pairs(&L::C) == 0 || d.nz < 2 * ranks.world as u32 {
-            return Err(Error::Setup(format!(
-                "{} layers along z cannot be split over {} ranks: each needs at least 2 layers of a 3D lattice",
-                d.nz, ranks.world
-            )));
-        }
-        let ranges = split(d.nz, ranks.world as u32)?;
-        let device = GpuDevice::open(ranks.local, ptx)?;
-        // SAFETY: only probes whether libnccl can be loaded.
-        if !unsafe { nccl::is_culib_present() } {
-            return Err(Error::Setup(
-                "the NCCL library (libnccl.so.2) was not found: install NCCL or add its directory to LD_LIBRARY_PATH"
-                    .into(),
-            ));
-        }
-        let local = local_config(&config, &ranges[ranks.rank])?;
-        let mut solver = GpuSolver::<L, Q, S>::new(local, device.clone())
-            .map_err(|e| crate::multi_gpu::in_partition(e, format!("rank {} on GPU {}", ranks.rank, ranks.local)))?;
-        solver.own_layers_only()?;
-        let ctx = device.context().clone();
-        // NCCL moves data with kernels: the highest priority lets them start
-        // while the interior kernel still fills the GPU.
-        ctx.bind_to_thread().ctx("binding the device")?;
-        let (_, highest) = cudarc::driver::result::stream::get_priority_range().ctx("reading stream priorities")?;
-        let copies = ctx.new_stream_with_priority(highest).ctx("creating the NCCL stream")?;
-        let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event");
-        let (split, exchanged) = (SplitStep::new(&ctx)?, event()?);
-        let id = share_id(ranks, rendezvous)?;
-        ctx.bind_to_thread().ctx("binding the device")?;
-        let mut comm = std::ptr::null_mut();
-        // ncclCommInitRank blocks until every rank joins: a rank that failed
-        // would leave the others waiting forever, so a watchdog ends them.
-        let joined = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let watch = joined.clone();
+/// The communicator handle, for the watchdog thread.
+#[derive(Clone, Copy)]
+struct RawComm(nccl::ncclComm_t);
+// SAFETY: NCCL lets a communicator move between threads; the watchdog only
+// polls `ncclCommGetAsyncError` and calls `ncclCommAbort`, which NCCL
+// documents as safe beside calls on other threads.
+unsafe impl Send for RawComm {}
+// SAFETY: as for `RawComm`; the main thread's calls go through `&mut NcclParts`.
+unsafe impl Send for Comm {}
+
+impl Comm {
+    /// Joins the communicator of `ranks.world` ranks sharing `id` (blocks
+    /// until every rank has joined).
+    fn join(ranks: Ranks, id: nccl::ncclUniqueId) -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `raw` receives the communicator; every rank passes the same id.
+        let joined = unsafe { nccl::ncclCommInitRank(&mut raw, ranks.world as i32, id, ranks.rank as i32) };
+        nccl_result(joined, "joining the job")?;
+        Ok(Self { raw, aborted: Arc::new(AtomicBool::new(false)) })
+    }
+
+    /// Watches for a failed peer from a thread of its own: NCCL reports a
+    /// rank that died only through the asynchronous error, and this rank
+    /// may meanwhile be blocked waiting for it. The watchdog aborts the
+    /// communicator, which ends the wait, and then the process, naming
+    /// this rank and the neighbours it exchanges with.
+    fn watch(&self, ranks: Ranks) {
+        let (raw, aborted) = (RawComm(self.raw), self.aborted.clone());
         std::thread::spawn(move || {
-            std::thread::sleep(RENDEZVOUS_TIMEOUT);
-            if !watch.load(std::sync::atomic::Ordering::SeqCst) {
-                eprintln!(
-                    "error: rank {} of {}: not every rank joined NCCL within {} s; another rank has probably failed (see its messages)",
-                    ranks.rank,
-                    ranks.world,
-                    RENDEZVOUS_TIMEOUT.as_secs()
-                );
-                std::process::exit(1);
+            let raw = raw;
+            loop {
+                std::thread::sleep(WATCH_INTERVAL);
+                if aborted.load(Ordering::SeqCst) {
+                    return;
+                }
+                let mut state = nccl::ncclResult_t::ncclSuccess;
+                // SAFETY: polls a live communicator (the flag says when it is gone).
+                let polled = unsafe { nccl::ncclCommGetAsyncError(raw.0, &mut state) };
+                if polled != nccl::ncclResult_t::ncclSuccess
+                    || !matches!(state, nccl::ncclResult_t::ncclSuccess | nccl::ncclResult_t::ncclInProgress)
+                {
+                    if aborted.swap(true, Ordering::SeqCst) {
+                        return;
+                    }
+                    // SAFETY: aborting ends any NCCL work this rank is blocked in.
+                    unsafe { nccl::ncclCommAbort(raw.0) };
+                    let w = ranks.world;
+                    eprintln!(
+                        "error: rank {} of {w}: NCCL reports {state:?}: a peer rank failed or became unreachable \
+                         (this rank exchanges with ranks {} and {}); aborting",
+                        ranks.rank,
+                        (ranks.rank + w - 1) % w,
+                        (ranks.rank + 1) % w
+                    );
+                    std::process::exit(3);
+                }
             }
         });
-        // SAFETY: `comm` receives the communicator; every rank passes the same id.
-        let joining = unsafe { nccl::ncclCommInitRank(&mut comm, ranks.world as i32, id, ranks.rank as i32) };
-        joined.store(true, std::sync::atomic::Ordering::SeqCst);
-        nccl_result(joining, "joining the job")?;
-        if ranks.rank == 0 {
-            if let Some(path) = rendezvous.strip_prefix("file:") {
-                std::fs::remove_file(path).ok();
-            }
-        }
-        Ok(Self { config, ranks, ranges, solver, comm: Comm(comm), copies, split, exchanged, aborted: false, t: 0 })
     }
 
-    /// Runs `steps` time steps.
-    pub fn step(&mut self, steps: u64) -> Result<()> {
-        let len = self.ranges[self.ranks.rank].len() as u32;
-        let w = self.ranks.world;
-        let (up_peer, down_peer) = ((self.ranks.rank + 1) % w, (self.ranks.rank + w - 1) % w);
-        let d = self.config.domain.dims;
-        let elem = std::mem::size_of::<S::Elem>();
-        let plane = d.nx * d.ny;
-        let stream = self.copies.cu_stream() as nccl::cudaStream_t;
-        for _ in 0..steps {
-            self.split.launch(&mut self.solver, len, &[&self.exchanged], None)?;
-            self.solver.swap_buffers();
-            self.copies.wait(self.split.boundary_done()).ctx("waiting for boundary layers")?;
-            let base = self.solver.buffer_address();
-            let at = |i: usize| (base + (i * elem) as u64) as *mut std::ffi::c_void;
-            let copies = halo_copies(self.config.streaming, self.t, z_pairs(&L::C));
-            // SAFETY: group calls; every range lies inside this rank's buffer
-            // (each rank places what it sends and receives in its own layers).
-            unsafe {
-                nccl_result(nccl::ncclGroupStart(), "starting a group")?;
-                let mut queued = Ok(());
-                for c in &copies {
-                    let (from, _) = c.ranges(len, len, plane, Q);
-                    let peer = if c.up { up_peer } else { down_peer };
-                    let sent =
-                        nccl::ncclSend(at(from.start), from.len() * elem, BYTES, peer as i32, self.comm.0, stream);
-                    queued = queued.and(nccl_result(sent, "sending halo planes"));
-                }
-                for c in &copies {
-                    // The copy `c` that this rank receives comes from the other side.
-                    let (_, to) = c.ranges(len, len, plane, Q);
-                    let peer = if c.up { down_peer } else { up_peer };
-                    let received =
-                        nccl::ncclRecv(at(to.start), to.len() * elem, BYTES, peer as i32, self.comm.0, stream);
-                    queued = queued.and(nccl_result(received, "receiving halo planes"));
-                }
-                // Close the group whatever failed, so later calls are not queued into it.
-                let ended = nccl_result(nccl::ncclGroupEnd(), "ending a group");
-                queued.and(ended)?;
-            }
-            self.exchanged.record(&self.copies).ctx("recording an event")?;
-            self.solver.advance();
-            self.t += 1;
-        }
-        Ok(())
+    /// Queues the sends and receives `f` issues as one group.
+    fn group(&self, f: impl FnOnce(&Self) -> Result<()>) -> Result<()> {
+        // SAFETY: plain group markers.
+        nccl_result(unsafe { nccl::ncclGroupStart() }, "starting a group")?;
+        let queued = f(self);
+        // Close the group whatever failed, so later calls are not queued into it.
+        // SAFETY: as above.
+        let ended = nccl_result(unsafe { nccl::ncclGroupEnd() }, "ending a group");
+        queued.and(ended)
     }
 
-    /// This rank's place in the job.
-    pub fn ranks(&self) -> Ranks {
-        self.ranks
+    /// Queues a send of `bytes` bytes at device address `at` to `peer` on `stream`.
+    ///
+    /// # Safety
+    /// The range must stay valid and unwritten until the stream reaches the send.
+    unsafe fn send(&self, at: u64, bytes: usize, peer: usize, stream: &CudaStream, what: &str) -> Result<()> {
+        let s = stream.cu_stream() as nccl::cudaStream_t;
+        nccl_result(unsafe { nccl::ncclSend(at as *const _, bytes, BYTES, peer as i32, self.raw, s) }, what)
     }
 
-    /// Time steps done.
-    pub fn time(&self) -> u64 {
-        self.t
+    /// Queues a receive of `bytes` bytes into device address `at` from `peer` on `stream`.
+    ///
+    /// # Safety
+    /// The range must stay valid and untouched until the stream reaches the receive.
+    unsafe fn recv(&self, at: u64, bytes: usize, peer: usize, stream: &CudaStream, what: &str) -> Result<()> {
+        let s = stream.cu_stream() as nccl::cudaStream_t;
+        nccl_result(unsafe { nccl::ncclRecv(at as *mut _, bytes, BYTES, peer as i32, self.raw, s) }, what)
     }
 
-    /// The whole simulation's configuration.
-    pub fn config(&self) -> &SolverConfig {
-        &self.config
-    }
-
-    /// Rank 0's `words` reach every rank (the others pass anything): the
-    /// small messages that keep the ranks in step.
-    pub fn broadcast(&mut self, words: [u64; 2]) -> Result<[u64; 2]> {
-        self.synchronize()?;
-        let mut buf = self.copies.clone_htod(&words).ctx("staging a message")?;
-        let stream = self.copies.cu_stream() as nccl::cudaStream_t;
-        let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
-        // SAFETY: in place over the two words of `buf`, on the stream that owns it.
+    /// Rank 0's two words reach every rank, in place in the device buffer `buf`.
+    fn broadcast(&self, buf: &mut cudarc::driver::CudaSlice<u64>, stream: &Arc<CudaStream>) -> Result<()> {
+        let (ptr, guard) = buf.device_ptr_mut(stream);
+        // SAFETY: in place over the words of `buf`, on the stream that owns it.
         let sent = unsafe {
             nccl::ncclBroadcast(
                 ptr as *const _,
@@ -316,135 +276,333 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclPartition<L, Q, S> {
                 2,
                 nccl::ncclDataType_t::ncclUint64,
                 0,
-                self.comm.0,
-                stream,
+                self.raw,
+                stream.cu_stream() as nccl::cudaStream_t,
             )
         };
         drop(guard);
-        nccl_result(sent, "broadcasting a message")?;
+        nccl_result(sent, "broadcasting a message")
+    }
+
+    /// Ends this rank's part at once: pending NCCL work is abandoned.
+    fn abort(&self) {
+        if !self.aborted.swap(true, Ordering::SeqCst) {
+            // SAFETY: the communicator is valid until `Drop`, which skips an aborted one.
+            unsafe { nccl::ncclCommAbort(self.raw) };
+        }
+    }
+}
+
+impl Drop for Comm {
+    fn drop(&mut self) {
+        if !self.aborted.swap(true, Ordering::SeqCst) {
+            // SAFETY: the communicator was created in `join` and is destroyed once.
+            unsafe { nccl::ncclCommDestroy(self.raw) };
+        }
+    }
+}
+
+/// This process's partition of a domain split over the job's ranks: the
+/// NCCL executor. Its [`Partitions`] read-backs are collective: every rank
+/// must call the same one (rank 0 through its solver, the others as
+/// [`crate::nccl_run`] tells them); rank 0 gets every partition's result,
+/// the others empty lists.
+pub struct NcclParts<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
+    config: SolverConfig,
+    ranks: Ranks,
+    /// Every rank's layers.
+    slabs: Vec<Slab>,
+    gpu: GpuPart<L, Q, S>,
+    comm: Comm,
+    copies: Arc<CudaStream>,
+    split: SplitStep,
+    /// Recorded after the last exchange (sends and receives) of this rank.
+    exchanged: CudaEvent,
+}
+
+/// This rank's simulation.
+pub type NcclSolver<L, const Q: usize, S> = Simulation<NcclParts<L, Q, S>>;
+
+/// Joins the job: opens GPU `ranks.local`, builds this rank's partition of
+/// `config` and the NCCL communicator, and starts the dead-peer watchdog.
+pub fn join<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
+    config: SolverConfig,
+    ranks: Ranks,
+    rendezvous: &str,
+    ptx: &str,
+) -> Result<NcclSolver<L, Q, S>> {
+    config.validate()?;
+    let d = config.domain.dims;
+    if z_pairs(&L::C) == 0 || d.nz < 2 * ranks.world as u32 {
+        return Err(Error::Setup(format!(
+            "{} layers along z cannot be split over {} ranks: each needs at least 2 layers of a 3D lattice",
+            d.nz, ranks.world
+        )));
+    }
+    let slabs = Slab::split(d.nz, ranks.world as u32)?;
+    let device = GpuDevice::open(ranks.local, ptx)?;
+    if !library_present() {
+        return Err(Error::Setup(
+            "the NCCL library (libnccl.so.2) was not found: install NCCL or add its directory to LD_LIBRARY_PATH"
+                .into(),
+        ));
+    }
+    let gpu = GpuPart::<L, Q, S>::new(&config, slabs[ranks.rank].clone(), device.clone())
+        .map_err(|e| crate::multi_gpu::in_partition(e, format!("rank {} on GPU {}", ranks.rank, ranks.local)))?;
+    let ctx = device.context().clone();
+    // NCCL moves data with kernels: the highest priority lets them start
+    // while the interior kernel still fills the GPU.
+    ctx.bind_to_thread().ctx("binding the device")?;
+    let (_, highest) = cudarc::driver::result::stream::get_priority_range().ctx("reading stream priorities")?;
+    let copies = ctx.new_stream_with_priority(highest).ctx("creating the NCCL stream")?;
+    let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event");
+    let (split, exchanged) = (SplitStep::new(&ctx)?, event()?);
+    let id = share_id(ranks, rendezvous)?;
+    ctx.bind_to_thread().ctx("binding the device")?;
+    // ncclCommInitRank blocks until every rank joins: a rank that failed
+    // would leave the others waiting forever, so a watchdog ends them.
+    let joined = Arc::new(AtomicBool::new(false));
+    let watch = joined.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(RENDEZVOUS_TIMEOUT);
+        if !watch.load(Ordering::SeqCst) {
+            eprintln!(
+                "error: rank {} of {}: not every rank joined NCCL within {} s; another rank has probably failed (see its messages)",
+                ranks.rank,
+                ranks.world,
+                RENDEZVOUS_TIMEOUT.as_secs()
+            );
+            std::process::exit(1);
+        }
+    });
+    let comm = Comm::join(ranks, id);
+    joined.store(true, Ordering::SeqCst);
+    let comm = comm?;
+    comm.watch(ranks);
+    if ranks.rank == 0 {
+        if let Some(path) = rendezvous.strip_prefix("file:") {
+            std::fs::remove_file(path).ok();
+        }
+    }
+    let exec = NcclParts { config: config.clone(), ranks, slabs, gpu, comm, copies, split, exchanged };
+    Ok(Simulation::from_parts(config, exec, Plan::split(1, Schedule::Overlapped)))
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
+    /// This rank's place in the job.
+    pub fn ranks(&self) -> Ranks {
+        self.ranks
+    }
+
+    /// Rank 0's `words` reach every rank (the others pass anything): the
+    /// small messages that keep the ranks in step.
+    pub fn broadcast(&mut self, words: [u64; 2]) -> Result<[u64; 2]> {
+        Partitions::synchronize(self)?;
+        let mut buf = self.copies.clone_htod(&words).ctx("staging a message")?;
+        self.comm.broadcast(&mut buf, &self.copies)?;
         let got = self.copies.clone_dtoh(&buf).ctx("reading a message")?;
         Ok([got[0], got[1]])
-    }
-
-    /// Sets every rank's populations (halos included) from the global
-    /// buffer `global`, which rank 0 passes (the others pass `None`), and
-    /// the time to `time`. Rank 0 stages [`CHUNK_LAYERS`] layers at a time.
-    pub fn scatter(&mut self, global: Option<&[S]>, time: u64) -> Result<()> {
-        self.synchronize()?;
-        let d = self.config.domain.dims;
-        let layer = Q * (d.nx * d.ny) as usize;
-        let elem = std::mem::size_of::<S::Elem>();
-        let stream = self.copies.cu_stream() as nccl::cudaStream_t;
-        if self.ranks.rank == 0 {
-            let global = global.ok_or_else(|| Error::Setup("rank 0 scatters without populations".into()))?;
-            for (r, range) in self.ranges.iter().enumerate().skip(1) {
-                let local: Vec<S::Elem> = local_layers(global, d, Q, range).into_iter().map(S::to_elem).collect();
-                for chunk in local.chunks(CHUNK_LAYERS * layer) {
-                    let mut buf = self.copies.clone_htod(chunk).ctx("staging populations")?;
-                    let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
-                    // SAFETY: `buf` holds the chunk; the stream is synchronised before `buf` is freed.
-                    let sent = unsafe {
-                        nccl::ncclSend(
-                            ptr as *const _,
-                            std::mem::size_of_val(chunk),
-                            BYTES,
-                            r as i32,
-                            self.comm.0,
-                            stream,
-                        )
-                    };
-                    drop(guard);
-                    nccl_result(sent, "sending populations")?;
-                    self.copies.synchronize().ctx("sending populations")?;
-                }
-            }
-            self.solver.upload_populations(&local_layers(global, d, Q, &self.ranges[0]))?;
-        } else {
-            let base = self.solver.buffer_address();
-            let total = layer * (self.ranges[self.ranks.rank].len() + 2);
-            for start in (0..total).step_by(CHUNK_LAYERS * layer) {
-                let n = (total - start).min(CHUNK_LAYERS * layer);
-                let ptr = (base + (start * elem) as u64) as *mut std::ffi::c_void;
-                // SAFETY: `start + n` values lie inside the population buffer (own layers and halos).
-                let received = unsafe { nccl::ncclRecv(ptr, n * elem, BYTES, 0, self.comm.0, stream) };
-                nccl_result(received, "receiving populations")?;
-            }
-        }
-        self.synchronize()?;
-        self.t = time;
-        self.solver.set_time(time);
-        Ok(())
-    }
-
-    /// Waits for all queued work of this rank.
-    pub fn synchronize(&mut self) -> Result<()> {
-        self.solver.synchronize()?;
-        self.split.synchronize()?;
-        self.copies.synchronize().ctx("finishing the halo exchange")
-    }
-
-    /// The global populations on rank 0 (`None` on the others): every other
-    /// rank sends its own layers, which rank 0 stages [`CHUNK_LAYERS`]
-    /// layers at a time.
-    pub fn gather(&mut self) -> Result<Option<Vec<S>>> {
-        self.synchronize()?;
-        let d = self.config.domain.dims;
-        let (plane, elem) = (d.nx * d.ny, std::mem::size_of::<S::Elem>());
-        let layer = Q * plane as usize;
-        let stream = self.copies.cu_stream() as nccl::cudaStream_t;
-        // Chunks of own layers: local layers `1 ..= len`, CHUNK_LAYERS at a time.
-        let chunks = |len: usize| (0..len).step_by(CHUNK_LAYERS).map(move |c| (1 + c, CHUNK_LAYERS.min(len - c)));
-        if self.ranks.rank != 0 {
-            let base = self.solver.buffer_address();
-            for (first, layers) in chunks(self.ranges[self.ranks.rank].len()) {
-                let ptr = (base + (first * layer * elem) as u64) as *const std::ffi::c_void;
-                // SAFETY: the chunk lies inside the population buffer; the stream is synchronised below.
-                let sent = unsafe { nccl::ncclSend(ptr, layers * layer * elem, BYTES, 0, self.comm.0, stream) };
-                nccl_result(sent, "sending populations")?;
-            }
-            self.copies.synchronize().ctx("sending populations")?;
-            return Ok(None);
-        }
-        let mut f = vec![S::ZERO; Q * d.cells()];
-        write_own_layers(&self.solver.read_populations()?, d, Q, &self.ranges[0], &mut f);
-        let mut buf = self.copies.alloc_zeros::<S::Elem>(CHUNK_LAYERS * layer).ctx("staging populations")?;
-        for (r, range) in self.ranges.iter().enumerate().skip(1) {
-            for (first, layers) in chunks(range.len()) {
-                let (ptr, guard) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut buf, &self.copies);
-                // SAFETY: `buf` holds CHUNK_LAYERS layers.
-                let received = unsafe {
-                    nccl::ncclRecv(ptr as *mut _, layers * layer * elem, BYTES, r as i32, self.comm.0, stream)
-                };
-                drop(guard);
-                nccl_result(received, "receiving populations")?;
-                let staged = self.copies.clone_dtoh(&buf).ctx("reading populations")?;
-                // Local layer `first` is global layer `range.start + first - 1`; layers are contiguous.
-                let at = population_index(plane, Q, 0, range.start + first as u32 - 1, 0);
-                for (to, from) in f[at..at + layers * layer].iter_mut().zip(staged) {
-                    *to = S::from_elem(from);
-                }
-            }
-        }
-        Ok(Some(f))
     }
 
     /// Ends this rank's part in the job at once, after an error: pending
     /// NCCL work is abandoned rather than waited for.
     pub fn abort(&mut self) {
-        if !self.aborted {
-            // SAFETY: the communicator is valid until `Drop`, which skips an aborted one.
-            unsafe { nccl::ncclCommAbort(self.comm.0) };
-            self.aborted = true;
+        self.comm.abort();
+    }
+
+    /// Sends host bytes to `peer`, staged through the device in chunks.
+    fn send_bytes(&self, peer: usize, bytes: &[u8]) -> Result<()> {
+        for chunk in bytes.chunks(CHUNK_BYTES) {
+            let buf = self.copies.clone_htod(chunk).ctx("staging data")?;
+            let (ptr, _guard) = buf.device_ptr(&self.copies);
+            // SAFETY: `buf` holds the chunk until the stream is synchronised below.
+            unsafe { self.comm.send(ptr, chunk.len(), peer, &self.copies, "sending data")? };
+            self.copies.synchronize().ctx("sending data")?;
         }
+        Ok(())
+    }
+
+    /// Receives `len` host bytes from `peer` (sent by [`Self::send_bytes`]).
+    fn recv_bytes(&self, peer: usize, len: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        let mut buf = self.copies.alloc_zeros::<u8>(CHUNK_BYTES.min(len).max(1)).ctx("staging data")?;
+        while out.len() < len {
+            let n = (len - out.len()).min(CHUNK_BYTES);
+            {
+                let (ptr, _guard) = buf.device_ptr_mut(&self.copies);
+                // SAFETY: `buf` holds at least `n` bytes; the stream is synchronised by the read below.
+                unsafe { self.comm.recv(ptr, n, peer, &self.copies, "receiving data")? };
+            }
+            let staged = self.copies.clone_dtoh(&buf.slice(..n)).ctx("reading received data")?;
+            out.extend_from_slice(&staged);
+        }
+        Ok(out)
+    }
+
+    /// Every rank's `mine` on rank 0 (`len(r)` bytes from rank `r`); an
+    /// empty list on the others.
+    fn gather_bytes(&self, mine: Vec<u8>, len: impl Fn(usize) -> usize) -> Result<Vec<Vec<u8>>> {
+        if self.ranks.rank != 0 {
+            self.send_bytes(0, &mine)?;
+            return Ok(Vec::new());
+        }
+        let mut all = vec![mine];
+        for r in 1..self.ranks.world {
+            all.push(self.recv_bytes(r, len(r))?);
+        }
+        Ok(all)
     }
 }
 
-impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Drop for NcclPartition<L, Q, S> {
-    fn drop(&mut self) {
-        if !self.aborted {
-            // SAFETY: the communicator was created in `new` and is destroyed once.
-            unsafe { nccl::ncclCommDestroy(self.comm.0) };
+/// f64 values as bytes and back, for transfers.
+fn f64_bytes(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+fn bytes_f64(b: &[u8]) -> Vec<f64> {
+    b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Executor for NcclParts<L, Q, S> {
+    fn update(&mut self, _part: usize, region: Region, t: u64) -> Result<()> {
+        let compute = self.gpu.device().stream().clone();
+        match region {
+            Region::Boundary => {
+                self.split.begin(&compute, &[&self.exchanged])?;
+                let boundary = self.split.stream().clone();
+                self.gpu.launch(&boundary, region, t)?;
+                self.split.end_boundary()
+            }
+            _ => self.gpu.launch(&compute, region, t),
         }
+    }
+
+    fn exchange(&mut self, _part: usize, t: u64) -> Result<()> {
+        let len = self.gpu.slab().len();
+        let w = self.ranks.world;
+        let (up_peer, down_peer) = ((self.ranks.rank + 1) % w, (self.ranks.rank + w - 1) % w);
+        let d = self.config.domain.dims;
+        let (elem, plane) = (std::mem::size_of::<S::Elem>(), d.nx * d.ny);
+        self.copies.wait(self.split.boundary_done()).ctx("waiting for boundary layers")?;
+        let base = self.gpu.output_address(t);
+        let at = |i: usize| base + (i * elem) as u64;
+        let copies = halo_copies(self.config.streaming, t, z_pairs(&L::C));
+        self.comm.group(|comm| {
+            for c in &copies {
+                let (from, _) = c.ranges(len, len, plane, Q);
+                let peer = if c.up { up_peer } else { down_peer };
+                // SAFETY: the range lies inside this rank's buffer, which the
+                // boundary stream does not touch again before `exchanged`.
+                unsafe { comm.send(at(from.start), from.len() * elem, peer, &self.copies, "sending halo planes")? };
+            }
+            for c in &copies {
+                // The copy `c` that this rank receives comes from the other side.
+                let (_, to) = c.ranges(len, len, plane, Q);
+                let peer = if c.up { down_peer } else { up_peer };
+                // SAFETY: as above; no cell touches the received planes this step.
+                unsafe { comm.recv(at(to.start), to.len() * elem, peer, &self.copies, "receiving halo planes")? };
+            }
+            Ok(())
+        })?;
+        self.exchanged.record(&self.copies).ctx("recording an event")
+    }
+
+    fn end_step(&mut self, _t: u64) -> Result<()> {
+        self.gpu.end_step();
+        Ok(())
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for NcclParts<L, Q, S> {
+    type Storage = S;
+
+    fn slabs(&self) -> &[Slab] {
+        &self.slabs
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.gpu.device().stream().synchronize().ctx("running time steps")?;
+        self.split.synchronize()?;
+        self.copies.synchronize().ctx("finishing the halo exchange")
+    }
+
+    fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>> {
+        self.synchronize()?;
+        let mine = f64_bytes(&self.gpu.fields(t)?);
+        let plane = (self.config.domain.dims.nx * self.config.domain.dims.ny) as usize;
+        let slabs = self.slabs.clone();
+        let all = self.gather_bytes(mine, |r| 4 * 8 * plane * slabs[r].z.len())?;
+        Ok(all.iter().map(|b| bytes_f64(b)).collect())
+    }
+
+    fn masses(&mut self, t: u64) -> Result<Vec<f64>> {
+        self.synchronize()?;
+        let mine = f64_bytes(&[self.gpu.mass(t)?]);
+        Ok(self.gather_bytes(mine, |_| 8)?.iter().map(|b| bytes_f64(b)[0]).collect())
+    }
+
+    fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
+        self.synchronize()?;
+        let d = self.config.domain.dims;
+        // Rank 0 holds the objects: each rank gets its layers (halos included) of each.
+        let local_cells = |r: usize| (self.slabs[r].z.len() + 2) * (d.nx * d.ny) as usize;
+        let local: Vec<Vec<bool>> = if self.ranks.rank == 0 {
+            for r in 1..self.ranks.world {
+                for mask in objects {
+                    let bytes: Vec<u8> = local_layers(mask, d, 1, &self.slabs[r]).iter().map(|&b| b as u8).collect();
+                    self.send_bytes(r, &bytes)?;
+                }
+            }
+            objects.iter().map(|m| local_layers(m, d, 1, &self.slabs[0])).collect()
+        } else {
+            let n = local_cells(self.ranks.rank);
+            (0..objects.len())
+                .map(|_| Ok(self.recv_bytes(0, n)?.iter().map(|&b| b != 0).collect()))
+                .collect::<Result<_>>()?
+        };
+        let own = self.gpu.forces_local(t, &local)?;
+        let mine = f64_bytes(&own.iter().flatten().copied().collect::<Vec<_>>());
+        let all = self.gather_bytes(mine, |_| 24 * objects.len())?;
+        Ok(all.iter().map(|b| bytes_f64(b).chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect()).collect())
+    }
+
+    fn populations(&mut self) -> Result<Vec<Vec<S>>> {
+        self.synchronize()?;
+        let mine = storage_bytes(&self.gpu.own_populations()?).to_vec();
+        let layer = Q * (self.config.domain.dims.nx * self.config.domain.dims.ny) as usize * S::BYTES;
+        let slabs = self.slabs.clone();
+        let all = self.gather_bytes(mine, |r| layer * slabs[r].z.len())?;
+        all.iter()
+            .map(|b| {
+                let mut v = vec![S::ZERO; b.len() / S::BYTES];
+                crate::solver::restore_storage(&mut v, b).map(|_| v)
+            })
+            .collect()
+    }
+
+    fn restore(&mut self, global: &[S], t: u64) -> Result<()> {
+        self.synchronize()?;
+        let d = self.config.domain.dims;
+        let layer = Q * (d.nx * d.ny) as usize;
+        if self.ranks.rank == 0 {
+            for r in 1..self.ranks.world {
+                self.send_bytes(r, storage_bytes(&local_layers(global, d, Q, &self.slabs[r])))?;
+            }
+            self.gpu.restore_local(&local_layers(global, d, Q, &self.slabs[0]), t)
+        } else {
+            let n = layer * (self.slabs[self.ranks.rank].z.len() + 2);
+            let bytes = self.recv_bytes(0, n * S::BYTES)?;
+            let mut local = vec![S::ZERO; n];
+            crate::solver::restore_storage(&mut local, &bytes)?;
+            self.gpu.restore_local(&local, t)
+        }
+    }
+
+    fn backend(&self) -> BackendKind {
+        BackendKind::Gpu(self.ranks.local)
+    }
+
+    fn kernel_report(&self) -> Option<crate::gpu::KernelReport> {
+        self.gpu.kernel_report()
     }
 }
 
@@ -486,7 +644,7 @@ pub fn run_and_check(
         // Rank 0's copy bandwidth, before the partition takes memory.
         let copy_bandwidth =
             if ranks.rank == 0 { GpuDevice::open(ranks.local, ptx)?.copy_bandwidth(COPY_BYTES, 20)? } else { 0.0 };
-        let mut part = NcclPartition::<L, Q, S>::new(config.clone(), ranks, rendezvous, ptx)?;
+        let mut part = join::<L, Q, S>(config.clone(), ranks, rendezvous, ptx)?;
         // NCCL connects peers on their first send: untimed warm-up steps
         // keep that out of the speed (they count towards the comparison).
         let warm_up = (steps / 2).min(10);
@@ -496,10 +654,14 @@ pub fn run_and_check(
         part.step(steps - warm_up)?;
         part.synchronize()?;
         let seconds = start.elapsed().as_secs_f64();
-        let Some(got) = part.gather()? else { return Ok(None) };
+        // Collective: every rank sends its own layers to rank 0.
+        let got = part.executor().populations()?.concat();
+        if ranks.rank != 0 {
+            return Ok(None);
+        }
         let mut one = GpuSolver::<L, Q, S>::new(config.clone(), GpuDevice::open(ranks.local, ptx)?)?;
         one.step(steps)?;
-        let want = one.read_populations()?;
+        let want = one.executor().populations()?.concat();
         let size = std::mem::size_of::<S>();
         let (a, b) = (crate::solver::storage_bytes(&want), crate::solver::storage_bytes(&got));
         let differ = a.chunks(size).zip(b.chunks(size)).filter(|(x, y)| x != y).count();

@@ -12,14 +12,12 @@
 //! moves (two-lattice interiors only read the layers being sent), so it
 //! waits only for the last boundary layers. The exchange waits for
 //! `SplitStep::boundary_done`. The CPU partitions run the extreme orders
-//! this allows ([`crate::partition::Schedule`]); tests check that every one
+//! this allows ([`crate::plan::Schedule`]); tests check that every one
 //! gives the populations of a single domain, bit for bit.
 
 use crate::error::{CudaContextExt, Result};
-use crate::gpu::{DeviceStorage, GpuSolver};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
-use kernels_gpu::Lattice;
 use std::sync::Arc;
 
 /// Streams and events of one partition's split step.
@@ -48,19 +46,13 @@ impl SplitStep {
         })
     }
 
-    /// Queues the current step of `solver`, a partition of `len` own layers:
-    /// the boundary layers after `exchanged` (the last exchanges into and out
-    /// of the partition) and, if given, after `start`. Neither swaps buffers
-    /// nor advances time.
-    pub(crate) fn launch<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
-        &mut self,
-        solver: &mut GpuSolver<L, Q, S>,
-        len: u32,
-        exchanged: &[&CudaEvent],
-        start: Option<&CudaEvent>,
-    ) -> Result<()> {
-        let compute = solver.device().stream().clone();
-        self.compute_ready.record(&compute).ctx("recording an event")?;
+    /// Orders a new step: its boundary layers after everything queued on
+    /// `compute` (the device's stream) and after `exchanged` (the last
+    /// exchanges into and out of the partition), its interior on `compute`
+    /// after the last boundary layers. Then queue the boundary layers on
+    /// [`Self::stream`], call [`Self::end_boundary`], and queue the interior.
+    pub(crate) fn begin(&mut self, compute: &CudaStream, exchanged: &[&CudaEvent]) -> Result<()> {
+        self.compute_ready.record(compute).ctx("recording an event")?;
         self.boundary.wait(&self.compute_ready).ctx("waiting for the device's stream")?;
         if self.started {
             for event in exchanged {
@@ -68,16 +60,17 @@ impl SplitStep {
             }
             compute.wait(&self.boundary_done).ctx("waiting for boundary layers")?;
         }
-        if let Some(start) = start {
-            self.boundary.wait(start).ctx("waiting for the timing start")?;
-        }
-        solver.launch_layers_on(&self.boundary, 1, 1)?;
-        solver.launch_layers_on(&self.boundary, len, 1)?;
-        // Inlets and outlets, wherever they are: few cells, and any order
-        // against the bulk is safe (see `kernels_gpu::stream::open_boundary_update`).
-        solver.launch_open_boundaries_on(&self.boundary)?;
+        Ok(())
+    }
+
+    /// The high-priority stream of the boundary layers.
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.boundary
+    }
+
+    /// Marks the boundary layers of this step queued.
+    pub(crate) fn end_boundary(&mut self) -> Result<()> {
         self.boundary_done.record(&self.boundary).ctx("recording an event")?;
-        solver.launch_layers_on(&compute, 2, len - 2)?;
         self.started = true;
         Ok(())
     }

@@ -4,10 +4,7 @@
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::fields::Fields;
-use kernels_gpu::{
-    Bgk, CollisionKind, F16s, Lattice, OpenBoundary, OpenParams, Real, StepParams, Storage, Streaming, Trt, D2Q9,
-    D3Q19, D3Q27,
-};
+use kernels_gpu::{Bgk, CollisionKind, F16s, Lattice, Real, StepParams, Storage, Streaming, Trt, D2Q9, D3Q19, D3Q27};
 use serde::{Deserialize, Serialize};
 
 /// Velocity set chosen at run time.
@@ -240,20 +237,6 @@ impl SolverConfig {
         }
     }
 
-    /// The open-boundary kernel's table of inlet and outlet states.
-    pub fn open_params<T: Real>(&self) -> OpenParams<T> {
-        let mut open = [OpenBoundary { rho: T::ONE, u: [T::ZERO; 3], normal: [T::ZERO; 3] };
-            kernels_gpu::flags::MAX_OPEN_BOUNDARIES];
-        for (k, s) in self.domain.open_states.iter().enumerate() {
-            open[k] = OpenBoundary {
-                rho: T::from_f64(s.density),
-                u: s.velocity.map(T::from_f64),
-                normal: s.normal.map(|n| T::from_f64(n as f64)),
-            };
-        }
-        OpenParams { open }
-    }
-
     /// Initial density and velocity as `rho, ux, uy, uz` planes.
     pub fn initial_planes<T: Real>(&self) -> Vec<T> {
         let cells = self.domain.dims.cells();
@@ -379,15 +362,21 @@ pub fn bitwise_differences(a: &[f64], b: &[f64]) -> usize {
     a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count() + a.len().abs_diff(b.len())
 }
 
-/// Total fluid mass of a population buffer in the given scheme and parity,
-/// summed in f64 from the shifted populations (`rho = 1 + sum fbar_i`).
-pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(config: &SolverConfig, f: &[S], t: u64) -> f64 {
+/// Fluid mass of the cells `cells` of a population buffer in the given
+/// scheme and parity, summed in f64 from the shifted populations
+/// (`rho = 1 + sum fbar_i`).
+pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
+    config: &SolverConfig,
+    f: &[S],
+    t: u64,
+    cells: std::ops::Range<usize>,
+) -> f64 {
     use kernels_gpu::stream::{load, neighbours};
     let p = config.step_params::<S::Real>(t);
     let flags = &config.domain.flags;
     assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
     let mut mass = 0.0;
-    for n in 0..flags.len() as u32 {
+    for n in cells.start as u32..cells.end as u32 {
         if !kernels_gpu::flags::is_flow(flags[n as usize]) {
             continue;
         }

@@ -9,13 +9,11 @@ use crate::solver::{BackendKind, CollisionModel, Initial, LatticeKind, Precision
 use kernels_gpu::{Dims, Streaming};
 use std::f64::consts::PI;
 
+use crate::cases::duct_faces;
+pub use crate::cases::{cavity_config, duct_config, tau_for_viscosity};
+
 /// Builds solvers for a backend (the `lbm` crate passes its embedded PTX).
 pub type Factory<'a> = &'a dyn Fn(SolverConfig, BackendKind) -> Result<Box<dyn Solver>>;
-
-/// Relaxation time for kinematic viscosity `nu` (lattice units).
-pub fn tau_for_viscosity(nu: f64) -> f64 {
-    3.0 * nu + 0.5
-}
 
 /// Body-force-driven channel between two resting walls (y faces), periodic in x (and z).
 #[derive(Clone, Debug)]
@@ -154,45 +152,6 @@ pub fn channel_config(
         domain: Domain::with_faces(Dims::new(length + 2, width + 2, 1), faces)?,
         initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
     })
-}
-
-/// A duct along `axis` from a velocity inlet (speed 0.02) on its min face
-/// to a pressure outlet on its max face, walls across the next axis and
-/// periodic along the third: a flow through open boundaries for tests of
-/// partitioned runs. Along z it crosses every z-partition boundary; along x
-/// or y its open cells lie in every partition's boundary and interior layers.
-pub fn duct_config(
-    lattice: LatticeKind,
-    precision: Precision,
-    streaming: Streaming,
-    dims: Dims,
-    axis: usize,
-) -> Result<SolverConfig> {
-    Ok(SolverConfig {
-        collision: CollisionModel::Bgk,
-        lattice,
-        precision,
-        streaming,
-        tau: 0.8,
-        force: [0.0; 3],
-        domain: Domain::with_faces(dims, duct_faces(axis, 0.02))?,
-        initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
-    })
-}
-
-/// The faces of a duct along `axis`: a velocity inlet (speed `u_in`) on the
-/// min face, a pressure outlet at rest density on the max face, walls across
-/// the next axis, periodic along the third.
-fn duct_faces(axis: usize, u_in: f64) -> [FaceBoundary; 6] {
-    let mut faces = [FaceBoundary::Periodic; 6];
-    let mut u = [0.0; 3];
-    u[axis] = u_in;
-    faces[2 * axis] = FaceBoundary::VelocityInlet(u);
-    faces[2 * axis + 1] = FaceBoundary::PressureOutlet(1.0);
-    let walls = (axis + 1) % 3;
-    faces[2 * walls] = FaceBoundary::Wall;
-    faces[2 * walls + 1] = FaceBoundary::Wall;
-    faces
 }
 
 /// Steady channel flow between an inlet and an outlet, against plane Poiseuille flow.
@@ -348,37 +307,6 @@ pub fn taylor_green(
     let slope =
         pts.iter().map(|p| (p.0 - mt) * (p.1 - me)).sum::<f64>() / pts.iter().map(|p| (p.0 - mt).powi(2)).sum::<f64>();
     Ok(TaylorGreenResult { nu_expected: nu, nu_measured: -slope / (4.0 * k * k) })
-}
-
-/// A lid-driven cavity: lid at the y-max face moving in +x, walls elsewhere
-/// (2D: periodic in z with nz = 1).
-pub fn cavity_config(
-    lattice: LatticeKind,
-    precision: Precision,
-    streaming: Streaming,
-    side: u32,
-    reynolds: f64,
-    lid_speed: f64,
-) -> Result<SolverConfig> {
-    let nz = if lattice.dimension() == 2 { 1 } else { side + 2 };
-    let dims = Dims::new(side + 2, side + 2, nz);
-    let mut faces = [FaceBoundary::Wall; 6];
-    faces[3] = FaceBoundary::MovingWall([lid_speed, 0.0, 0.0]);
-    if lattice.dimension() == 2 {
-        faces[4] = FaceBoundary::Periodic;
-        faces[5] = FaceBoundary::Periodic;
-    }
-    let nu = lid_speed * side as f64 / reynolds;
-    Ok(SolverConfig {
-        collision: CollisionModel::Bgk,
-        lattice,
-        precision,
-        streaming,
-        tau: tau_for_viscosity(nu),
-        force: [0.0; 3],
-        domain: Domain::with_faces(dims, faces)?,
-        initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
-    })
 }
 
 /// Runs until the velocity field changes by less than `tolerance` (max norm,

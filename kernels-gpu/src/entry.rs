@@ -5,7 +5,7 @@ use crate::collision::{Bgk, Collision, Trt};
 use crate::kernels::blocks_per_row;
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::{Cell, Dims};
-use crate::params::{OpenParams, StepParams};
+use crate::params::{OpenBoundary, StepParams};
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
@@ -109,8 +109,9 @@ macro_rules! entry_points {
                 ab(src, dst, flags, p, z0)
             }
 
-            /// Open-boundary cells, one thread per entry of `cells` (`count`
-            /// cell indices). Esoteric Pull passes a null `src`: it works in `dst`.
+            /// An open-boundary group: its cells, one thread per entry of
+            /// `cells` (`count` cell indices), and what it imposes. Esoteric
+            /// Pull passes a null `src`: it works in `dst`.
             #[export_name = concat!("open_boundary_", stringify!($id))]
             pub unsafe extern "ptx-kernel" fn open_boundary(
                 src: *const $s,
@@ -119,7 +120,7 @@ macro_rules! entry_points {
                 cells: *const u32,
                 count: u32,
                 p: StepParams<Real>,
-                open: OpenParams<Real>,
+                open: OpenBoundary<Real>,
                 scheme: u32,
             ) {
                 let i = thread_index();

@@ -6,18 +6,13 @@ use crate::fetch::fetch;
 /// parameters, so the per-cell state stays one byte).
 pub const MAX_MOVING_WALLS: usize = 4;
 
-/// Most open-boundary states (inlets and outlets) one domain can carry; like
-/// wall velocities they live in kernel parameters.
-pub const MAX_OPEN_BOUNDARIES: usize = 4;
-
 // The flag byte, bit by bit:
 //
 // | bits | meaning |
 // | ---- | ------- |
 // | 0-2  | wall: 0 none, 1 resting, 2 + k moving wall k |
-// | 3    | open boundary |
-// | 4-5  | open-boundary state k |
-// | 6    | open boundary is an outlet (else an inlet) |
+// | 3    | open boundary: updated by its boundary group, not the bulk |
+// | 4-6  | free |
 // | 7    | near solid (set by the host for the kernels' general path) |
 //
 // The walls sit in the low bits so that the kernels' hot tests (solid? moving
@@ -32,24 +27,12 @@ pub const MOVING_WALL: u8 = 2;
 /// Bits that say which wall a cell is (zero for every other cell).
 pub const WALL_MASK: u8 = 0x07;
 
-/// Bit of open-boundary cells (inlets and outlets).
+/// Bit of open-boundary cells (inlets and outlets): the bulk kernels skip
+/// them, and their boundary group updates them. Which inlet or outlet a
+/// cell belongs to, and what it imposes, is the group's: its list of cells
+/// and its [`crate::params::OpenBoundary`], never this byte.
 pub const OPEN: u8 = 0x08;
-/// Shift of the open-boundary state index.
-const OPEN_STATE_SHIFT: u32 = 4;
-/// Bit of outlets among open-boundary cells.
-const OUTLET: u8 = 0x40;
 const _: () = assert!(MOVING_WALL as usize + MAX_MOVING_WALLS <= WALL_MASK as usize + 1);
-const _: () = assert!(MAX_OPEN_BOUNDARIES << OPEN_STATE_SHIFT <= OUTLET as usize);
-
-/// Flag byte of velocity inlet `k`.
-pub const fn velocity_inlet(k: u8) -> u8 {
-    OPEN | k << OPEN_STATE_SHIFT
-}
-
-/// Flag byte of pressure outlet `k`.
-pub const fn pressure_outlet(k: u8) -> u8 {
-    OPEN | OUTLET | k << OPEN_STATE_SHIFT
-}
 
 /// Bit set on fluid and open-boundary cells with at least one solid
 /// neighbour (in the D3Q27 neighbourhood, which contains every velocity
@@ -71,10 +54,8 @@ pub enum CellKind {
     Wall,
     /// Moving wall whose velocity is entry `k` of the wall-velocity table.
     MovingWall(u8),
-    /// Equilibrium velocity inlet imposing the velocity of open-boundary state `k`.
-    VelocityInlet(u8),
-    /// Equilibrium pressure outlet imposing the density of open-boundary state `k`.
-    PressureOutlet(u8),
+    /// Inlet or outlet: updated by the boundary group that lists it.
+    Open,
 }
 
 impl CellKind {
@@ -84,26 +65,15 @@ impl CellKind {
             CellKind::Fluid => FLUID,
             CellKind::Wall => WALL,
             CellKind::MovingWall(k) => MOVING_WALL + k,
-            CellKind::VelocityInlet(k) => velocity_inlet(k),
-            CellKind::PressureOutlet(k) => pressure_outlet(k),
+            CellKind::Open => OPEN,
         }
     }
 
     /// Decodes a flag byte (ignoring [`NEAR_SOLID`]); `None` for bytes no kind uses.
     pub const fn from_flag(flag: u8) -> Option<Self> {
-        let kind = flag & KIND_MASK;
-        if let Some((k, inlet)) = open_boundary(kind) {
-            let k = k as u8;
-            return if kind != if inlet { velocity_inlet(k) } else { pressure_outlet(k) } {
-                None
-            } else if inlet {
-                Some(CellKind::VelocityInlet(k))
-            } else {
-                Some(CellKind::PressureOutlet(k))
-            };
-        }
-        match kind {
+        match flag & KIND_MASK {
             FLUID => Some(CellKind::Fluid),
+            OPEN => Some(CellKind::Open),
             WALL => Some(CellKind::Wall),
             f if f >= MOVING_WALL && ((f - MOVING_WALL) as usize) < MAX_MOVING_WALLS => {
                 Some(CellKind::MovingWall(f - MOVING_WALL))
@@ -154,15 +124,10 @@ pub const fn moving_wall_id(flag: u8) -> Option<usize> {
     }
 }
 
-/// An open boundary's state index and whether it imposes the velocity
-/// (inlet) rather than the density (outlet); `None` for other cells.
+/// Whether a flag byte is an open boundary (inlet or outlet).
 #[inline(always)]
-pub const fn open_boundary(flag: u8) -> Option<(usize, bool)> {
-    if flag & OPEN != 0 {
-        Some((((flag & KIND_MASK) >> OPEN_STATE_SHIFT & 3) as usize, flag & OUTLET == 0))
-    } else {
-        None
-    }
+pub const fn is_open(flag: u8) -> bool {
+    flag & OPEN != 0
 }
 
 #[cfg(test)]
@@ -171,16 +136,7 @@ mod tests {
 
     #[test]
     fn flags_round_trip() {
-        let kinds = [
-            CellKind::Fluid,
-            CellKind::Wall,
-            CellKind::MovingWall(0),
-            CellKind::MovingWall(3),
-            CellKind::VelocityInlet(0),
-            CellKind::VelocityInlet(3),
-            CellKind::PressureOutlet(0),
-            CellKind::PressureOutlet(3),
-        ];
+        let kinds = [CellKind::Fluid, CellKind::Wall, CellKind::MovingWall(0), CellKind::MovingWall(3), CellKind::Open];
         for kind in kinds {
             let flag = kind.to_flag();
             assert_eq!(CellKind::from_flag(flag), Some(kind));
@@ -189,14 +145,11 @@ mod tests {
             assert_eq!(is_solid(flag), wall, "{kind:?}");
             assert_eq!(is_flow(flag | NEAR_SOLID), !wall, "{kind:?}");
             assert_eq!(moving_wall_id(flag).is_some(), matches!(kind, CellKind::MovingWall(_)), "{kind:?}");
-            let open = open_boundary(flag);
-            match kind {
-                CellKind::VelocityInlet(k) => assert_eq!(open, Some((k as usize, true))),
-                CellKind::PressureOutlet(k) => assert_eq!(open, Some((k as usize, false))),
-                _ => assert_eq!(open, None),
-            }
+            assert_eq!(is_open(flag), kind == CellKind::Open, "{kind:?}");
+            assert_eq!(is_fluid(flag), kind == CellKind::Fluid, "{kind:?}: only plain fluid takes the bulk update");
         }
         assert_eq!(CellKind::from_flag(OPEN | 1), None);
+        assert_eq!(CellKind::from_flag(OPEN | 0x10), None, "bits 4-6 are free");
         assert_eq!(CellKind::from_flag(MOVING_WALL + MAX_MOVING_WALLS as u8), None);
     }
 }

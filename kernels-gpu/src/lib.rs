@@ -36,7 +36,7 @@ pub use flags::CellKind;
 pub use kernels::KernelKind;
 pub use lattice::{Lattice, D2Q9, D3Q19, D3Q27};
 pub use layout::Dims;
-pub use params::{OpenBoundary, OpenParams, StepParams};
+pub use params::{OpenBoundary, StepParams, INLET, OUTLET};
 pub use real::Real;
 pub use storage::{F16s, Storage};
 pub use stream::Streaming;

@@ -1,6 +1,6 @@
 //! Parameter structs passed by value to the kernels (`#[repr(C)]`, `Copy`).
 
-use crate::flags::{MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES};
+use crate::flags::MAX_MOVING_WALLS;
 use crate::layout::Dims;
 
 /// Everything one step needs besides the buffers: the stream-collide
@@ -38,17 +38,9 @@ impl<T: Copy> StepParams<T> {
     }
 }
 
-/// The open-boundary states, indexed by [`crate::flags::open_boundary`]:
-/// passed only to the open-boundary kernel, so the bulk kernels' parameters
-/// stay small.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OpenParams<T> {
-    /// One entry per state.
-    pub open: [OpenBoundary<T>; MAX_OPEN_BOUNDARIES],
-}
-
-/// What an inlet or outlet imposes, and which way the domain lies from it.
+/// An open-boundary group's parameters: what its inlet or outlet imposes,
+/// and which way the domain lies from it. Passed only to the open-boundary
+/// kernel, once per group, so the bulk kernels' parameters stay small.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OpenBoundary<T> {
@@ -59,16 +51,25 @@ pub struct OpenBoundary<T> {
     /// Unit normal pointing into the domain (components -1, 0 or 1): the
     /// populations with `c . normal > 0` arrive from outside and are unknown.
     pub normal: [T; 3],
+    /// [`INLET`] (imposes `u`) or [`OUTLET`] (imposes `rho`).
+    pub kind: u32,
+    /// Zero: no implicit padding for f64.
+    pub reserved: u32,
 }
+
+/// [`OpenBoundary::kind`] of a velocity inlet.
+pub const INLET: u32 = 0;
+/// [`OpenBoundary::kind`] of a pressure outlet.
+pub const OUTLET: u32 = 1;
 
 // The host sends these bytes verbatim: pin the sizes so a layout change is seen.
 const _: () =
     assert!(core::mem::size_of::<StepParams<f32, crate::collision::Bgk<f32>>>() == 24 + 4 + 12 + 12 * MAX_MOVING_WALLS);
 const _: () = assert!(core::mem::size_of::<StepParams<f32>>() == 24 + 12 + 12 * MAX_MOVING_WALLS);
-const _: () = assert!(core::mem::size_of::<OpenParams<f32>>() == 28 * MAX_OPEN_BOUNDARIES);
+const _: () = assert!(core::mem::size_of::<OpenBoundary<f32>>() == 36);
 const _: () =
     assert!(core::mem::size_of::<StepParams<f64, crate::collision::Bgk<f64>>>() == 24 + 8 + 24 + 24 * MAX_MOVING_WALLS);
 const _: () = assert!(core::mem::size_of::<StepParams<f64>>() == 24 + 24 + 24 * MAX_MOVING_WALLS);
-const _: () = assert!(core::mem::size_of::<OpenParams<f64>>() == 56 * MAX_OPEN_BOUNDARIES);
+const _: () = assert!(core::mem::size_of::<OpenBoundary<f64>>() == 64);
 const _: () = assert!(core::mem::size_of::<crate::collision::Bgk<f32>>() == 4);
 const _: () = assert!(core::mem::size_of::<crate::collision::Trt<f64>>() == 16);

@@ -36,13 +36,10 @@
 
 use crate::cell::{density_velocity, dot_c, equilibrium};
 use crate::collision::Collision;
-use crate::flags::{
-    flag_of, is_flow, is_fluid, is_solid, moving_wall_id, open_boundary, MAX_MOVING_WALLS, MAX_OPEN_BOUNDARIES,
-    NEAR_SOLID,
-};
+use crate::flags::{flag_of, is_flow, is_fluid, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
 use crate::lattice::{opposite, Lattice};
 use crate::layout::{population_index, Cell, Dims, Neighbours};
-use crate::params::{OpenBoundary, OpenParams, StepParams};
+use crate::params::{OpenBoundary, StepParams, INLET};
 use crate::real::Real;
 use crate::storage::{cell_noise, store_noise, Storage};
 use crate::warp::any_in_warp;
@@ -145,18 +142,6 @@ pub fn open_boundary_moments<L: Lattice<Q>, const Q: usize, T: Real>(
         let un = ((b.rho - T::ONE) - known) / b.rho;
         (b.rho, b.normal.map(|n| n * un))
     }
-}
-
-/// Entry `k` of the open-boundary table, with constant indices (see [`wall_velocity`]).
-#[inline(always)]
-fn open_state<T: Real>(b: &OpenParams<T>, k: usize) -> OpenBoundary<T> {
-    let mut s = b.open[0];
-    for m in 1..MAX_OPEN_BOUNDARIES {
-        if k == m {
-            s = b.open[m];
-        }
-    }
-    s
 }
 
 /// Ladd's moving-wall term for population `i` bounced off a wall with flag `flag`.
@@ -440,13 +425,12 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
     }
 }
 
-/// Step of an open-boundary cell: streams like a fluid cell, then takes the
-/// equilibrium of the moments [`open_boundary_moments`] gives instead of
-/// colliding. Open cells are few, so they run in their own kernel over a list
-/// of cells (a boundary group), which keeps this code out of the bulk
-/// kernels. Any order against the bulk update is fine: in both schemes a cell
-/// reads and writes only slots no other cell touches in the same step. Cells
-/// that are not open boundaries are left alone.
+/// Step of an open-boundary cell of the group `open`: streams like a fluid
+/// cell, then takes the equilibrium of the moments [`open_boundary_moments`]
+/// gives instead of colliding. Open cells are few, so they run in their own
+/// kernel over their group's list of cells, which keeps this code out of the
+/// bulk kernels. Any order against the bulk update is fine: in both schemes
+/// a cell reads and writes only slots no other cell touches in the same step.
 ///
 /// # Safety
 /// As [`stream_collide_esoteric`] (`src == dst`) or
@@ -455,19 +439,15 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
 pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
-    open: &OpenParams<S::Real>,
+    open: &OpenBoundary<S::Real>,
     src: *const S,
     dst: *mut S,
     flags: *const u8,
     cell: Cell,
 ) {
-    let n = cell.n;
-    let Some((k, inlet)) = open_boundary(flag_of(flags, n)) else {
-        return;
-    };
     let nb = neighbours::<L, Q>(p.dims, cell);
     let fi = rescaled(load::<L, Q, S, true>(scheme, p, src, flags, &nb), 1.0 / S::SCALE);
-    let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, &open_state(open, k), inlet);
+    let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, open, open.kind == INLET);
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
     store::<L, Q, S>(scheme, p, dst, &nb, &rescaled(feq, S::SCALE));
 }

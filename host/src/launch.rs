@@ -1,0 +1,148 @@
+//! Typed kernel launches: each entry point's argument list, in the order of
+//! its definition in `kernels_gpu::entry`, written once. Nothing else in
+//! the host pushes kernel arguments.
+
+use crate::error::{CudaContextExt, Result};
+use crate::solver::CollisionParams;
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use kernels_gpu::{Dims, OpenBoundary, StepParams, Streaming};
+
+/// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct ByValue<P: Copy>(P);
+// SAFETY: only instantiated here with `#[repr(C)]` plain-data structs from
+// `kernels_gpu::params` / `layout` / `collision`, whose layout the PTX entry points share.
+unsafe impl<P: Copy> DeviceRepr for ByValue<P> {}
+
+/// A partition's population buffers: the current one and, for two-lattice
+/// pull, the one the step writes.
+pub(crate) struct Buffers<'a, E> {
+    /// Current populations (Esoteric Pull updates them in place).
+    pub f: &'a mut CudaSlice<E>,
+    /// Second buffer of the two-lattice scheme.
+    pub next: Option<&'a mut CudaSlice<E>>,
+}
+
+/// `stream_collide_{ep|ab}_{bgk|trt}_*` over the layers `z0 ..` that `cfg`'s grid covers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    b: Buffers<E>,
+    flags: &CudaSlice<u8>,
+    p: StepParams<T>,
+    collision: CollisionParams<T>,
+    z0: u32,
+    cfg: LaunchConfig,
+) -> Result<()> {
+    // Declared before the launch, which borrows the one that is set.
+    let (bgk, trt);
+    let mut launch = s.launch_builder(kernel);
+    match b.next {
+        None => launch.arg(b.f).arg(flags),
+        Some(next) => launch.arg(&*b.f).arg(next).arg(flags),
+    };
+    match collision {
+        CollisionParams::Bgk(c) => {
+            bgk = ByValue(p.with_collision(c));
+            launch.arg(&bgk)
+        }
+        CollisionParams::Trt(c) => {
+            trt = ByValue(p.with_collision(c));
+            launch.arg(&trt)
+        }
+    };
+    launch.arg(&z0);
+    // SAFETY: the argument list of the `stream_collide_*` entry points.
+    unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
+    Ok(())
+}
+
+/// Threads per block of the open-boundary kernel (a one-dimensional list).
+const OPEN_BLOCK_SIZE: u32 = 128;
+
+/// `open_boundary_*`: the group of `count` cells listed in `cells`, imposing `open`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn open_boundary<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    b: Buffers<E>,
+    flags: &CudaSlice<u8>,
+    cells: &CudaSlice<u32>,
+    count: u32,
+    p: StepParams<T>,
+    open: OpenBoundary<T>,
+    scheme: Streaming,
+) -> Result<()> {
+    let (p, open, scheme, null) = (ByValue(p), ByValue(open), scheme as u32, 0u64);
+    let mut launch = s.launch_builder(kernel);
+    match b.next {
+        // Esoteric Pull passes a null source: it works in place.
+        None => launch.arg(&null).arg(b.f),
+        Some(next) => launch.arg(&*b.f).arg(next),
+    };
+    launch.arg(flags).arg(cells).arg(&count).arg(&p).arg(&open).arg(&scheme);
+    let grid = count.div_ceil(OPEN_BLOCK_SIZE);
+    let cfg = LaunchConfig { block_dim: (OPEN_BLOCK_SIZE, 1, 1), grid_dim: (grid, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: the argument list of the `open_boundary_*` entry points.
+    unsafe { launch.launch(cfg) }.ctx("launching the open-boundary kernel")?;
+    Ok(())
+}
+
+/// `init_equilibrium_*` from `rho, ux, uy, uz` planes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn init_equilibrium<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    f: &mut CudaSlice<E>,
+    flags: &CudaSlice<u8>,
+    planes: &CudaSlice<T>,
+    p: StepParams<T>,
+    scheme: Streaming,
+    cfg: LaunchConfig,
+) -> Result<()> {
+    let (p, scheme) = (ByValue(p), scheme as u32);
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(f).arg(flags).arg(planes).arg(&p).arg(&scheme);
+    // SAFETY: the argument list of the `init_equilibrium_*` entry points.
+    unsafe { launch.launch(cfg) }.ctx("launching initialisation")?;
+    Ok(())
+}
+
+/// `fields_*` into `rho, ux, uy, uz` planes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fields<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    f: &CudaSlice<E>,
+    flags: &CudaSlice<u8>,
+    out: &mut CudaSlice<T>,
+    p: StepParams<T>,
+    scheme: Streaming,
+    cfg: LaunchConfig,
+) -> Result<()> {
+    let (p, scheme) = (ByValue(p), scheme as u32);
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(f).arg(flags).arg(out).arg(&p).arg(&scheme);
+    // SAFETY: the argument list of the `fields_*` entry points.
+    unsafe { launch.launch(cfg) }.ctx("launching the fields kernel")?;
+    Ok(())
+}
+
+/// `layout_probe` for a box of `dims` with `q` populations per cell.
+pub(crate) fn layout_probe(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    out: &mut CudaSlice<u64>,
+    dims: Dims,
+    q: u32,
+    cfg: LaunchConfig,
+) -> Result<()> {
+    let dims = ByValue(dims);
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(out).arg(&dims).arg(&q);
+    // SAFETY: the argument list of the `layout_probe` entry point.
+    unsafe { launch.launch(cfg) }.ctx("launching the layout probe")?;
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! A simulation as partitions run by a step plan: the one implementation
+//! of [`Solver`] for every executor. Stepping runs the plan
+//! ([`crate::plan::run`]); read-backs ask each partition for what it
+//! computes where its populations live (its own cells' fields, mass and
+//! forces), and only those results are put together here.
+
+use crate::error::Result;
+use crate::fields::Fields;
+use crate::gpu::KernelReport;
+use crate::partition::Slab;
+use crate::plan::{self, Executor, Plan};
+use crate::solver::{restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
+use kernels_gpu::stream::FIELD_COMPONENTS;
+use kernels_gpu::{Real, Storage};
+
+/// What a simulation asks of its partitions besides stepping them.
+pub trait Partitions: Executor + Send {
+    /// Population storage format.
+    type Storage: Storage;
+    /// Every partition's layers, in z order.
+    fn slabs(&self) -> &[Slab];
+    /// Waits until queued work is done.
+    fn synchronize(&mut self) -> Result<()>;
+    /// Each partition's density and velocity at time `t`: `rho, ux, uy, uz`
+    /// planes over its own cells.
+    fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>>;
+    /// Each partition's fluid mass at time `t` (f64 sums of its populations).
+    fn masses(&mut self, t: u64) -> Result<Vec<f64>>;
+    /// Each partition's momentum-exchange force on each object at time `t`
+    /// (`objects` over the whole domain; see [`crate::forces`]).
+    fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>>;
+    /// Each partition's own layers of the current population buffer.
+    fn populations(&mut self) -> Result<Vec<Vec<Self::Storage>>>;
+    /// Sets every partition's populations, halos included, from a buffer of
+    /// the whole domain, and its time to `t`.
+    fn restore(&mut self, global: &[Self::Storage], t: u64) -> Result<()>;
+    /// The backend, for reports.
+    fn backend(&self) -> BackendKind;
+    /// Registers and occupancy of the stream-collide kernel (GPU only).
+    fn kernel_report(&self) -> Option<KernelReport> {
+        None
+    }
+}
+
+/// A simulation: the whole configuration, its partitions and its plan.
+pub struct Simulation<X> {
+    config: SolverConfig,
+    exec: X,
+    plan: Plan,
+    t: u64,
+}
+
+impl<X: Partitions> Simulation<X> {
+    /// Runs `config` on the partitions `exec` in the order `plan`, from step 0.
+    pub(crate) fn from_parts(config: SolverConfig, exec: X, plan: Plan) -> Self {
+        Self { config, exec, plan, t: 0 }
+    }
+
+    /// The partitions.
+    pub fn executor(&mut self) -> &mut X {
+        &mut self.exec
+    }
+
+    /// The partitions, to read.
+    pub fn executor_ref(&self) -> &X {
+        &self.exec
+    }
+
+    /// Sets every partition's populations from `f`, a buffer of the whole
+    /// domain (which only the partitions that restore from it need: rank 0
+    /// of an NCCL job), and the time to `t`.
+    pub(crate) fn set_state(&mut self, f: &[X::Storage], t: u64) -> Result<()> {
+        self.exec.restore(f, t)?;
+        self.t = t;
+        Ok(())
+    }
+
+    /// The population buffer of the whole domain.
+    fn whole_populations(&mut self) -> Result<Vec<X::Storage>> {
+        // Layers are contiguous in the layout: own layers in z order are the whole buffer.
+        Ok(self.exec.populations()?.concat())
+    }
+}
+
+impl<X: Partitions> Solver for Simulation<X> {
+    fn step(&mut self, steps: u64) -> Result<()> {
+        plan::run(&self.plan, &mut self.exec, self.t, steps)?;
+        self.t += steps;
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.exec.synchronize()
+    }
+
+    fn time(&self) -> u64 {
+        self.t
+    }
+
+    fn fields(&mut self) -> Result<Fields> {
+        let dims = self.config.domain.dims;
+        let (cells, plane) = (dims.cells(), (dims.nx * dims.ny) as usize);
+        let parts = self.exec.fields(self.t)?;
+        let mut planes = vec![0.0; FIELD_COMPONENTS * cells];
+        for (slab, own) in self.exec.slabs().iter().zip(parts) {
+            let (start, n) = (slab.z.start as usize * plane, slab.z.len() * plane);
+            for c in 0..FIELD_COMPONENTS {
+                planes[c * cells + start..][..n].copy_from_slice(&own[c * n..][..n]);
+            }
+        }
+        Ok(planes_to_fields(dims, &planes))
+    }
+
+    fn populations(&mut self) -> Result<Vec<f64>> {
+        Ok(self.whole_populations()?.iter().map(|v| v.load().to_f64()).collect())
+    }
+
+    fn mass(&mut self) -> Result<f64> {
+        Ok(self.exec.masses(self.t)?.iter().sum())
+    }
+
+    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
+        let mut total = vec![[0.0; 3]; objects.len()];
+        for part in self.exec.forces(self.t, objects)? {
+            for (sum, f) in total.iter_mut().zip(part) {
+                for a in 0..3 {
+                    sum[a] += f[a];
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    fn save_state(&mut self) -> Result<SavedState> {
+        Ok(SavedState { time: self.t, populations: storage_bytes(&self.whole_populations()?).to_vec() })
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<()> {
+        let mut f = vec![X::Storage::ZERO; self.config.lattice.q() * self.config.domain.dims.cells()];
+        restore_storage(&mut f, &state.populations)?;
+        self.set_state(&f, state.time)
+    }
+
+    fn backend(&self) -> BackendKind {
+        self.exec.backend()
+    }
+
+    fn config(&self) -> &SolverConfig {
+        &self.config
+    }
+
+    fn kernel_report(&self) -> Option<KernelReport> {
+        self.exec.kernel_report()
+    }
+}
+
+/// Converts `rho, ux, uy, uz` planes into [`Fields`].
+pub(crate) fn planes_to_fields<T: Real>(dims: kernels_gpu::Dims, planes: &[T]) -> Fields {
+    let cells = dims.cells();
+    Fields {
+        dims,
+        rho: planes[..cells].iter().map(|v| v.to_f64()).collect(),
+        u: (0..cells).map(|n| [1, 2, 3].map(|a| planes[a * cells + n].to_f64())).collect(),
+    }
+}
