@@ -313,3 +313,91 @@ fn max_size_on_the_cpu_is_refused_before_benchmarking() {
     assert!(err.contains("--max-size needs the GPU backend"), "{err}");
     assert!(!out.contains("MLUPS"), "{out}");
 }
+
+/// The names `lbm` refuses are answered with the choices, and those are the
+/// lists the solver has (the kernel table's lattices and precisions, every
+/// scheme and collision operator), not a list of the CLI's own.
+#[test]
+fn unknown_names_list_the_table_choices() {
+    use lbm::host::{LatticeKind, Precision};
+    use lbm::kernels::{CollisionKind, Streaming};
+    let lattices = LatticeKind::ALL.map(|l| l.name()).join(", ");
+    let lattices_3d = LatticeKind::ALL.into_iter().filter(|l| l.dimension() == 3).map(|l| l.name()).collect::<Vec<_>>();
+    let precisions = Precision::ALL.map(|p| p.name()).join(", ");
+    let schemes = Streaming::ALL.map(|s| s.name()).join(", ");
+    let collisions = CollisionKind::ALL.map(|c| c.name()).join(", ");
+    let bench = ["bench", "--backend", "cpu", "--sizes", "3", "--steps", "1"];
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        ([&bench[..], &["--lattices", "d3q19,d3q15"]].concat(), format!("lattice `d3q15`: use {lattices}")),
+        ([&bench[..], &["--precisions", "f8"]].concat(), format!("precision `f8`: use {precisions}")),
+        ([&bench[..], &["--streaming", "pull"]].concat(), format!("streaming scheme `pull`: use {schemes}")),
+        ([&bench[..], &["--collisions", "bgk,mrt"]].concat(), format!("collision operator `mrt`: use {collisions}")),
+        (vec!["validate", "--backend", "cpu", "--precision", "bf16"], format!("precision `bf16`: use {precisions}")),
+        (
+            vec!["nccl", "--rendezvous", "file:/nonexistent/id", "--streaming", "ab2"],
+            format!("streaming scheme `ab2`: use {schemes}"),
+        ),
+        // Splitting along z needs a third dimension.
+        (
+            vec!["nccl", "--rendezvous", "file:/nonexistent/id", "--lattice", "d2q9"],
+            format!("lattice `d2q9`: use {}", lattices_3d.join(", ")),
+        ),
+        (
+            vec!["bench", "--gpus", "1,2", "--sizes", "8", "--lattices", "d2q9"],
+            format!("lattice `d2q9`: use {}", lattices_3d.join(", ")),
+        ),
+    ];
+    for (args, expected) in cases {
+        let o = lbm().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err, format!("error: unknown {expected}\n"), "{args:?}");
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("MLUPS"), "{args:?}: ran before refusing");
+    }
+    // Names are taken in any case.
+    let o = lbm().args(["nccl", "--rendezvous", "file:/nonexistent/id", "--lattice", "D3Q27"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("unknown"), "{err}");
+}
+
+/// `lbm bench --help` offers `--collisions` with the operators' names, BGK
+/// alone by default; multi-GPU scaling refuses any other operator.
+#[test]
+fn bench_help_lists_collisions() {
+    let o = lbm().args(["bench", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{help}");
+    let line = help.lines().find(|l| l.trim_start().starts_with("--collisions")).unwrap_or_else(|| panic!("{help}"));
+    let names = lbm::kernels::CollisionKind::ALL.map(|c| c.name()).join(", ");
+    assert!(line.contains(&format!("({names})")) && line.ends_with("[default: bgk]"), "{line}");
+    let o = lbm().args(["bench", "--gpus", "1,2", "--sizes", "8", "--collisions", "trt"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--collisions applies to one-GPU benchmarks"), "{err}");
+}
+
+/// `--collisions bgk,trt` runs each case once per operator, and each row of
+/// the table and of the JSON says which one it ran (the new column last).
+#[test]
+fn bench_runs_each_collision_and_names_it() {
+    let dir = scratch("bench-collisions");
+    let json = dir.join("bench.json");
+    let o = lbm()
+        .args(["bench", "--backend", "cpu", "--sizes", "6", "--steps", "2", "--lattices", "d3q19", "--precisions"])
+        .args(["f32", "--streaming", "esoteric-pull", "--collisions", "bgk,trt", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("d3q19")).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(rows[0].ends_with(" bgk") && rows[1].ends_with(" trt"), "{out}");
+    let header = out.lines().find(|l| l.starts_with("lattice")).unwrap();
+    assert!(header.ends_with(" occ collision"), "{header}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let ran: Vec<&str> =
+        report["results"].as_array().unwrap().iter().map(|r| r["collision"].as_str().unwrap()).collect();
+    assert_eq!(ran, ["bgk", "trt"]);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,10 +1,11 @@
 //! Throughput measurement: MLUPS, bytes moved, and the fraction of the
-//! device's copy bandwidth, for any lattice, storage and streaming scheme.
+//! device's copy bandwidth, for any lattice, storage, streaming scheme and
+//! collision operator.
 
 use crate::domain::{Domain, FaceBoundary};
 use crate::error::{Error, Result};
 use crate::gpu::KernelReport;
-use crate::solver::{BackendKind, Initial, LatticeKind, Precision, Solver, SolverConfig};
+use crate::solver::{BackendKind, CollisionModel, Initial, LatticeKind, Precision, Solver, SolverConfig};
 use crate::validation::{cavity_config, tau_for_viscosity};
 use kernels_gpu::{Dims, Streaming};
 use std::time::Instant;
@@ -45,6 +46,8 @@ pub struct BenchResult {
     pub fraction_of_copy: Option<f64>,
     /// Kernel resources (GPU).
     pub kernel: Option<KernelReport>,
+    /// Collision operator (`bgk`, `trt`); last, after the fields older reports have.
+    pub collision: &'static str,
 }
 
 /// One configuration to measure.
@@ -60,6 +63,8 @@ pub struct BenchCase {
     pub size: u32,
     /// What fills the cube.
     pub geometry: BenchGeometry,
+    /// Collision operator.
+    pub collision: CollisionModel,
 }
 
 /// What fills a benchmark cube.
@@ -111,7 +116,7 @@ impl BenchGeometry {
             BenchGeometry::Periodic => {
                 let nz = if lattice.dimension() == 2 { 1 } else { size };
                 SolverConfig {
-                    collision: crate::solver::CollisionModel::Bgk,
+                    collision: CollisionModel::Bgk,
                     tau: tau_for_viscosity(SPEED * size as f64 / REYNOLDS),
                     domain: Domain::with_faces(Dims::new(size, size, nz), [FaceBoundary::Periodic; 6])?,
                     initial: Initial::Uniform { rho: 1.0, u: [SPEED, 0.0, 0.0] },
@@ -122,8 +127,8 @@ impl BenchGeometry {
     }
 }
 
-/// Runs a `size`^3 cube of `case.geometry` for `10 + steps` steps and times
-/// the last `steps`.
+/// Runs a `size`^3 cube of `case.geometry` with `case.collision` for
+/// `10 + steps` steps and times the last `steps`.
 pub fn measure(
     make: &dyn Fn(SolverConfig, BackendKind) -> Result<Box<dyn Solver>>,
     backend: BackendKind,
@@ -131,8 +136,8 @@ pub fn measure(
     steps: u64,
     copy_bandwidth: Option<f64>,
 ) -> Result<BenchResult> {
-    let BenchCase { lattice, precision, streaming, size, geometry } = case;
-    let config = geometry.config(lattice, precision, streaming, size)?;
+    let BenchCase { lattice, precision, streaming, size, geometry, collision } = case;
+    let config = SolverConfig { collision, ..geometry.config(lattice, precision, streaming, size)? };
     let mut s = make(config, backend)?;
     s.step(10)?;
     s.synchronize()?;
@@ -157,6 +162,7 @@ pub fn measure(
         gb_per_s,
         fraction_of_copy: copy_bandwidth.map(|bw| gb_per_s * 1e9 / bw),
         kernel: s.kernel_report(),
+        collision: collision.kind().name(),
     })
 }
 
@@ -189,5 +195,29 @@ mod tests {
         assert_eq!(solids(BenchGeometry::Cavity), 12 * 12 * 12 - 10 * 10 * 10);
         assert_eq!(BenchGeometry::from_name("periodic").unwrap(), BenchGeometry::Periodic);
         assert!(BenchGeometry::from_name("box").unwrap_err().to_string().contains("cavity, periodic"));
+    }
+
+    /// Each case runs the collision operator it names, and its result says which.
+    #[test]
+    fn measure_runs_and_reports_the_case_collision() {
+        for collision in [CollisionModel::Bgk, CollisionModel::Trt { magic: crate::solver::DEFAULT_MAGIC }] {
+            let case = BenchCase {
+                lattice: LatticeKind::D3Q19,
+                precision: Precision::F32,
+                streaming: Streaming::EsotericPull,
+                size: 6,
+                geometry: BenchGeometry::Periodic,
+                collision,
+            };
+            let ran = std::cell::Cell::new(None);
+            let make = |c: SolverConfig, b| {
+                ran.set(Some(c.collision));
+                crate::build_solver(c, b, "")
+            };
+            let r = measure(&make, BackendKind::Cpu, case, 2, None).unwrap();
+            assert_eq!(ran.get(), Some(collision));
+            assert_eq!(r.collision, collision.kind().name());
+            assert_eq!((r.lattice, r.geometry, r.steps), ("d3q19", "periodic", 2));
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::domain::{Domain, FaceBoundary};
 use crate::error::{Error, Result};
-use crate::solver::{CollisionModel, Initial, LatticeKind, Precision, SolverConfig, DEFAULT_MAGIC};
+use crate::solver::{CollisionModel, Initial, LatticeKind, Named, Precision, SolverConfig, DEFAULT_MAGIC};
 use kernels_gpu::{Dims, Streaming};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -381,7 +381,7 @@ fn periodic() -> FaceSpec {
     FaceSpec::Named("periodic".into())
 }
 
-/// Parses a streaming-scheme name.
+/// Parses a streaming-scheme name (any case).
 pub fn parse_streaming(name: &str) -> Result<Streaming> {
     // Short forms users wrote before the names settled.
     let name = match name {
@@ -389,11 +389,7 @@ pub fn parse_streaming(name: &str) -> Result<Streaming> {
         "ab" => "two-lattice",
         other => other,
     };
-    Streaming::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| Error::UnknownName {
-        what: "streaming scheme",
-        name: name.into(),
-        choices: Streaming::ALL.map(|s| format!("\"{}\"", s.name())).join(" or "),
-    })
+    Streaming::from_name(name)
 }
 
 /// Places an error from the part of the solver that reads the case's entry
@@ -941,7 +937,8 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let e = setup(&streaming).unwrap_err();
         let Error::CaseEntry { key: "[simulation] streaming", source, .. } = &e else { panic!("{e}") };
         assert!(matches!(source.as_ref(), Error::UnknownName { what: "streaming scheme", .. }), "{e}");
-        assert!(e.to_string().contains("\"two-lattice\""), "{e}");
+        let choices = Streaming::ALL.map(|s| s.name()).join(", ");
+        assert!(e.to_string().ends_with(&format!("`pull`: use {choices}")), "{e}");
         std::fs::remove_dir_all(&dir).ok();
     }
 

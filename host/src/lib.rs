@@ -35,7 +35,7 @@ pub mod vtk;
 
 pub use error::{Error, Result};
 pub use reference::Profile;
-pub use solver::{BackendKind, Initial, LatticeKind, Precision, Solver, SolverConfig};
+pub use solver::{BackendKind, Initial, LatticeKind, Named, Precision, Solver, SolverConfig};
 
 use cpu::CpuSolver;
 use gpu::{DeviceStorage, GpuDevice};

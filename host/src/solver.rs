@@ -20,6 +20,8 @@ pub enum LatticeKind {
 }
 
 impl LatticeKind {
+    /// Every velocity set, in the order of the rows of [`kernels_gpu::for_each_instance`].
+    pub const ALL: [LatticeKind; 3] = [LatticeKind::D2Q9, LatticeKind::D3Q19, LatticeKind::D3Q27];
     /// Number of populations per cell.
     pub const fn q(self) -> usize {
         match self {
@@ -43,6 +45,57 @@ impl LatticeKind {
             LatticeKind::D3Q27 => D3Q27::NAME,
         }
     }
+}
+
+/// A run-time choice picked by name (on the command line, in a case file):
+/// the names accepted, and those an error lists, come from the one list of
+/// values, so a new value is accepted everywhere once it is in that list.
+pub trait Named: Copy + 'static {
+    /// What the values are, as messages call them (`lattice`).
+    const WHAT: &'static str;
+    /// Every value (the type's `ALL`).
+    fn all() -> &'static [Self];
+    /// The value's name (the type's `name()`).
+    fn label(self) -> &'static str;
+
+    /// The names of `values`, comma-separated: the choices messages list.
+    fn choices(values: &[Self]) -> String {
+        values.iter().map(|v| v.label()).collect::<Vec<_>>().join(", ")
+    }
+    /// The one of `values` named `name` (any case), or an error listing their names.
+    fn from_name_in(name: &str, values: &[Self]) -> Result<Self> {
+        values.iter().copied().find(|v| v.label().eq_ignore_ascii_case(name)).ok_or_else(|| Error::UnknownName {
+            what: Self::WHAT,
+            name: name.into(),
+            choices: Self::choices(values),
+        })
+    }
+    /// The value named `name` (any case), or an error listing every name.
+    fn from_name(name: &str) -> Result<Self> {
+        Self::from_name_in(name, Self::all())
+    }
+}
+
+/// Implements [`Named`] from a type's `ALL` and `name()`.
+macro_rules! named {
+    ($($t:ty => $what:literal),* $(,)?) => {$(
+        impl Named for $t {
+            const WHAT: &'static str = $what;
+            fn all() -> &'static [Self] {
+                &<$t>::ALL
+            }
+            fn label(self) -> &'static str {
+                <$t>::name(self)
+            }
+        }
+    )*};
+}
+
+named! {
+    LatticeKind => "lattice",
+    Precision => "precision",
+    Streaming => "streaming scheme",
+    CollisionKind => "collision operator",
 }
 
 /// How populations are stored (and computed).
@@ -104,6 +157,13 @@ pub enum CollisionModel {
 pub const DEFAULT_MAGIC: f64 = 3.0 / 16.0;
 
 impl CollisionModel {
+    /// The operator `kind` with its default parameters (TRT: [`DEFAULT_MAGIC`]).
+    pub const fn of_kind(kind: CollisionKind) -> Self {
+        match kind {
+            CollisionKind::Bgk => CollisionModel::Bgk,
+            CollisionKind::Trt => CollisionModel::Trt { magic: DEFAULT_MAGIC },
+        }
+    }
     /// Which kernels run it.
     pub const fn kind(self) -> CollisionKind {
         match self {
@@ -386,4 +446,61 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
         mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
     }
     mass
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_gpu::kernels::INSTANCES;
+
+    /// The lattices and precisions chosen by name are the rows of the kernel
+    /// table, no more and no fewer.
+    #[test]
+    fn named_lattices_and_precisions_are_the_kernel_table() {
+        let mut named: Vec<String> = LatticeKind::ALL
+            .iter()
+            .flat_map(|l| Precision::ALL.iter().map(move |p| format!("{}_{}", l.name(), p.name())))
+            .collect();
+        let mut table: Vec<String> = INSTANCES.iter().map(|(id, ..)| id.to_string()).collect();
+        named.sort();
+        table.sort();
+        assert_eq!(named, table);
+        for l in LatticeKind::ALL {
+            let row = INSTANCES.iter().find(|(id, ..)| id.starts_with(&format!("{}_", l.name()))).unwrap();
+            assert_eq!(l.q(), row.1, "{}", row.0);
+        }
+    }
+
+    /// Every name is accepted in any case; anything else is refused with the
+    /// names of the values offered.
+    #[test]
+    fn from_name_accepts_the_names_and_lists_them() {
+        fn round_trip<T: Named + PartialEq + std::fmt::Debug>() {
+            for &v in T::all() {
+                assert_eq!(T::from_name(v.label()).unwrap(), v);
+                assert_eq!(T::from_name(&v.label().to_uppercase()).unwrap(), v);
+            }
+            let e = T::from_name("nope").unwrap_err();
+            assert!(matches!(&e, Error::UnknownName { what, name, .. } if *what == T::WHAT && name == "nope"), "{e}");
+            let listed: Vec<&str> = T::all().iter().map(|v| v.label()).collect();
+            assert!(e.to_string().ends_with(&format!("use {}", listed.join(", "))), "{e}");
+        }
+        round_trip::<LatticeKind>();
+        round_trip::<Precision>();
+        round_trip::<Streaming>();
+        round_trip::<CollisionKind>();
+
+        let three_d: Vec<LatticeKind> = LatticeKind::ALL.into_iter().filter(|l| l.dimension() == 3).collect();
+        assert_eq!(LatticeKind::from_name_in("D3Q27", &three_d).unwrap(), LatticeKind::D3Q27);
+        let e = LatticeKind::from_name_in("d2q9", &three_d).unwrap_err().to_string();
+        assert!(e.ends_with("use d3q19, d3q27"), "{e}");
+    }
+
+    #[test]
+    fn collision_of_kind_has_the_default_parameters() {
+        for kind in CollisionKind::ALL {
+            assert_eq!(CollisionModel::of_kind(kind).kind(), kind);
+        }
+        assert_eq!(CollisionModel::of_kind(CollisionKind::Trt), CollisionModel::Trt { magic: DEFAULT_MAGIC });
+    }
 }

@@ -1,11 +1,12 @@
 //! `lbm bench`: the copy bandwidth, then stream-collide throughput of a
-//! cavity or a periodic box for every chosen lattice, storage and scheme, in
-//! one run.
+//! cavity or a periodic box for every chosen lattice, storage, scheme and
+//! collision operator, in one run.
 
 use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchGeometry, BenchResult};
 use lbm::host::files::write_atomic;
+use lbm::host::solver::CollisionModel;
 use lbm::host::{LatticeKind, Precision};
-use lbm::kernels::Streaming;
+use lbm::kernels::{CollisionKind, Streaming};
 use lbm::{BackendKind, Error, Result};
 use std::path::PathBuf;
 
@@ -18,6 +19,7 @@ pub struct BenchOptions {
     pub lattices: Vec<LatticeKind>,
     pub precisions: Vec<Precision>,
     pub streaming: Vec<Streaming>,
+    pub collisions: Vec<CollisionKind>,
     pub geometries: Vec<BenchGeometry>,
     pub json: Option<PathBuf>,
     pub max_size: bool,
@@ -61,7 +63,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
     println!("{formula}; fraction = MLUPS x bytes per cell update / copy bandwidth");
     if !o.sizes.is_empty() {
         println!(
-            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5}",
+            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5} collision",
             "lattice",
             "prec",
             "streaming",
@@ -83,25 +85,29 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             for &precision in &o.precisions {
                 for &streaming in &o.streaming {
                     for &geometry in &o.geometries {
-                        cases.push(BenchCase { lattice, precision, streaming, size, geometry });
+                        for &kind in &o.collisions {
+                            let collision = CollisionModel::of_kind(kind);
+                            cases.push(BenchCase { lattice, precision, streaming, size, geometry, collision });
+                        }
                     }
                 }
             }
         }
     }
     for case in cases {
-        let BenchCase { lattice, precision, streaming, size, geometry } = case;
+        let BenchCase { lattice, precision, streaming, size, geometry, collision } = case;
         let r = measure(&|c, b| lbm::build_solver(c, b), backend, case, o.steps, copy);
         let r = match r {
             Ok(r) => r,
             Err(Error::OutOfMemory { .. }) => {
                 println!(
-                    "{:<6} {:<4} {:<13} {:<8} {:>5} does not fit",
+                    "{:<6} {:<4} {:<13} {:<8} {:>5} does not fit ({})",
                     lattice.name(),
                     precision.name(),
                     streaming.name(),
                     geometry.name(),
-                    size
+                    size,
+                    collision.kind().name()
                 );
                 continue;
             }
@@ -109,7 +115,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
         };
         let k = r.kernel.as_ref();
         println!(
-            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9.0} {:>5} {:>8.1} {:>7} {:>5} {:>6} {:>5}",
+            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9.0} {:>5} {:>8.1} {:>7} {:>5} {:>6} {:>5} {}",
             r.lattice,
             r.precision,
             r.streaming,
@@ -122,6 +128,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             k.map(|k| k.registers.to_string()).unwrap_or_else(|| "-".into()),
             k.map(|k| k.block_size.to_string()).unwrap_or_else(|| "-".into()),
             k.map(|k| format!("{:.0}%", 100.0 * k.occupancy)).unwrap_or_else(|| "-".into()),
+            r.collision,
         );
         results.push(r);
     }
@@ -199,7 +206,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
     let device = format!("{available} x {}", d0.info()?.name);
     println!("devices: {device}; copy bandwidth of GPU 0: {:.1} GB/s", copy / 1e9);
     println!(
-        "{} scaling; f32, Esoteric Pull; efficiency = MLUPS on N GPUs / (N x MLUPS of the one-GPU solver); \
+        "{} scaling; f32, Esoteric Pull, BGK; efficiency = MLUPS on N GPUs / (N x MLUPS of the one-GPU solver); \
          of copy = MLUPS x bytes per cell update / (N x copy bandwidth of GPU 0)",
         if o.weak { "weak" } else { "strong" }
     );
@@ -229,6 +236,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
                 streaming: Streaming::EsotericPull,
                 size,
                 geometry: BenchGeometry::Cavity,
+                collision: CollisionModel::Bgk,
             };
             let one = measure(&|c, b| lbm::build_solver(c, b), BackendKind::Gpu(0), case, o.steps, Some(copy))?;
             let of_copy = |mlups: f64, gpus: usize| {

@@ -2,10 +2,15 @@
 
 mod bench;
 mod info;
+mod names;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use lbm::host::bench::BenchGeometry;
+use lbm::host::{LatticeKind, Named, Precision};
+use lbm::kernels::{CollisionKind, Streaming};
 use lbm::{BackendKind, Result};
+use names::{exchange_names, exchanges, help, lattices_3d};
 use std::path::PathBuf;
 
 /// Lattice Boltzmann fluid solver (GPU kernels in Rust, CPU fallback).
@@ -30,8 +35,7 @@ enum Command {
         /// CUDA device ordinal, overriding the case's `devices` (one GPU).
         #[arg(long)]
         device: Option<usize>,
-        /// Halo exchange between GPUs (disaggregated, soa, no-overlap), overriding the case's.
-        #[arg(long)]
+        #[arg(long, help = format!("Halo exchange between GPUs ({}), overriding the case's", exchanges()))]
         exchange: Option<String>,
         /// Replace the size of every axis longer than one cell (boundary cells included).
         #[arg(long)]
@@ -60,8 +64,7 @@ enum Command {
     Validate {
         #[command(flatten)]
         backend: BackendArgs,
-        /// Storage precision (f32, f64, f16).
-        #[arg(long, default_value = "f32")]
+        #[arg(long, default_value = Precision::F32.name(), help = help("Storage precision", Precision::all()))]
         precision: String,
         /// Also run the Re 1000 cavity (a few seconds on a GPU, minutes on a CPU).
         #[arg(long)]
@@ -74,11 +77,9 @@ enum Command {
         /// Where ranks find rank 0's NCCL id: file:PATH (must not exist yet) or tcp:HOST:PORT.
         #[arg(long)]
         rendezvous: String,
-        /// Lattice (d3q19, d3q27).
-        #[arg(long, default_value = "d3q19")]
+        #[arg(long, default_value = LatticeKind::D3Q19.name(), help = help("Lattice", &lattices_3d()))]
         lattice: String,
-        /// Streaming scheme (esoteric-pull, two-lattice).
-        #[arg(long, default_value = "esoteric-pull")]
+        #[arg(long, default_value = Streaming::EsotericPull.name(), help = help("Streaming scheme", Streaming::all()))]
         streaming: String,
         /// Cube side, cells.
         #[arg(long, default_value_t = 64)]
@@ -88,7 +89,8 @@ enum Command {
         steps: u64,
     },
     /// Measure the device copy bandwidth, then stream-collide MLUPS and the
-    /// fraction of copy bandwidth for each lattice, storage and scheme.
+    /// fraction of copy bandwidth for each lattice, storage, scheme and
+    /// collision operator.
     Bench {
         #[command(flatten)]
         backend: BackendArgs,
@@ -99,18 +101,21 @@ enum Command {
         /// Time steps per measurement.
         #[arg(long, default_value_t = 200)]
         steps: u64,
-        /// Lattices.
-        #[arg(long, value_delimiter = ',', default_values_t = ["d3q19".to_string(), "d3q27".to_string()])]
+        #[arg(long, value_delimiter = ',', default_values_t = names::names(&lattices_3d()),
+              help = help("Lattices", LatticeKind::all()))]
         lattices: Vec<String>,
-        /// Storage precisions (f32, f64, f16).
-        #[arg(long, value_delimiter = ',', default_values_t = ["f32".to_string(), "f16".to_string(), "f64".to_string()])]
+        #[arg(long, value_delimiter = ',', default_values_t = names::names(Precision::all()),
+              help = help("Storage precisions", Precision::all()))]
         precisions: Vec<String>,
-        /// Streaming schemes (esoteric-pull, two-lattice).
-        #[arg(long, value_delimiter = ',', default_values_t = ["esoteric-pull".to_string(), "two-lattice".to_string()])]
+        #[arg(long, value_delimiter = ',', default_values_t = names::names(Streaming::all()),
+              help = help("Streaming schemes", Streaming::all()))]
         streaming: Vec<String>,
+        #[arg(long, value_delimiter = ',', default_values_t = names::names(&[CollisionKind::Bgk]),
+              help = help("Collision operators", CollisionKind::all()))]
+        collisions: Vec<String>,
         /// What fills the cube: cavity (walls, a moving lid) or periodic
         /// (fluid only, as published single-GPU figures are measured).
-        #[arg(long, value_delimiter = ',', default_values_t = ["cavity".to_string()])]
+        #[arg(long, value_delimiter = ',', default_values_t = [BenchGeometry::Cavity.name().to_string()])]
         geometry: Vec<String>,
         /// Also write the results as JSON to this file.
         #[arg(long)]
@@ -118,12 +123,12 @@ enum Command {
         /// Report the largest cube that fits the device for each storage type.
         #[arg(long)]
         max_size: bool,
-        /// Multi-GPU scaling instead: GPU counts to run each size on (f32,
-        /// Esoteric Pull), e.g. 1,2,4; devices 0 .. N-1.
+        /// Multi-GPU scaling instead: GPU counts to run each size on (3D
+        /// lattices, f32, Esoteric Pull, BGK), e.g. 1,2,4; devices 0 .. N-1.
         #[arg(long, value_delimiter = ',')]
         gpus: Vec<usize>,
-        /// Halo exchanges to compare with --gpus (disaggregated, soa, no-overlap).
-        #[arg(long, value_delimiter = ',', default_values_t = ["disaggregated".to_string(), "soa".to_string(), "no-overlap".to_string()])]
+        #[arg(long, value_delimiter = ',', default_values_t = exchange_names(),
+              help = format!("Halo exchanges to compare with --gpus ({})", exchanges()))]
         exchange: Vec<String>,
         /// With --gpus: weak scaling, each size per GPU (the domain grows along z).
         #[arg(long)]
@@ -193,11 +198,6 @@ pub fn describe_backend(backend: BackendKind) -> String {
     }
 }
 
-/// A name on the command line that is not one of `choices`.
-fn unknown(what: &'static str, name: &str, choices: &str) -> lbm::Error {
-    lbm::Error::UnknownName { what, name: name.into(), choices: choices.into() }
-}
-
 /// Runs a parsed command line.
 pub fn execute(cli: Cli) -> Result<()> {
     match cli.command {
@@ -211,10 +211,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             }
         }
         Command::Validate { backend, precision, full } => {
-            let precision = lbm::host::Precision::ALL
-                .into_iter()
-                .find(|q| q.name() == precision)
-                .ok_or_else(|| unknown("precision", &precision, "f32, f64 or f16"))?;
+            let precision = Precision::from_name(&precision)?;
             let backend = backend.resolve()?;
             println!("validating on {}", describe_backend(backend));
             let checks = lbm::host::validation::suite(&|c, b| lbm::build_solver(c, b), backend, precision, full)?;
@@ -236,6 +233,9 @@ pub fn execute(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Nccl { rendezvous, lattice, streaming, size, steps } => {
+            // Names first: a typo is reported before the launcher is looked for.
+            let lattice = LatticeKind::from_name_in(&lattice, &lattices_3d())?;
+            let streaming = lbm::host::case::parse_streaming(&streaming)?;
             let ranks = lbm::host::nccl::Ranks::from_env()?.ok_or_else(|| {
                 lbm::Error::Setup(
                     "no launcher variables: start one process per GPU with mpirun, srun or scripts/nccl-local.sh \
@@ -243,15 +243,9 @@ pub fn execute(cli: Cli) -> Result<()> {
                         .into(),
                 )
             })?;
-            let lattice = match lattice.to_lowercase().as_str() {
-                "d3q19" => lbm::host::LatticeKind::D3Q19,
-                "d3q27" => lbm::host::LatticeKind::D3Q27,
-                _ => return Err(unknown("lattice", &lattice, "d3q19 or d3q27")),
-            };
-            let streaming = lbm::host::case::parse_streaming(&streaming)?;
             let mut config = lbm::host::validation::cavity_config(
                 lattice,
-                lbm::host::Precision::F32,
+                Precision::F32,
                 streaming,
                 size.saturating_sub(2).max(1),
                 100.0,
@@ -260,7 +254,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             config.force = [2e-5, 1e-5, -1e-5];
             let report = lbm::host::nccl::run_and_check(config, ranks, &rendezvous, steps, &lbm::ptx::active())?;
             if let Some(r) = report {
-                let bytes = lbm::host::bench::bytes_per_cell_update(lattice, lbm::host::Precision::F32) as f64;
+                let bytes = lbm::host::bench::bytes_per_cell_update(lattice, Precision::F32) as f64;
                 let per_gpu = r.mlups * 1e6 * bytes / r.world as f64 / r.copy_bandwidth;
                 println!(
                     "NCCL, {} ranks: {} {} {size}^3 x {steps} steps: {:.0} MLUPS over the last {} steps \
@@ -290,6 +284,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             lattices,
             precisions,
             streaming,
+            collisions,
             geometry,
             json,
             max_size,
@@ -297,33 +292,25 @@ pub fn execute(cli: Cli) -> Result<()> {
             exchange,
             weak,
         } => {
-            let lattices = lattices
-                .iter()
-                .map(|l| match l.to_lowercase().as_str() {
-                    "d2q9" => Ok(lbm::host::LatticeKind::D2Q9),
-                    "d3q19" => Ok(lbm::host::LatticeKind::D3Q19),
-                    "d3q27" => Ok(lbm::host::LatticeKind::D3Q27),
-                    _ => Err(unknown("lattice", l, "d3q19 or d3q27")),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let precisions = precisions
-                .iter()
-                .map(|p| {
-                    lbm::host::Precision::ALL
-                        .into_iter()
-                        .find(|q| q.name() == p)
-                        .ok_or_else(|| unknown("precision", p, "f32, f64 or f16"))
-                })
-                .collect::<Result<Vec<_>>>()?;
+            // Scaling splits along z, so it takes the 3D lattices only.
+            let three_d = lattices_3d();
+            let offered = if gpus.is_empty() { LatticeKind::all() } else { &three_d };
+            let lattices = names::parse(&lattices, offered)?;
+            let precisions = names::parse(&precisions, Precision::all())?;
             let streaming =
                 streaming.iter().map(|s| lbm::host::case::parse_streaming(s)).collect::<Result<Vec<_>>>()?;
-            let geometries =
-                geometry.iter().map(|g| lbm::host::bench::BenchGeometry::from_name(g)).collect::<Result<Vec<_>>>()?;
+            let collisions = names::parse(&collisions, CollisionKind::all())?;
+            let geometries = geometry.iter().map(|g| BenchGeometry::from_name(g)).collect::<Result<Vec<_>>>()?;
             let sizes = sizes.unwrap_or_else(|| if max_size && gpus.is_empty() { vec![] } else { vec![256, 512] });
             if sizes.iter().any(|&n| n < 3) {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
             }
             if !gpus.is_empty() {
+                if collisions.iter().any(|&c| c != CollisionKind::Bgk) {
+                    return Err(lbm::Error::Setup(
+                        "--collisions applies to one-GPU benchmarks: --gpus measures BGK only".into(),
+                    ));
+                }
                 let exchange = exchange
                     .iter()
                     .map(|e| lbm::host::multi_gpu::Exchange::from_name(e))
@@ -332,7 +319,17 @@ pub fn execute(cli: Cli) -> Result<()> {
             }
             bench::bench(
                 backend.resolve()?,
-                bench::BenchOptions { sizes, steps, lattices, precisions, streaming, geometries, json, max_size },
+                bench::BenchOptions {
+                    sizes,
+                    steps,
+                    lattices,
+                    precisions,
+                    streaming,
+                    collisions,
+                    geometries,
+                    json,
+                    max_size,
+                },
             )
         }
     }
