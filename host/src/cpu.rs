@@ -6,9 +6,8 @@ use crate::fields::Fields;
 use crate::solver::{
     mass_of, restore_storage, storage_bytes, BackendKind, CollisionParams, SavedState, Solver, SolverConfig,
 };
-use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
-use kernels_gpu::{Collision, Dims, Lattice, OpenParams, Real, StepParams, Storage};
+use kernels_gpu::{Collision, Grid, Lattice, OpenParams, Real, StepParams, Storage};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -32,9 +31,9 @@ impl<T> Shared<T> {
     }
 }
 
-/// Runs `body(cell)` for every cell in parallel.
-fn for_each_cell(dims: Dims, body: impl Fn(Cell) + Sync + Send) {
-    (0..dims.cells() as u32).into_par_iter().with_min_len(CELLS_PER_TASK).for_each(|n| body(Cell::from_index(dims, n)));
+/// Runs `body(cell)` for every cell of `grid` in parallel.
+fn for_each_cell<G: Grid + Sync>(grid: G, body: impl Fn(G::Cell) + Sync + Send) {
+    (0..grid.cells() as u32).into_par_iter().with_min_len(CELLS_PER_TASK).for_each(|n| body(grid.cell_of(n)));
 }
 
 /// Whether this CPU has fused multiply-add. The physics is written with
@@ -83,26 +82,27 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
     range: Range<u32>,
 ) {
     let (p, flags) = (a.p, a.flags);
+    let grid = &p.dims;
     for n in range {
-        let cell = Cell::from_index(p.dims, n);
+        let cell = grid.cell_of(n);
         // SAFETY (both): each slot is read and written by exactly one cell per
         // step (Esoteric Pull); f is only read and each cell writes its own
         // slots of dst (two-lattice).
         let dst = match a.scheme {
             Streaming::EsotericPull => {
-                unsafe { stream::stream_collide_esoteric::<L, Q, S, C>(p, a.f.get(), flags.get(), cell) };
+                unsafe { stream::stream_collide_esoteric::<L, Q, S, C>(grid, p, a.f.get(), flags.get(), cell) };
                 a.f
             }
             Streaming::TwoLattice => {
                 unsafe {
-                    stream::stream_collide_two_lattice::<L, Q, S, C>(p, a.f.get(), a.dst.get(), flags.get(), cell)
+                    stream::stream_collide_two_lattice::<L, Q, S, C>(grid, p, a.f.get(), a.dst.get(), flags.get(), cell)
                 };
                 a.dst
             }
         };
         // The GPU runs open boundaries as their own group; here one loop does both.
         unsafe {
-            stream::open_boundary_update::<L, Q, S>(a.scheme, p, a.open, a.f.get(), dst.get(), flags.get(), cell)
+            stream::open_boundary_update::<L, Q, S>(grid, a.scheme, p, a.open, a.f.get(), dst.get(), flags.get(), cell)
         };
     }
 }
@@ -173,9 +173,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
         let p = config.step_params::<S::Real>(0);
         let (fl, fp, pl) = (Shared::new(flags.as_ptr()), Shared(f.as_mut_ptr()), Shared::new(planes.as_ptr()));
         let scheme = config.streaming;
-        for_each_cell(dims, |n| {
+        for_each_cell(dims, |cell| {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
-            unsafe { stream::init_equilibrium::<L, Q, S>(scheme, &p, fp.get(), fl.get(), pl.get(), n) }
+            unsafe { stream::init_equilibrium::<L, Q, S>(&dims, scheme, &p, fp.get(), fl.get(), pl.get(), cell) }
         });
         Ok(Self { config, flags, f, f_next, t: 0, _lattice: PhantomData })
     }
@@ -245,7 +245,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
 impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
     fn step(&mut self, steps: u64) -> Result<()> {
         for _ in 0..steps {
-            self.update_cells(0..self.config.domain.dims.cells());
+            let dims = self.config.domain.dims;
+            self.update_cells(dims.region_cells(0..dims.units()));
             self.end_step();
         }
         Ok(())
@@ -266,9 +267,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Solver for CpuSolver<L, Q, S> {
         let p = self.config.step_params::<S::Real>(self.t);
         let (o, f, flags) = (Shared(out.as_mut_ptr()), Shared::new(self.f.as_ptr()), Shared::new(self.flags.as_ptr()));
         let scheme = self.config.streaming;
-        for_each_cell(dims, |n| {
+        for_each_cell(dims, |cell| {
             // SAFETY: reads only; each cell writes its own output entries.
-            unsafe { stream::fields::<L, Q, S>(scheme, &p, f.get(), flags.get(), o.get(), n) }
+            unsafe { stream::fields::<L, Q, S>(&dims, scheme, &p, f.get(), flags.get(), o.get(), cell) }
         });
         Ok(planes_to_fields(dims, &out))
     }

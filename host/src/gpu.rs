@@ -12,9 +12,8 @@ use cudarc::driver::{
     ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
-use kernels_gpu::kernels::blocks_per_row;
 use kernels_gpu::stream::FIELD_COMPONENTS;
-use kernels_gpu::{F16s, KernelKind, Lattice, OpenParams, Real, StepParams, Storage, Streaming};
+use kernels_gpu::{F16s, Grid, KernelKind, Lattice, OpenParams, Real, StepParams, Storage, Streaming};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -187,19 +186,18 @@ pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
     format!("{}_{lattice}_{precision}", kind.prefix())
 }
 
-/// One thread per cell, `block` threads wide (narrower for narrow boxes):
-/// blocks along each row, or through each layer ([`blocks_per_row`]); the
-/// grid's z is the box's.
-fn launch_config(dims: kernels_gpu::Dims, block: u32) -> LaunchConfig {
-    let (block, grid_dim) = if blocks_per_row(dims.nx) {
-        let block = block.min(dims.nx);
-        (block, (dims.nx.div_ceil(block), dims.ny, dims.nz))
-    } else {
-        let plane = dims.nx * dims.ny;
-        let block = block.min(plane.next_multiple_of(32));
-        (block, (plane.div_ceil(block), 1, dims.nz))
-    };
-    LaunchConfig { grid_dim, block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+/// One thread per cell of `units` launch units of `grid` (layers of a box),
+/// at most `block` threads per block, as the grid lays launches out
+/// ([`Grid::launch`]).
+fn launch_config(grid: &impl Grid, units: u32, block: u32) -> LaunchConfig {
+    let shape = grid.launch(units, block);
+    let [x, y, z] = shape.blocks;
+    LaunchConfig { grid_dim: (x, y, z), block_dim: (shape.threads, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// [`launch_config`] over the whole grid.
+fn launch_all(grid: &impl Grid, block: u32) -> LaunchConfig {
+    launch_config(grid, grid.units(), block)
 }
 
 /// A storage format together with the element type its device buffers hold
@@ -299,7 +297,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         let scheme = config.streaming as u32;
         let mut launch = s.launch_builder(&init);
         launch.arg(&mut f).arg(&flags).arg(&planes).arg(&p).arg(&scheme);
-        let cfg = launch_config(config.domain.dims, block_size(KernelKind::InitEquilibrium));
+        let cfg = launch_all(&config.domain.dims, block_size(KernelKind::InitEquilibrium));
         // SAFETY: argument list matches the `init_equilibrium_*` entry points.
         unsafe { launch.launch(cfg) }.ctx("launching initialisation")?;
         s.synchronize().ctx("initialising populations")?;
@@ -357,9 +355,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         if layers == 0 {
             return Ok(());
         }
-        let d = self.config.domain.dims;
-        let whole = launch_config(d, self.step_block);
-        let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, whole.grid_dim.1, layers), ..whole };
+        let cfg = launch_config(&self.config.domain.dims, layers, self.step_block);
         let p = self.params().0;
         // Declared before the launch, which borrows the one that is set.
         let (bgk, trt);
@@ -489,7 +485,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
         let mut launch = s.launch_builder(&self.fields_kernel);
         launch.arg(&self.f).arg(&self.flags).arg(&mut out).arg(&p).arg(&scheme);
         // SAFETY: argument list matches the `fields_*` entry points.
-        let cfg = launch_config(self.config.domain.dims, block_size(KernelKind::Fields));
+        let cfg = launch_all(&self.config.domain.dims, block_size(KernelKind::Fields));
         unsafe { launch.launch(cfg) }.ctx("launching the fields kernel")?;
         let host = s.clone_dtoh(&out).ctx("reading fields back")?;
         Ok(planes_to_fields(self.config.domain.dims, &host))
@@ -528,7 +524,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for GpuSolver<L, Q,
     fn kernel_report(&self) -> Option<KernelReport> {
         use cudarc::driver::sys::CUdevice_attribute as A;
         // As launched: narrow boxes get narrower blocks.
-        let block = launch_config(self.config.domain.dims, self.step_block).block_dim.0;
+        let block = launch_all(&self.config.domain.dims, self.step_block).block_dim.0;
         let registers = self.step_kernel.num_regs().ok()? as u32;
         let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
         let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
@@ -551,7 +547,7 @@ pub fn layout_probe(device: &GpuDevice, dims: kernels_gpu::Dims, q: usize) -> Re
     let mut launch = s.launch_builder(&f);
     launch.arg(&mut out).arg(&d).arg(&qq);
     // SAFETY: argument list matches the `layout_probe` entry point.
-    unsafe { launch.launch(launch_config(dims, kernels_gpu::kernels::DEFAULT_BLOCK_SIZE)) }
+    unsafe { launch.launch(launch_all(&dims, kernels_gpu::kernels::DEFAULT_BLOCK_SIZE)) }
         .ctx("launching the layout probe")?;
     s.clone_dtoh(&out).ctx("reading the probe back")
 }

@@ -46,6 +46,23 @@ impl LatticeKind {
             LatticeKind::D3Q27 => D3Q27::NAME,
         }
     }
+    /// Largest velocity component ([`Lattice::MAX_SPEED`]).
+    pub const fn max_speed(self) -> u32 {
+        match self {
+            LatticeKind::D2Q9 => D2Q9::MAX_SPEED,
+            LatticeKind::D3Q19 => D3Q19::MAX_SPEED,
+            LatticeKind::D3Q27 => D3Q27::MAX_SPEED,
+        }
+    }
+    /// Radius of the near-wall neighbourhood ([`kernels_gpu::grid::near_wall_radius`]).
+    pub const fn near_wall_radius(self) -> u32 {
+        use kernels_gpu::grid::near_wall_radius;
+        match self {
+            LatticeKind::D2Q9 => near_wall_radius::<D2Q9, 9>(),
+            LatticeKind::D3Q19 => near_wall_radius::<D3Q19, 19>(),
+            LatticeKind::D3Q27 => near_wall_radius::<D3Q27, 27>(),
+        }
+    }
 }
 
 /// How populations are stored (and computed).
@@ -383,6 +400,7 @@ pub fn bitwise_differences(a: &[f64], b: &[f64]) -> usize {
 /// summed in f64 from the shifted populations (`rho = 1 + sum fbar_i`).
 pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(config: &SolverConfig, f: &[S], t: u64) -> f64 {
     use kernels_gpu::stream::{load, neighbours};
+    use kernels_gpu::Grid;
     let p = config.step_params::<S::Real>(t);
     let flags = &config.domain.flags;
     assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
@@ -391,7 +409,7 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(config: &SolverConfig,
         if !kernels_gpu::flags::is_flow(flags[n as usize]) {
             continue;
         }
-        let nb = neighbours::<L, Q>(p.dims, kernels_gpu::layout::Cell::from_index(p.dims, n));
+        let nb = neighbours::<L, Q>(&p.dims, p.dims.cell_of(n));
         // SAFETY: `f` and `flags` are sized for the domain (asserted above).
         let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb) };
         mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
