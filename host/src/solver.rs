@@ -289,9 +289,10 @@ impl SolverConfig {
     }
 
     /// Flag bytes as the kernels use them: the user's cell kinds plus the
-    /// [`kernels_gpu::flags::NEAR_SOLID`] bit on fluid cells next to a solid.
+    /// [`kernels_gpu::flags::NEAR_SOLID`] bit on fluid cells within the
+    /// lattice's reach of a solid.
     pub fn kernel_flags(&self) -> Vec<u8> {
-        self.domain.kernel_flags()
+        self.domain.kernel_flags(self.lattice.near_wall_radius())
     }
 
     /// Bytes of device memory the state takes: populations (one or two
