@@ -401,3 +401,49 @@ fn bench_runs_each_collision_and_names_it() {
     assert_eq!(ran, ["bgk", "trt"]);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A rank that dies does not hang the job: in a local two-rank NCCL run,
+/// killing rank 1 makes rank 0 abort its communicator and exit non-zero,
+/// naming itself and the neighbours it waited for. Needs two GPUs and NCCL.
+#[test]
+fn a_dead_rank_ends_the_job() {
+    let gpus = lbm::host::gpu::device_count().unwrap_or(0);
+    if gpus < 2 || !lbm::host::nccl::library_present() {
+        if gpus == 0 && std::env::var("LBM_REQUIRE_GPU").as_deref() == Ok("1") {
+            panic!("a_dead_rank_ends_the_job: LBM_REQUIRE_GPU=1 but no GPU");
+        }
+        eprintln!("SKIPPED a_dead_rank_ends_the_job: needs two GPUs and NCCL ({gpus} GPUs)");
+        return;
+    }
+    let id = scratch("dead-rank").join("id");
+    let rank = |r: usize| {
+        lbm()
+            .args(["nccl", "--rendezvous", &format!("file:{}", id.display()), "--steps", "100000000"])
+            .envs([("RANK", r.to_string()), ("WORLD_SIZE", "2".into()), ("LOCAL_RANK", r.to_string())])
+            // Well above a step, well below a launcher's patience.
+            .env("LBM_NCCL_TIMEOUT", "20")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (zero, mut one) = (rank(0), rank(1));
+    // Rank 0 removes the rendezvous file once both have joined NCCL.
+    let start = std::time::Instant::now();
+    while !id.exists() || start.elapsed().as_secs() < 2 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(start.elapsed().as_secs() < 60, "rank 0 never wrote the rendezvous");
+    }
+    while id.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(start.elapsed().as_secs() < 120, "the ranks never joined");
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    one.kill().unwrap();
+    one.wait().unwrap();
+    let killed = std::time::Instant::now();
+    let out = zero.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "rank 0 went on: {err}");
+    assert!(killed.elapsed().as_secs() < 90, "rank 0 took {} s to notice", killed.elapsed().as_secs());
+    assert!(err.contains("rank 0 of 2") && err.contains("exchanges with rank 1"), "{err}");
+}

@@ -189,7 +189,7 @@ mod tests {
         let solids = |g: BenchGeometry| {
             let c = g.config(l, p, s, 12).unwrap();
             assert_eq!(c.domain.dims, Dims::new(12, 12, 12), "{g:?}");
-            c.domain.kernel_flags().iter().filter(|&&f| is_solid(f)).count()
+            c.kernel_flags().iter().filter(|&&f| is_solid(f)).count()
         };
         assert_eq!(solids(BenchGeometry::Periodic), 0);
         assert_eq!(solids(BenchGeometry::Cavity), 12 * 12 * 12 - 10 * 10 * 10);

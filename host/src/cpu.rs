@@ -12,7 +12,7 @@ use crate::solver::{mass_of, BackendKind, CollisionParams, SolverConfig};
 use kernels_gpu::lattice::z_pairs;
 use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
-use kernels_gpu::{Collision, Dims, Lattice, OpenBoundary, Real, StepParams, Storage};
+use kernels_gpu::{Collision, Dims, Grid, Lattice, OpenBoundary, Real, StepParams, Storage};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -41,7 +41,7 @@ fn for_each_cell(dims: Dims, cells: Range<usize>, body: impl Fn(Cell) + Sync + S
     (cells.start as u32..cells.end as u32)
         .into_par_iter()
         .with_min_len(CELLS_PER_TASK)
-        .for_each(|n| body(Cell::from_index(dims, n)));
+        .for_each(|n| body(dims.cell_of(n)));
 }
 
 /// Whether this CPU has fused multiply-add. The physics is written with
@@ -89,17 +89,18 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
     range: Range<u32>,
 ) {
     let (p, flags) = (a.p, a.flags);
+    let grid = &p.dims;
     for n in range {
-        let cell = Cell::from_index(p.dims, n);
+        let cell = grid.cell_of(n);
         // SAFETY (both): each slot is read and written by exactly one cell per
         // step (Esoteric Pull); f is only read and each cell writes its own
         // slots of dst (two-lattice).
         match a.scheme {
             Streaming::EsotericPull => unsafe {
-                stream::stream_collide_esoteric::<L, Q, S, C>(p, a.f.get(), flags.get(), cell)
+                stream::stream_collide_esoteric::<L, Q, S, C>(grid, p, a.f.get(), flags.get(), cell)
             },
             Streaming::TwoLattice => unsafe {
-                stream::stream_collide_two_lattice::<L, Q, S, C>(p, a.f.get(), a.dst.get(), flags.get(), cell)
+                stream::stream_collide_two_lattice::<L, Q, S, C>(grid, p, a.f.get(), a.dst.get(), flags.get(), cell)
             },
         }
     }
@@ -176,9 +177,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let p = config.step_params::<S::Real>(0);
         let (fl, fp, pl) = (Shared::new(flags.as_ptr()), Shared(f.as_mut_ptr()), Shared::new(planes.as_ptr()));
         let scheme = config.streaming;
-        for_each_cell(dims, 0..cells, |n| {
+        for_each_cell(dims, 0..cells, |cell| {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
-            unsafe { stream::init_equilibrium::<L, Q, S>(scheme, &p, fp.get(), fl.get(), pl.get(), n) }
+            unsafe { stream::init_equilibrium::<L, Q, S>(&dims, scheme, &p, fp.get(), fl.get(), pl.get(), cell) }
         });
         let open = config.domain.open.iter().map(|g| (g.cells.clone(), g.state.kernel_params())).collect();
         Ok(Self { config, slab, flags, f, f_next, open, t: 0, _lattice: PhantomData })
@@ -234,13 +235,14 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
                 // only slots no other cell touches in the same step.
                 unsafe {
                     stream::open_boundary_update::<L, Q, S>(
+                        &dims,
                         scheme,
                         &p,
                         open,
                         src.get(),
                         dst.get(),
                         flags.get(),
-                        Cell::from_index(dims, n),
+                        dims.cell_of(n),
                     )
                 }
             });
@@ -276,7 +278,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let scheme = self.config.streaming;
         for_each_cell(dims, own.clone(), |n| {
             // SAFETY: reads only; each cell writes its own output entries.
-            unsafe { stream::fields::<L, Q, S>(scheme, &p, f.get(), flags.get(), o.get(), n) }
+            unsafe { stream::fields::<L, Q, S>(&dims, scheme, &p, f.get(), flags.get(), o.get(), n) }
         });
         (0..FIELD_COMPONENTS)
             .flat_map(|c| out[c * cells + own.start..c * cells + own.end].to_vec())
@@ -309,7 +311,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
     /// run in the order `schedule`.
     pub fn partitioned(config: SolverConfig, parts: u32, schedule: Schedule) -> Result<Self> {
         config.validate()?;
-        let slabs = Slab::split(config.domain.dims.nz, parts)?;
+        let slabs = Slab::split(config.domain.dims.nz, parts, kernels_gpu::grid::halo_width::<L, Q>())?;
         let parts = slabs.iter().map(|s| CpuPart::new(&config, s.clone())).collect::<Result<_>>()?;
         let exec = CpuParts { parts, slabs: slabs.clone(), config: config.clone() };
         Ok(Simulation::from_parts(config, exec, Plan::split(slabs.len(), schedule)))

@@ -282,20 +282,17 @@ impl Domain {
     }
 
     /// Flag bytes as the kernels use them: [`kernels_gpu::flags::NEAR_SOLID`]
-    /// set on every flow cell with a solid cell among its 26 neighbours
-    /// (periodic wrap, as the kernels see them).
-    pub fn kernel_flags(&self) -> Vec<u8> {
+    /// set on every flow cell with a solid cell in the cube of cells within
+    /// `radius` of it along each axis (periodic wrap, as the kernels see
+    /// them); the lattice gives the radius
+    /// ([`kernels_gpu::grid::near_wall_radius`]).
+    pub fn kernel_flags(&self, radius: u32) -> Vec<u8> {
         use kernels_gpu::flags::{is_flow, is_solid, NEAR_SOLID};
-        use kernels_gpu::layout::Cell;
-        use kernels_gpu::{Lattice, D3Q27};
-        let d = self.dims;
+        let solid: Vec<bool> = self.flags.iter().map(|&f| is_solid(f)).collect();
+        let near = dilate(solid, self.dims, radius);
         let mut out = self.flags.clone();
-        for (n, flag) in out.iter_mut().enumerate() {
-            if !is_flow(*flag) {
-                continue;
-            }
-            let nb = Cell::from_index(d, n as u32).neighbours(d, &D3Q27::C);
-            if (0..27).any(|j| is_solid(self.flags[nb.cell(j) as usize])) {
+        for (flag, near) in out.iter_mut().zip(near) {
+            if near && is_flow(*flag) {
                 *flag |= NEAR_SOLID;
             }
         }
@@ -334,6 +331,36 @@ impl Domain {
     }
 }
 
+/// The cells within `radius` along each axis (periodic wrap) of a marked
+/// cell: a cube is the product of three one-axis dilations, so each axis is
+/// dilated in turn, one row of cells at a time.
+fn dilate(mut mask: Vec<bool>, d: Dims, radius: u32) -> Vec<bool> {
+    let (len, stride) = ([d.nx, d.ny, d.nz], [1, d.nx as usize, d.nx as usize * d.ny as usize]);
+    let r = radius as i64;
+    let mut row = Vec::new();
+    for axis in 0..3 {
+        let n = len[axis] as usize;
+        // Offsets along the axis of the row entries `-r ..= n - 1 + r`, wrapped.
+        let wrapped: Vec<usize> = (-r..n as i64 + r).map(|p| p.rem_euclid(n as i64) as usize * stride[axis]).collect();
+        for z in 0..d.nz as usize {
+            for y in 0..d.ny as usize {
+                for x in 0..d.nx as usize {
+                    if [x, y, z][axis] != 0 {
+                        continue;
+                    }
+                    let start = x + stride[1] * y + stride[2] * z;
+                    row.clear();
+                    row.extend(wrapped.iter().map(|&o| mask[start + o]));
+                    for (p, window) in row.windows(2 * radius as usize + 1).enumerate() {
+                        mask[start + p * stride[axis]] = window.contains(&true);
+                    }
+                }
+            }
+        }
+    }
+    mask
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,10 +380,51 @@ mod tests {
         assert!(Domain::with_faces(Dims::new(2, 5, 5), [FaceBoundary::Wall; 6]).is_err());
         assert!(Domain::new(Dims::new(0, 5, 5)).is_err());
         assert!(Domain::new(Dims::new(1 << 11, 1 << 11, 1 << 10)).is_err());
-        let k = d.kernel_flags();
+        let k = d.kernel_flags(1);
         let near = kernels_gpu::flags::NEAR_SOLID;
         assert_eq!(k[d.dims.index(1, 1, 1)], near, "corner fluid cell touches walls");
         assert_eq!(k[d.dims.index(2, 2, 2)], 0, "centre cell of a 3^3 fluid block touches none");
         assert_eq!(k[d.dims.index(0, 4, 0)], d.flags[d.dims.index(0, 4, 0)], "solid cells keep their flag");
+    }
+
+    /// Slow, obvious reference: a solid cell in the cube of `radius`, each axis wrapped.
+    fn near_solid_reference(d: &Domain, radius: i64, x: u32, y: u32, z: u32) -> bool {
+        let wrap = |p: u32, dp: i64, n: u32| (p as i64 + dp).rem_euclid(n as i64) as u32;
+        let cube = -radius..=radius;
+        cube.clone().any(|dz| {
+            cube.clone().any(|dy| {
+                cube.clone().any(|dx| {
+                    let n = d.dims.index(wrap(x, dx, d.dims.nx), wrap(y, dy, d.dims.ny), wrap(z, dz, d.dims.nz));
+                    kernels_gpu::flags::is_solid(d.flags[n])
+                })
+            })
+        })
+    }
+
+    #[test]
+    fn near_solid_radius_follows_the_lattice() {
+        use kernels_gpu::flags::NEAR_SOLID;
+        // A wall at x = 0 (x periodic, so it also bounds x = nx - 1) and one solid cell.
+        let mut d = Domain::new(Dims::new(9, 6, 5)).unwrap();
+        d.fill_face(Face::XMin, CellKind::Wall);
+        d.set(5, 2, 2, CellKind::Wall);
+        let (r1, r2) = (d.kernel_flags(1), d.kernel_flags(2));
+        let at = |x, y, z| d.dims.index(x, y, z);
+        assert_eq!(r1[at(1, 3, 3)], NEAR_SOLID, "next to the wall");
+        assert_eq!(r1[at(2, 3, 3)], 0, "two away from the wall, radius 1");
+        assert_eq!(r2[at(2, 3, 3)], NEAR_SOLID, "two away from the wall, radius 2");
+        assert_eq!(r1[at(7, 5, 4)], 0);
+        assert_eq!(r2[at(7, 5, 4)], NEAR_SOLID, "two away through the periodic x face");
+        assert_eq!(r1[at(3, 4, 4)], 0);
+        assert_eq!(r2[at(3, 4, 4)], NEAR_SOLID, "two away from the cell along each axis");
+        for radius in 0..4 {
+            let k = d.kernel_flags(radius);
+            for (n, (&flag, &kernel)) in d.flags.iter().zip(&k).enumerate() {
+                let (x, y, z) = d.dims.coords(n as u32);
+                let want = !kernels_gpu::flags::is_solid(flag) && near_solid_reference(&d, radius as i64, x, y, z);
+                assert_eq!(kernel & NEAR_SOLID != 0, want, "radius {radius} cell ({x}, {y}, {z})");
+                assert_eq!(kernel & !NEAR_SOLID, flag);
+            }
+        }
     }
 }

@@ -11,9 +11,8 @@
 use crate::solver::SolverConfig;
 use kernels_gpu::flags::is_flow;
 use kernels_gpu::lattice::opposite;
-use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{load, neighbours};
-use kernels_gpu::{Lattice, Real, Storage};
+use kernels_gpu::{Grid, Lattice, Real, Storage};
 
 /// Force (lattice units, per time step) on each object through the links
 /// of the fluid cells `cells`: `objects[k][n]` says whether cell `n` belongs
@@ -33,8 +32,7 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
         if !is_flow(flags[n as usize]) {
             continue;
         }
-        let cell = Cell::from_index(p.dims, n);
-        let nb = neighbours::<L, Q>(p.dims, cell);
+        let nb = neighbours::<L, Q>(&p.dims, p.dims.cell_of(n));
         let mut arriving = None;
         for i in 1..Q {
             let target = nb.cell(i) as usize;

@@ -13,9 +13,8 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
-use kernels_gpu::kernels::blocks_per_row;
 use kernels_gpu::stream::FIELD_COMPONENTS;
-use kernels_gpu::{F16s, KernelKind, Lattice, OpenBoundary, Real, Storage, Streaming};
+use kernels_gpu::{F16s, Grid, KernelKind, Lattice, OpenBoundary, Real, Storage, Streaming};
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::Arc;
@@ -181,19 +180,18 @@ pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
     format!("{}_{lattice}_{precision}", kind.prefix())
 }
 
-/// One thread per cell, `block` threads wide (narrower for narrow boxes):
-/// blocks along each row, or through each layer ([`blocks_per_row`]); the
-/// grid's z is the box's.
-pub(crate) fn launch_config(dims: kernels_gpu::Dims, block: u32) -> LaunchConfig {
-    let (block, grid_dim) = if blocks_per_row(dims.nx) {
-        let block = block.min(dims.nx);
-        (block, (dims.nx.div_ceil(block), dims.ny, dims.nz))
-    } else {
-        let plane = dims.nx * dims.ny;
-        let block = block.min(plane.next_multiple_of(32));
-        (block, (plane.div_ceil(block), 1, dims.nz))
-    };
-    LaunchConfig { grid_dim, block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+/// One thread per cell of `units` launch units of `grid` (layers of a box),
+/// at most `block` threads per block, as the grid lays launches out
+/// ([`Grid::launch`]).
+pub(crate) fn launch_config(grid: &impl Grid, units: u32, block: u32) -> LaunchConfig {
+    let shape = grid.launch(units, block);
+    let [x, y, z] = shape.blocks;
+    LaunchConfig { grid_dim: (x, y, z), block_dim: (shape.threads, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// [`launch_config`] over the whole grid.
+pub(crate) fn launch_all(grid: &impl Grid, block: u32) -> LaunchConfig {
+    launch_config(grid, grid.units(), block)
 }
 
 /// A storage format together with the element type its device buffers hold
@@ -292,7 +290,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let flags = s.clone_htod(&config.kernel_flags()).ctx("uploading cell flags")?;
         let planes = s.clone_htod(&config.initial_planes::<S::Real>()).ctx("uploading initial fields")?;
         let init = device.kernel::<L, Q, S>(KernelKind::InitEquilibrium)?;
-        let cfg = launch_config(dims, block_size(KernelKind::InitEquilibrium));
+        let cfg = launch_all(&dims, block_size(KernelKind::InitEquilibrium));
         let p = config.step_params::<S::Real>(0);
         launch::init_equilibrium(&s, &init, &mut f, &flags, &planes, p, config.streaming, cfg)?;
         s.synchronize().ctx("initialising populations")?;
@@ -357,8 +355,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         if layers.is_empty() {
             return Ok(());
         }
-        let whole = launch_config(self.config.domain.dims, self.step_block);
-        let cfg = LaunchConfig { grid_dim: (whole.grid_dim.0, whole.grid_dim.1, layers.len() as u32), ..whole };
+        let cfg = launch_config(&self.config.domain.dims, layers.len() as u32, self.step_block);
         let p = self.config.step_params::<S::Real>(t);
         let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
         launch::stream_collide(s, &self.step_kernel, b, &self.flags, p, self.collision, layers.start, cfg)
@@ -407,7 +404,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let (cells, own) = (dims.cells(), self.slab.own_cells(self.plane()));
         let s = self.device.stream().clone();
         let mut out = s.alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
-        let cfg = launch_config(dims, block_size(KernelKind::Fields));
+        let cfg = launch_all(&dims, block_size(KernelKind::Fields));
         let p = self.config.step_params::<S::Real>(t);
         launch::fields(&s, &self.fields_kernel, &self.f, &self.flags, &mut out, p, self.config.streaming, cfg)?;
         let mut planes = Vec::with_capacity(FIELD_COMPONENTS * own.len());
@@ -466,7 +463,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     pub(crate) fn kernel_report(&self) -> Option<KernelReport> {
         use cudarc::driver::sys::CUdevice_attribute as A;
         // As launched: narrow boxes get narrower blocks.
-        let block = launch_config(self.config.domain.dims, self.step_block).block_dim.0;
+        let block = launch_all(&self.config.domain.dims, self.step_block).block_dim.0;
         let registers = self.step_kernel.num_regs().ok()? as u32;
         let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
         let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
@@ -480,7 +477,7 @@ pub fn layout_probe(device: &GpuDevice, dims: kernels_gpu::Dims, q: usize) -> Re
     let s = device.stream();
     let f = device.function(kernels_gpu::kernels::LAYOUT_PROBE_KERNEL)?;
     let mut out = s.alloc_zeros::<u64>(q * dims.cells()).ctx("allocating the probe buffer")?;
-    let cfg = launch_config(dims, kernels_gpu::kernels::DEFAULT_BLOCK_SIZE);
+    let cfg = launch_all(&dims, kernels_gpu::kernels::DEFAULT_BLOCK_SIZE);
     launch::layout_probe(s, &f, &mut out, dims, q as u32, cfg)?;
     s.clone_dtoh(&out).ctx("reading the probe back")
 }

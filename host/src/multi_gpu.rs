@@ -146,7 +146,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
                 devices.len()
             )));
         }
-        let slabs = Slab::split(d.nz, devices.len() as u32)?;
+        let slabs = Slab::split(d.nz, devices.len() as u32, kernels_gpu::grid::halo_width::<L, Q>())?;
         let mut parts = Vec::new();
         for (slab, device) in slabs.iter().zip(devices) {
             let ctx = device.context().clone();

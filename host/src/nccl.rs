@@ -48,6 +48,21 @@ const BYTES: nccl::ncclDataType_t = nccl::ncclDataType_t::ncclUint8;
 /// How often the watchdog asks NCCL whether a peer has failed.
 const WATCH_INTERVAL: Duration = Duration::from_millis(200);
 
+/// How long a rank waits for NCCL work (a step's exchange, a read-back, rank
+/// 0's next command) before it takes a peer for dead, unless
+/// `LBM_NCCL_TIMEOUT` (seconds) says otherwise: a peer killed outright does
+/// not always raise NCCL's asynchronous error, it just never answers.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The wait limit: `LBM_NCCL_TIMEOUT` seconds, or [`DEFAULT_TIMEOUT`].
+fn wait_limit() -> Duration {
+    std::env::var("LBM_NCCL_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+}
+
 /// How long a rank waits for the rendezvous.
 const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -174,6 +189,10 @@ pub(crate) struct Comm {
     raw: nccl::ncclComm_t,
     /// Set once the communicator has been aborted (by an error or the watchdog).
     aborted: Arc<AtomicBool>,
+    /// When this rank began waiting for NCCL work, in milliseconds since
+    /// `started`; 0 while it is not waiting.
+    waiting_since: Arc<std::sync::atomic::AtomicU64>,
+    started: Instant,
 }
 
 /// The communicator handle, for the watchdog thread.
@@ -194,16 +213,38 @@ impl Comm {
         // SAFETY: `raw` receives the communicator; every rank passes the same id.
         let joined = unsafe { nccl::ncclCommInitRank(&mut raw, ranks.world as i32, id, ranks.rank as i32) };
         nccl_result(joined, "joining the job")?;
-        Ok(Self { raw, aborted: Arc::new(AtomicBool::new(false)) })
+        Ok(Self {
+            raw,
+            aborted: Arc::new(AtomicBool::new(false)),
+            waiting_since: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            started: Instant::now(),
+        })
     }
 
-    /// Watches for a failed peer from a thread of its own: NCCL reports a
-    /// rank that died only through the asynchronous error, and this rank
-    /// may meanwhile be blocked waiting for it. The watchdog aborts the
-    /// communicator, which ends the wait, and then the process, naming
-    /// this rank and the neighbours it exchanges with.
+    /// Starts the watchdog's clock until the guard drops: around every call
+    /// that may block on NCCL work (a launch into a full queue behind an
+    /// exchange, a synchronisation, a message). Healthy calls return within
+    /// a step; one blocked past the limit means a peer is gone.
+    fn busy(&self) -> Busy {
+        let now = self.started.elapsed().as_millis() as u64;
+        self.waiting_since.store(now.max(1), Ordering::SeqCst);
+        Busy(self.waiting_since.clone())
+    }
+
+    /// Runs `wait` under the watchdog's clock.
+    fn waiting<T>(&self, wait: impl FnOnce() -> T) -> T {
+        let _busy = self.busy();
+        wait()
+    }
+
+    /// Watches for a failed peer from a thread of its own: a rank that
+    /// died shows as NCCL's asynchronous error, or only as work that never
+    /// completes, while this rank is blocked waiting for it. The watchdog
+    /// then aborts the communicator, which ends the wait, and the process
+    /// (exit status 3), naming this rank and the neighbours it exchanges with.
     fn watch(&self, ranks: Ranks) {
         let (raw, aborted) = (RawComm(self.raw), self.aborted.clone());
+        let (waiting_since, started, limit) = (self.waiting_since.clone(), self.started, wait_limit());
         std::thread::spawn(move || {
             let raw = raw;
             loop {
@@ -214,24 +255,30 @@ impl Comm {
                 let mut state = nccl::ncclResult_t::ncclSuccess;
                 // SAFETY: polls a live communicator (the flag says when it is gone).
                 let polled = unsafe { nccl::ncclCommGetAsyncError(raw.0, &mut state) };
-                if polled != nccl::ncclResult_t::ncclSuccess
-                    || !matches!(state, nccl::ncclResult_t::ncclSuccess | nccl::ncclResult_t::ncclInProgress)
-                {
-                    if aborted.swap(true, Ordering::SeqCst) {
-                        return;
-                    }
-                    // SAFETY: aborting ends any NCCL work this rank is blocked in.
-                    unsafe { nccl::ncclCommAbort(raw.0) };
-                    let w = ranks.world;
-                    eprintln!(
-                        "error: rank {} of {w}: NCCL reports {state:?}: a peer rank failed or became unreachable \
-                         (this rank exchanges with ranks {} and {}); aborting",
-                        ranks.rank,
-                        (ranks.rank + w - 1) % w,
-                        (ranks.rank + 1) % w
-                    );
-                    std::process::exit(3);
+                let failed = polled != nccl::ncclResult_t::ncclSuccess
+                    || !matches!(state, nccl::ncclResult_t::ncclSuccess | nccl::ncclResult_t::ncclInProgress);
+                let since = waiting_since.load(Ordering::SeqCst);
+                let waited = Duration::from_millis((started.elapsed().as_millis() as u64).saturating_sub(since));
+                let stuck = since != 0 && waited > limit;
+                if !(failed || stuck) || aborted.swap(true, Ordering::SeqCst) {
+                    continue;
                 }
+                // SAFETY: aborting ends any NCCL work this rank is blocked in.
+                unsafe { nccl::ncclCommAbort(raw.0) };
+                let w = ranks.world;
+                let why = if failed {
+                    format!("NCCL reports {state:?}")
+                } else {
+                    format!("no NCCL progress for {} s (LBM_NCCL_TIMEOUT)", waited.as_secs())
+                };
+                let (down, up) = ((ranks.rank + w - 1) % w, (ranks.rank + 1) % w);
+                let peers = if down == up { format!("rank {up}") } else { format!("ranks {down} and {up}") };
+                eprintln!(
+                    "error: rank {} of {w}: {why}: a peer rank died or became unreachable \
+                     (this rank exchanges with {peers}); aborting the job",
+                    ranks.rank
+                );
+                std::process::exit(3);
             }
         });
     }
@@ -293,6 +340,15 @@ impl Comm {
     }
 }
 
+/// Stops the watchdog's clock when dropped (see [`Comm::busy`]).
+struct Busy(Arc<std::sync::atomic::AtomicU64>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::SeqCst);
+    }
+}
+
 impl Drop for Comm {
     fn drop(&mut self) {
         if !self.aborted.swap(true, Ordering::SeqCst) {
@@ -339,7 +395,7 @@ pub fn join<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
             d.nz, ranks.world
         )));
     }
-    let slabs = Slab::split(d.nz, ranks.world as u32)?;
+    let slabs = Slab::split(d.nz, ranks.world as u32, kernels_gpu::grid::halo_width::<L, Q>())?;
     let device = GpuDevice::open(ranks.local, ptx)?;
     if !library_present() {
         return Err(Error::Setup(
@@ -400,7 +456,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
         Partitions::synchronize(self)?;
         let mut buf = self.copies.clone_htod(&words).ctx("staging a message")?;
         self.comm.broadcast(&mut buf, &self.copies)?;
-        let got = self.copies.clone_dtoh(&buf).ctx("reading a message")?;
+        let got = self.comm.waiting(|| self.copies.clone_dtoh(&buf)).ctx("reading a message")?;
         Ok([got[0], got[1]])
     }
 
@@ -417,7 +473,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
             let (ptr, _guard) = buf.device_ptr(&self.copies);
             // SAFETY: `buf` holds the chunk until the stream is synchronised below.
             unsafe { self.comm.send(ptr, chunk.len(), peer, &self.copies, "sending data")? };
-            self.copies.synchronize().ctx("sending data")?;
+            self.comm.waiting(|| self.copies.synchronize()).ctx("sending data")?;
         }
         Ok(())
     }
@@ -433,7 +489,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
                 // SAFETY: `buf` holds at least `n` bytes; the stream is synchronised by the read below.
                 unsafe { self.comm.recv(ptr, n, peer, &self.copies, "receiving data")? };
             }
-            let staged = self.copies.clone_dtoh(&buf.slice(..n)).ctx("reading received data")?;
+            let staged = self.comm.waiting(|| self.copies.clone_dtoh(&buf.slice(..n))).ctx("reading received data")?;
             out.extend_from_slice(&staged);
         }
         Ok(out)
@@ -464,6 +520,7 @@ fn bytes_f64(b: &[u8]) -> Vec<f64> {
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Executor for NcclParts<L, Q, S> {
     fn update(&mut self, _part: usize, region: Region, t: u64) -> Result<()> {
+        let _busy = self.comm.busy();
         let compute = self.gpu.device().stream().clone();
         match region {
             Region::Boundary => {
@@ -477,6 +534,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Executor for NcclParts<L, 
     }
 
     fn exchange(&mut self, _part: usize, t: u64) -> Result<()> {
+        let _busy = self.comm.busy();
         let len = self.gpu.slab().len();
         let w = self.ranks.world;
         let (up_peer, down_peer) = ((self.ranks.rank + 1) % w, (self.ranks.rank + w - 1) % w);
@@ -520,9 +578,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for NcclParts<L
     }
 
     fn synchronize(&mut self) -> Result<()> {
-        self.gpu.device().stream().synchronize().ctx("running time steps")?;
-        self.split.synchronize()?;
-        self.copies.synchronize().ctx("finishing the halo exchange")
+        self.comm.waiting(|| {
+            self.gpu.device().stream().synchronize().ctx("running time steps")?;
+            self.split.synchronize()?;
+            self.copies.synchronize().ctx("finishing the halo exchange")
+        })
     }
 
     fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>> {

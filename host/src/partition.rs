@@ -17,8 +17,8 @@ use std::ops::Range;
 /// Thinnest partition accepted, in cells.
 pub const MIN_THICKNESS: u32 = 1;
 
-/// Halo layers on each side of a split partition: the largest velocity
-/// component of the lattices the halo plan moves ([`crate::halo`]).
+/// Halo layers on each side of a split partition that the halo plan
+/// ([`crate::halo`]) moves: one, for velocity sets whose speeds are at most 1.
 pub const HALO_LAYERS: u32 = 1;
 
 /// The z-ranges of `parts` partitions of `nz` layers: as even as possible,
@@ -58,9 +58,16 @@ impl Slab {
         Self { z: 0..nz, halo: 0 }
     }
 
-    /// The slabs of `nz` layers split into `parts` partitions with halos.
-    pub fn split(nz: u32, parts: u32) -> Result<Vec<Self>> {
-        Ok(split(nz, parts)?.into_iter().map(|z| Self { z, halo: HALO_LAYERS }).collect())
+    /// The slabs of `nz` layers split into `parts` partitions with halos of
+    /// `halo` layers (the lattice's [`kernels_gpu::grid::halo_width`]).
+    pub fn split(nz: u32, parts: u32, halo: u32) -> Result<Vec<Self>> {
+        if halo > HALO_LAYERS {
+            return Err(Error::Setup(format!(
+                "this velocity set reaches {halo} cells, but z-partitions exchange halos of {HALO_LAYERS} layer: \
+                 run it unsplit (one GPU or one CPU domain)"
+            )));
+        }
+        Ok(split(nz, parts)?.into_iter().map(|z| Self { z, halo }).collect())
     }
 
     /// Own layers.
@@ -269,7 +276,7 @@ mod tests {
         assert_eq!(want.len(), 2 * 3 * 6, "inlet and outlet faces inside the x walls");
         for parts in 1..=4 {
             let mut got = Vec::new();
-            for slab in Slab::split(dims.nz, parts).unwrap() {
+            for slab in Slab::split(dims.nz, parts, HALO_LAYERS).unwrap() {
                 let local = local_config(&c, &slab).unwrap();
                 // Local layer 1 is global layer z.start.
                 let cells = local.domain.open_cells();
@@ -332,6 +339,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn halos_wider_than_the_plan_are_refused() {
+        assert_eq!(kernels_gpu::grid::halo_width::<D3Q27, 27>(), HALO_LAYERS);
+        let err = Slab::split(12, 2, 3).unwrap_err().to_string();
+        assert!(err.contains("reaches 3 cells") && err.contains("unsplit"), "{err}");
     }
 
     #[test]

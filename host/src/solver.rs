@@ -45,6 +45,23 @@ impl LatticeKind {
             LatticeKind::D3Q27 => D3Q27::NAME,
         }
     }
+    /// Largest velocity component ([`Lattice::MAX_SPEED`]).
+    pub const fn max_speed(self) -> u32 {
+        match self {
+            LatticeKind::D2Q9 => D2Q9::MAX_SPEED,
+            LatticeKind::D3Q19 => D3Q19::MAX_SPEED,
+            LatticeKind::D3Q27 => D3Q27::MAX_SPEED,
+        }
+    }
+    /// Radius of the near-wall neighbourhood ([`kernels_gpu::grid::near_wall_radius`]).
+    pub const fn near_wall_radius(self) -> u32 {
+        use kernels_gpu::grid::near_wall_radius;
+        match self {
+            LatticeKind::D2Q9 => near_wall_radius::<D2Q9, 9>(),
+            LatticeKind::D3Q19 => near_wall_radius::<D3Q19, 19>(),
+            LatticeKind::D3Q27 => near_wall_radius::<D3Q27, 27>(),
+        }
+    }
 }
 
 /// A run-time choice picked by name (on the command line, in a case file):
@@ -315,9 +332,10 @@ impl SolverConfig {
     }
 
     /// Flag bytes as the kernels use them: the user's cell kinds plus the
-    /// [`kernels_gpu::flags::NEAR_SOLID`] bit on fluid cells next to a solid.
+    /// [`kernels_gpu::flags::NEAR_SOLID`] bit on fluid cells within the
+    /// lattice's reach of a solid.
     pub fn kernel_flags(&self) -> Vec<u8> {
-        self.domain.kernel_flags()
+        self.domain.kernel_flags(self.lattice.near_wall_radius())
     }
 
     /// Bytes of device memory the state takes: populations (one or two
@@ -432,6 +450,7 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
     cells: std::ops::Range<usize>,
 ) -> f64 {
     use kernels_gpu::stream::{load, neighbours};
+    use kernels_gpu::Grid;
     let p = config.step_params::<S::Real>(t);
     let flags = &config.domain.flags;
     assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
@@ -440,7 +459,7 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
         if !kernels_gpu::flags::is_flow(flags[n as usize]) {
             continue;
         }
-        let nb = neighbours::<L, Q>(p.dims, kernels_gpu::layout::Cell::from_index(p.dims, n));
+        let nb = neighbours::<L, Q>(&p.dims, p.dims.cell_of(n));
         // SAFETY: `f` and `flags` are sized for the domain (asserted above).
         let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb) };
         mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();

@@ -1,42 +1,27 @@
 //! PTX entry points: thin shims that find their cell and call the per-cell
 //! functions of [`crate::stream`]. Names follow [`crate::KernelKind::prefix`].
+//! The kernels run on the dense box, the grid [`StepParams::dims`] gives.
 
 use crate::collision::{Bgk, Collision, Trt};
-use crate::kernels::blocks_per_row;
+use crate::grid::{Grid, LaunchIndex};
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
-use crate::layout::{Cell, Dims};
+use crate::layout::Dims;
 use crate::params::{OpenBoundary, StepParams};
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
 
-/// This thread's cell, for the launch shape [`blocks_per_row`] picks: with
-/// blocks per row, x from the block and thread along x and y from the grid's
-/// y; otherwise the position in the layer from the block and thread, split
-/// into x and y. z from the grid's z. `None` past the box.
+/// This thread's cell in a launch over the region of `grid` that starts at
+/// unit `first` ([`Grid::launch_cell`]): the stream-collide kernels of a
+/// partition run its boundary layers and its interior as separate launches,
+/// so that halo copies overlap the interior. `None` past the grid.
 #[inline(always)]
-fn this_cell(dims: Dims) -> Option<Cell> {
-    this_cell_from(dims, 0)
-}
-
-/// As [`this_cell`] for a launch over the layers `z0 ..`: the stream-collide
-/// kernels of a partition run its boundary layers and its interior as
-/// separate launches, so that halo copies overlap the interior.
-#[inline(always)]
-fn this_cell_from(dims: Dims, z0: u32) -> Option<Cell> {
+fn this_cell<G: Grid>(grid: &G, first: u32) -> Option<G::Cell> {
     // SAFETY: reading special registers has no preconditions.
-    let (i, j, z) = unsafe { (_block_idx_x() * _block_dim_x() + _thread_idx_x(), _block_idx_y(), z0 + _block_idx_z()) };
-    let (x, y) = if blocks_per_row(dims.nx) {
-        (i, j)
-    } else {
-        let y = i / dims.nx;
-        (i - y * dims.nx, y)
+    let at = unsafe {
+        LaunchIndex { x: _block_idx_x() * _block_dim_x() + _thread_idx_x(), y: _block_idx_y(), z: _block_idx_z() }
     };
-    if x < dims.nx && y < dims.ny {
-        Some(Cell::at(dims, x, y, z))
-    } else {
-        None
-    }
+    grid.launch_cell(first, at)
 }
 
 /// Index of this thread in a one-dimensional launch.
@@ -58,8 +43,8 @@ macro_rules! entry_points {
             /// Esoteric Pull stream-collide with `C`, one thread per cell of layers `z0 ..`.
             #[inline(always)]
             unsafe fn ep<C: Collision<Real>>(f: *mut $s, flags: *const u8, p: StepParams<Real, C>, z0: u32) {
-                if let Some(n) = this_cell_from(p.dims, z0) {
-                    stream::stream_collide_esoteric::<$lattice, $q, $s, C>(&p, f, flags, n);
+                if let Some(cell) = this_cell(&p.dims, z0) {
+                    stream::stream_collide_esoteric::<$lattice, $q, $s, C>(&p.dims, &p, f, flags, cell);
                 }
             }
 
@@ -72,8 +57,8 @@ macro_rules! entry_points {
                 p: StepParams<Real, C>,
                 z0: u32,
             ) {
-                if let Some(n) = this_cell_from(p.dims, z0) {
-                    stream::stream_collide_two_lattice::<$lattice, $q, $s, C>(&p, src, dst, flags, n);
+                if let Some(cell) = this_cell(&p.dims, z0) {
+                    stream::stream_collide_two_lattice::<$lattice, $q, $s, C>(&p.dims, &p, src, dst, flags, cell);
                 }
             }
 
@@ -125,10 +110,10 @@ macro_rules! entry_points {
             ) {
                 let i = thread_index();
                 if i < count {
-                    let cell = Cell::from_index(p.dims, *cells.add(i as usize));
+                    let cell = p.dims.cell_of(*cells.add(i as usize));
                     let scheme = Streaming::from_u32(scheme);
                     let src = if src.is_null() { dst as *const $s } else { src };
-                    stream::open_boundary_update::<$lattice, $q, $s>(scheme, &p, &open, src, dst, flags, cell);
+                    stream::open_boundary_update::<$lattice, $q, $s>(&p.dims, scheme, &p, &open, src, dst, flags, cell);
                 }
             }
 
@@ -141,8 +126,9 @@ macro_rules! entry_points {
                 p: StepParams<Real>,
                 scheme: u32,
             ) {
-                if let Some(n) = this_cell(p.dims) {
-                    stream::init_equilibrium::<$lattice, $q, $s>(Streaming::from_u32(scheme), &p, f, flags, fields, n);
+                if let Some(cell) = this_cell(&p.dims, 0) {
+                    let scheme = Streaming::from_u32(scheme);
+                    stream::init_equilibrium::<$lattice, $q, $s>(&p.dims, scheme, &p, f, flags, fields, cell);
                 }
             }
 
@@ -155,8 +141,8 @@ macro_rules! entry_points {
                 p: StepParams<Real>,
                 scheme: u32,
             ) {
-                if let Some(n) = this_cell(p.dims) {
-                    stream::fields::<$lattice, $q, $s>(Streaming::from_u32(scheme), &p, f, flags, out, n);
+                if let Some(cell) = this_cell(&p.dims, 0) {
+                    stream::fields::<$lattice, $q, $s>(&p.dims, Streaming::from_u32(scheme), &p, f, flags, out, cell);
                 }
             }
         }
@@ -168,7 +154,7 @@ crate::for_each_instance!(entry_points;);
 /// Layout check: every population slot of every cell gets its probe value.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn layout_probe(out: *mut u64, dims: Dims, q: u32) {
-    if let Some(n) = this_cell(dims) {
-        stream::write_layout_probe(dims, q as usize, out, n);
+    if let Some(cell) = this_cell(&dims, 0) {
+        stream::write_layout_probe(&dims, q as usize, out, cell);
     }
 }

@@ -34,9 +34,9 @@ pub const WALL_MASK: u8 = 0x07;
 pub const OPEN: u8 = 0x08;
 const _: () = assert!(MOVING_WALL as usize + MAX_MOVING_WALLS <= WALL_MASK as usize + 1);
 
-/// Bit set on fluid and open-boundary cells with at least one solid
-/// neighbour (in the D3Q27 neighbourhood, which contains every velocity
-/// set's). Fluid cells without it take the kernels' fast path, which never
+/// Bit set on fluid and open-boundary cells with a solid cell within the
+/// lattice's reach ([`crate::grid::near_wall_radius`] along each axis, a
+/// cube that contains every `x - c_i`). Fluid cells without it take the kernels' fast path, which never
 /// reads a neighbour's flag: the boundary / non-boundary split of the
 /// disaggregated design. Set by the host when it uploads the flags, never by
 /// users.

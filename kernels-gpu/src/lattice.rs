@@ -24,6 +24,29 @@ pub trait Lattice<const Q: usize>: Copy + Send + Sync + 'static {
     const W: [f64; Q];
     /// Storage slot of each direction within a layer (see [`storage_slots`]).
     const SLOT: [usize; Q] = storage_slots::<Q>(z_pairs(&Self::C));
+    /// Largest `|c_ia|` over all velocities and axes: how many cells a
+    /// population crosses along an axis in one step, which sets halo widths
+    /// and the near-wall neighbourhood (see [`crate::grid`]). 1 for the sets
+    /// here; multi-speed sets reach further (D2Q37 has 3).
+    const MAX_SPEED: u32 = max_speed(&Self::C);
+}
+
+/// Largest `|c_ia|` in a velocity table (see [`Lattice::MAX_SPEED`]).
+pub const fn max_speed<const Q: usize>(c: &[[i32; 3]; Q]) -> u32 {
+    let mut max = 0;
+    let mut i = 0;
+    while i < Q {
+        let mut a = 0;
+        while a < 3 {
+            let s = c[i][a].unsigned_abs();
+            if s > max {
+                max = s;
+            }
+            a += 1;
+        }
+        i += 1;
+    }
+    max
 }
 
 /// Storage slot of each direction when the first `k` pairs cross z: the
@@ -289,6 +312,25 @@ mod tests {
         check_z_pairs::<D2Q9, 9>(0);
         check_z_pairs::<D3Q19, 19>(5);
         check_z_pairs::<D3Q27, 27>(9);
+    }
+
+    /// `MAX_SPEED` is the largest velocity component, and the farthest a
+    /// population moves along z too (what a z-partition's halo covers).
+    fn check_max_speed<L: Lattice<Q>, const Q: usize>(expected: u32) {
+        let max = L::C.iter().flatten().map(|c| c.unsigned_abs()).max().unwrap();
+        assert_eq!(L::MAX_SPEED, max, "{}", L::NAME);
+        assert_eq!(L::MAX_SPEED, expected, "{}", L::NAME);
+        if L::D == 3 {
+            assert_eq!(L::C.iter().map(|c| c[2].unsigned_abs()).max(), Some(max), "{}", L::NAME);
+        }
+    }
+
+    #[test]
+    fn max_speed_is_the_largest_component() {
+        check_max_speed::<D2Q9, 9>(1);
+        check_max_speed::<D3Q19, 19>(1);
+        check_max_speed::<D3Q27, 27>(1);
+        assert_eq!(max_speed(&[[0, 0, 0], [3, 0, 0], [-3, 0, 0], [0, -2, 0], [0, 2, 0]]), 3);
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! Everything host and GPU must agree on, written once: velocity sets, the dense
-//! memory layout, cell flags, kernel parameter structs, and the per-cell lattice
-//! Boltzmann physics (equilibrium, BGK collision with Guo forcing, moments,
-//! boundary handling, Esoteric Pull and two-lattice streaming).
+//! Everything host and GPU must agree on, written once: velocity sets, the
+//! grid interface and the dense memory layout behind it, cell flags, kernel
+//! parameter structs, and the per-cell lattice Boltzmann physics
+//! (equilibrium, BGK collision with Guo forcing, moments, boundary handling,
+//! Esoteric Pull and two-lattice streaming).
 //!
 //! The crate is compiled twice: for the host (an ordinary `rlib`, so the CPU
 //! backend and the tests call these very functions) and for
@@ -19,6 +20,7 @@ pub mod cell;
 pub mod collision;
 mod fetch;
 pub mod flags;
+pub mod grid;
 pub mod kernels;
 pub mod lattice;
 pub mod layout;
@@ -33,6 +35,7 @@ mod entry;
 
 pub use collision::{Bgk, Collision, CollisionKind, Trt};
 pub use flags::CellKind;
+pub use grid::Grid;
 pub use kernels::KernelKind;
 pub use lattice::{Lattice, D2Q9, D3Q19, D3Q27};
 pub use layout::Dims;

@@ -20,6 +20,15 @@
 //! Every slot is read and written by exactly one cell per step, so cells
 //! update concurrently without races.
 //!
+//! **Grid.** Cells, their neighbours and where populations are stored come
+//! from the [`Grid`] and [`Neighbourhood`] traits only. The functions take
+//! the dense box ([`Dims`]) rather than a type parameter: over a generic
+//! `G: Grid`, rustc's MIR inliner cannot inline the trait calls before
+//! monomorphisation, and LLVM then builds the two-lattice kernels' slot
+//! choices with other instructions (same results). A second grid makes them
+//! generic (`G::Cell`, `G::Neighbours<Q>`) and measures the dense kernels
+//! again.
+//!
 //! **Fast path.** Fluid cells without the [`NEAR_SOLID`] bit have no solid
 //! neighbour: their loads never look at a neighbour's flag, so all `Q` loads
 //! are independent and in flight together. Both paths give a cell with no
@@ -37,8 +46,9 @@
 use crate::cell::{density_velocity, dot_c, equilibrium};
 use crate::collision::Collision;
 use crate::flags::{flag_of, is_flow, is_fluid, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
+use crate::grid::{Grid, Neighbourhood};
 use crate::lattice::{opposite, Lattice};
-use crate::layout::{population_index, Cell, Dims, Neighbours};
+use crate::layout::{Cell, Dims, Neighbours};
 use crate::params::{OpenBoundary, StepParams, INLET};
 use crate::real::Real;
 use crate::storage::{cell_noise, store_noise, Storage};
@@ -77,10 +87,11 @@ impl Streaming {
     }
 }
 
-/// The neighbours `x + c_i` of a cell (periodic wrap).
+/// The neighbours `x + c_i` of a cell.
 #[inline(always)]
-pub fn neighbours<L: Lattice<Q>, const Q: usize>(dims: Dims, cell: Cell) -> Neighbours<Q> {
-    cell.neighbours(dims, &L::C)
+pub fn neighbours<L: Lattice<Q>, const Q: usize>(grid: &Dims, cell: Cell) -> Neighbours<Q> {
+    const { assert!(L::MAX_SPEED <= Dims::MAX_OFFSET, "the lattice reaches farther than the grid's neighbours") };
+    grid.neighbours(cell, &L::C)
 }
 
 /// Index of population `i` of neighbour `j` (`j = 0`: the cell itself).
@@ -210,7 +221,7 @@ fn source_slot<L: Lattice<Q>, const Q: usize, T: Real>(
 /// the cell is known to have no solid neighbour and no flag is read.
 ///
 /// # Safety
-/// `flags` must hold `p.dims.cells()` bytes and `nb` the neighbours of a cell.
+/// `flags` must hold a byte per cell of the grid and `nb` be the neighbours of a cell.
 #[inline(always)]
 pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_WALLS: bool>(
     scheme: Streaming,
@@ -326,17 +337,17 @@ fn near_walls<S: Storage>(flag: u8) -> bool {
 /// the same slot).
 #[inline(always)]
 pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
+    grid: &Dims,
     p: &StepParams<S::Real, C>,
     f: *mut S,
     flags: *const u8,
     cell: Cell,
 ) {
-    let n = cell.n;
-    let flag = flag_of(flags, n);
+    let flag = flag_of(flags, grid.index_of(cell));
     if !is_fluid(flag) {
         return;
     }
-    let nb = neighbours::<L, Q>(p.dims, cell);
+    let nb = neighbours::<L, Q>(grid, cell);
     let mut fi = if near_walls::<S>(flag) {
         load::<L, Q, S, true>(Streaming::EsotericPull, p, f, flags, &nb)
     } else {
@@ -352,18 +363,18 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage,
 /// `src` and `dst` must each hold `Q * cells` values and must not overlap.
 #[inline(always)]
 pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
+    grid: &Dims,
     p: &StepParams<S::Real, C>,
     src: *const S,
     dst: *mut S,
     flags: *const u8,
     cell: Cell,
 ) {
-    let n = cell.n;
-    let flag = flag_of(flags, n);
+    let flag = flag_of(flags, grid.index_of(cell));
     if !is_fluid(flag) {
         return;
     }
-    let nb = neighbours::<L, Q>(p.dims, cell);
+    let nb = neighbours::<L, Q>(grid, cell);
     let mut fi = if near_walls::<S>(flag) {
         load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, &nb)
     } else {
@@ -392,12 +403,7 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
     // that blew up gets zero noise: its populations are all NaN (its density
     // is), and noise would turn the GPU's NaN into a zero, hiding the
     // blow-up from the divergence check.
-    let noise = if S::STOCHASTIC && !fi[0].is_nan() {
-        let global_cell = nb.xy[0].wrapping_add(nb.plane.wrapping_mul(nb.z[0].wrapping_add(p.z_offset)));
-        cell_noise(global_cell, p.step)
-    } else {
-        0
-    };
+    let noise = if S::STOCHASTIC && !fi[0].is_nan() { cell_noise(nb.seed_cell(p.z_offset), p.step) } else { 0 };
     let mut k = 0;
     let mut put = |at: usize, v: S::Real| {
         *dst.add(at) = S::store_scaled_dithered(v, store_noise(noise, k));
@@ -436,7 +442,9 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
 /// As [`stream_collide_esoteric`] (`src == dst`) or
 /// [`stream_collide_two_lattice`] (`src` and `dst` distinct), per `scheme`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // one per kernel argument, plus the grid
 pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage>(
+    grid: &Dims,
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     open: &OpenBoundary<S::Real>,
@@ -445,7 +453,7 @@ pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage>(
     flags: *const u8,
     cell: Cell,
 ) {
-    let nb = neighbours::<L, Q>(p.dims, cell);
+    let nb = neighbours::<L, Q>(grid, cell);
     let fi = rescaled(load::<L, Q, S, true>(scheme, p, src, flags, &nb), 1.0 / S::SCALE);
     let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, open, open.kind == INLET);
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
@@ -466,6 +474,7 @@ pub const FIELD_COMPONENTS: usize = 4;
 /// zeroed first so that slots no cell writes are deterministic.
 #[inline(always)]
 pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
+    grid: &Dims,
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     f: *mut S,
@@ -473,16 +482,16 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
     fields: *const S::Real,
     cell: Cell,
 ) {
-    let n = cell.n;
+    let n = grid.index_of(cell);
     if !is_flow(flag_of(flags, n)) {
         return;
     }
-    let cells = p.dims.cells();
+    let cells = grid.cells();
     let m = n as usize;
     let rho = *fields.add(m);
     let u = [*fields.add(cells + m), *fields.add(2 * cells + m), *fields.add(3 * cells + m)];
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
-    let nb = neighbours::<L, Q>(p.dims, cell);
+    let nb = neighbours::<L, Q>(grid, cell);
     for i in 0..Q {
         let (slot, term) = incoming_slot::<L, Q, S::Real, true>(scheme, p, flags, &nb, i);
         *f.add(slot) = S::store(feq[i] - term);
@@ -497,6 +506,7 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
 /// As [`load`]; `out` must hold `4 * cells` values.
 #[inline(always)]
 pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
+    grid: &Dims,
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     f: *const S,
@@ -504,11 +514,11 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
     out: *mut S::Real,
     cell: Cell,
 ) {
-    let n = cell.n;
-    let cells = p.dims.cells();
+    let n = grid.index_of(cell);
+    let cells = grid.cells();
     let flag = flag_of(flags, n);
     let (rho, u) = if is_flow(flag) {
-        let nb = neighbours::<L, Q>(p.dims, cell);
+        let nb = neighbours::<L, Q>(grid, cell);
         let fi = rescaled(load::<L, Q, S, true>(scheme, p, f, flags, &nb), 1.0 / S::SCALE);
         density_velocity::<L, Q, S::Real>(&fi, p.force)
     } else {
@@ -531,15 +541,15 @@ pub const fn layout_probe_value(x: u32, y: u32, z: u32, i: usize) -> u64 {
     x as u64 | (y as u64) << 20 | (z as u64) << 40 | (i as u64) << 60
 }
 
-/// Layout check: writes [`layout_probe_value`] for every storage slot of
-/// `cell` at the index the shared layout gives.
+/// Layout check: writes [`layout_probe_value`] of `cell`'s position for
+/// every storage slot of `cell` at the index the grid gives.
 ///
 /// # Safety
 /// `out` must hold `q * cells` values.
 #[inline(always)]
-pub unsafe fn write_layout_probe(dims: Dims, q: usize, out: *mut u64, cell: Cell) {
-    let (plane, xy) = (dims.nx * dims.ny, cell.x + dims.nx * cell.y);
+pub unsafe fn write_layout_probe(grid: &Dims, q: usize, out: *mut u64, cell: Cell) {
+    let [x, y, z] = grid.position(cell);
     for slot in 0..q {
-        *out.add(population_index(plane, q, xy, cell.z, slot)) = layout_probe_value(cell.x, cell.y, cell.z, slot);
+        *out.add(grid.population(q, cell, slot)) = layout_probe_value(x, y, z, slot);
     }
 }
