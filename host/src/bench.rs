@@ -2,11 +2,11 @@
 //! device's copy bandwidth, for any lattice, storage, streaming scheme and
 //! collision operator.
 
+use crate::cases::{cavity_config, tau_for_viscosity};
 use crate::domain::{Domain, FaceBoundary};
 use crate::error::{Error, Result};
-use crate::gpu::KernelReport;
+use crate::solver::KernelReport;
 use crate::solver::{BackendKind, CollisionModel, Initial, LatticeKind, Precision, Solver, SolverConfig};
-use crate::validation::{cavity_config, tau_for_viscosity};
 use kernels_gpu::{Dims, Streaming};
 use std::time::Instant;
 
@@ -145,7 +145,8 @@ pub fn measure(
     s.step(steps)?;
     s.synchronize()?;
     let seconds = t0.elapsed().as_secs_f64();
-    let cells = (size as f64).powi(3);
+    // A 2D lattice's cube is one layer thick.
+    let cells = s.config().domain.dims.cells() as f64;
     let mlups = cells * steps as f64 / seconds / 1e6;
     let bytes_per_cell = bytes_per_cell_update(lattice, precision);
     let gb_per_s = mlups * 1e6 * bytes_per_cell as f64 / 1e9;

@@ -5,10 +5,10 @@
 use crate::error::Result;
 use crate::forces::momentum_exchange;
 use crate::halo::halo_copies;
-use crate::partition::{local_config, local_layers, own_values, Slab};
+use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
-use crate::solver::{mass_of, BackendKind, CollisionParams, SolverConfig};
+use crate::solver::{mass_of, BackendKind, CollisionParams, SavedState, SolverConfig};
 use kernels_gpu::lattice::z_pairs;
 use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
@@ -380,10 +380,10 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Partitions for CpuParts<L, Q, S>
         Ok(self.parts.iter().map(|p| own_values(&p.f, p.plane(), Q, &p.slab).to_vec()).collect())
     }
 
-    fn restore(&mut self, global: &[S], t: u64) -> Result<()> {
+    fn restore(&mut self, state: &SavedState, t: u64) -> Result<()> {
         let d = self.config.domain.dims;
         for p in &mut self.parts {
-            p.f.copy_from_slice(&local_layers(global, d, Q, &p.slab));
+            p.f = local_from_saved(state, d, Q, &p.slab)?;
             p.t = t;
         }
         Ok(())

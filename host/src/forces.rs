@@ -92,7 +92,7 @@ mod tests {
             s.step(20_000).unwrap();
             let state = s.save_state().unwrap();
             let f: Vec<f64> =
-                state.populations.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect();
+                state.populations().chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect();
             let force = momentum_exchange::<D2Q9, 9, f64>(&config, &f, s.time(), &[walls], 0..dims.cells());
             let total = g * (w * (h - 2)) as f64;
             assert!(

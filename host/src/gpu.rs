@@ -6,9 +6,9 @@
 use crate::error::{CudaContextExt, Error, Result};
 use crate::forces::momentum_exchange;
 use crate::launch::{self, Buffers};
-use crate::partition::{local_config, local_layers, own_values, Slab};
+use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
 use crate::plan::Region;
-use crate::solver::{mass_of, CollisionParams, SolverConfig};
+use crate::solver::{mass_of, CollisionParams, SavedState, SolverConfig};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
@@ -30,16 +30,7 @@ pub fn block_size(kind: KernelKind) -> u32 {
         .unwrap_or(kernels_gpu::kernels::block_size(kind))
 }
 
-/// Resources and occupancy of a kernel as launched.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct KernelReport {
-    /// Registers per thread.
-    pub registers: u32,
-    /// Threads per block.
-    pub block_size: u32,
-    /// Resident threads per multiprocessor over the hardware maximum.
-    pub occupancy: f64,
-}
+pub use crate::solver::KernelReport;
 
 /// Number of CUDA devices, or why none can be used.
 pub fn device_count() -> Result<usize> {
@@ -445,10 +436,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         Ok(momentum_exchange::<L, Q, S>(&self.config, &f, t, objects, self.slab.own_cells(self.plane())))
     }
 
-    /// Sets the populations (halos included) from a buffer of the whole
+    /// Sets the populations (halos included) from a saved state of the whole
     /// domain `global`, and the time to `t`.
-    pub(crate) fn restore(&mut self, whole: &[S], global: kernels_gpu::Dims, t: u64) -> Result<()> {
-        self.restore_local(&local_layers(whole, global, Q, &self.slab), t)
+    pub(crate) fn restore(&mut self, state: &SavedState, global: kernels_gpu::Dims, t: u64) -> Result<()> {
+        self.restore_local(&local_from_saved(state, global, Q, &self.slab)?, t)
     }
 
     /// Sets the populations from the partition's own buffer (halos included), and the time to `t`.

@@ -21,6 +21,7 @@ pub mod nccl;
 pub mod nccl_run;
 pub mod overlap;
 pub mod partition;
+mod peer;
 pub mod picture;
 pub mod plan;
 pub mod probe;

@@ -25,10 +25,11 @@ use crate::gpu::{DeviceStorage, GpuDevice, GpuPart, KernelReport};
 use crate::halo::{halo_copies, HaloCopy};
 use crate::overlap::SplitStep;
 use crate::partition::Slab;
+use crate::peer;
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
-use crate::solver::{BackendKind, Solver, SolverConfig};
-use cudarc::driver::sys::{self, CUevent_flags};
+use crate::solver::{BackendKind, SavedState, Solver, SolverConfig};
+use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 use kernels_gpu::lattice::z_pairs;
 use kernels_gpu::{Dims, Lattice};
@@ -172,7 +173,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             };
             parts.push(Part { gpu, overlap: Some(overlap) });
         }
-        let links = enable_peer_access(devices)?;
+        let links = peer::enable_access(devices)?;
         let schedule = if exchange == Exchange::NoOverlap { Schedule::InOrder } else { Schedule::Overlapped };
         let plan = Plan::split(parts.len(), schedule);
         Ok(Simulation::from_parts(config.clone(), GpuParts { config, parts, slabs, exchange, links }, plan))
@@ -237,29 +238,17 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuParts<L, Q, S> {
     /// Queues `copy` of step `t` from partition `from` to partition `to` on `from`'s copy stream.
     fn send(&self, from: usize, to: usize, copy: &HaloCopy, t: u64) -> Result<()> {
         let (src, dst) = (&self.parts[from], &self.parts[to]);
-        let stream = src.overlap.as_ref().expect("split partitions have a copy stream").copies.cu_stream();
+        let stream = &src.overlap.as_ref().expect("split partitions have a copy stream").copies;
         let d = self.config.domain.dims;
         let elem = std::mem::size_of::<S::Elem>();
         let plane = d.nx * d.ny;
         let (src_base, dst_base) = (src.gpu.output_address(t), dst.gpu.output_address(t));
-        let (src_ctx, dst_ctx) = (src.gpu.device().context().cu_ctx(), dst.gpu.device().context().cu_ctx());
-        src.gpu.device().context().bind_to_thread().ctx("binding the device")?;
         let (from_range, to_range) = copy.ranges(src.gpu.slab().len(), dst.gpu.slab().len(), plane, Q);
         let peer_copy = |offset: usize, values: usize| {
             let (s, t) = ((from_range.start + offset) * elem, (to_range.start + offset) * elem);
+            let (from, to) = ((src.gpu.device(), src_base + s as u64), (dst.gpu.device(), dst_base + t as u64));
             // SAFETY: both ranges lie inside the partitions' population buffers.
-            unsafe {
-                sys::cuMemcpyPeerAsync(
-                    dst_base + t as u64,
-                    dst_ctx,
-                    src_base + s as u64,
-                    src_ctx,
-                    values * elem,
-                    stream,
-                )
-            }
-            .result()
-            .ctx("queuing a halo copy")
+            unsafe { peer::copy_async(from, to, values * elem, stream) }
         };
         if self.exchange == Exchange::Soa {
             // The baseline: one copy per crossing population plane.
@@ -407,10 +396,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for GpuParts<L,
         self.parts.iter().map(|p| p.gpu.own_populations()).collect()
     }
 
-    fn restore(&mut self, global: &[S], t: u64) -> Result<()> {
+    fn restore(&mut self, state: &SavedState, t: u64) -> Result<()> {
         self.synchronize()?;
         let d = self.config.domain.dims;
-        self.parts.iter_mut().try_for_each(|p| p.gpu.restore(global, d, t))
+        self.parts.iter_mut().try_for_each(|p| p.gpu.restore(state, d, t))
     }
 
     fn backend(&self) -> BackendKind {
@@ -431,41 +420,6 @@ pub(crate) fn in_partition(e: Error, which: String) -> Error {
         }
         other => Error::Setup(format!("{which}: {other}")),
     }
-}
-
-/// Enables peer access between neighbouring devices where possible and
-/// says, for each neighbouring pair, how copies travel.
-fn enable_peer_access(devices: &[GpuDevice]) -> Result<Vec<String>> {
-    let n = devices.len();
-    let mut links = Vec::new();
-    for k in 0..n {
-        let (a, b) = (&devices[k], &devices[(k + 1) % n]);
-        if a.ordinal() == b.ordinal() || (n == 2 && k == 1) {
-            if a.ordinal() == b.ordinal() && n > 1 {
-                links.push(format!("GPU {} <-> GPU {}: same device", a.ordinal(), b.ordinal()));
-            }
-            continue;
-        }
-        let mut can = 0;
-        // SAFETY: plain queries of two valid device handles.
-        unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.context().cu_device(), b.context().cu_device()) }
-            .result()
-            .ctx("querying peer access")?;
-        if can == 0 {
-            links.push(format!("GPU {} <-> GPU {}: no peer access, staged through the host", a.ordinal(), b.ordinal()));
-            continue;
-        }
-        for (from, to) in [(a, b), (b, a)] {
-            from.context().bind_to_thread().ctx("binding the device")?;
-            // SAFETY: `to`'s context is valid for the lifetime of the devices.
-            let r = unsafe { sys::cuCtxEnablePeerAccess(to.context().cu_ctx(), 0) };
-            if r != sys::CUresult::CUDA_SUCCESS && r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-                r.result().ctx(format!("enabling peer access from GPU {} to GPU {}", from.ordinal(), to.ordinal()))?;
-            }
-        }
-        links.push(format!("GPU {} <-> GPU {}: peer access", a.ordinal(), b.ordinal()));
-    }
-    Ok(links)
 }
 
 /// One multi-GPU measurement.

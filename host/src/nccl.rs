@@ -23,10 +23,10 @@ use crate::gpu::{DeviceStorage, GpuDevice, GpuPart};
 use crate::halo::halo_copies;
 use crate::multi_gpu::GpuSolver;
 use crate::overlap::SplitStep;
-use crate::partition::{local_layers, Slab};
+use crate::partition::{local_from_saved, local_layers, Slab};
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
-use crate::solver::{storage_bytes, BackendKind, Solver, SolverConfig};
+use crate::solver::{storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nccl::sys as nccl;
@@ -639,15 +639,17 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for NcclParts<L
             .collect()
     }
 
-    fn restore(&mut self, global: &[S], t: u64) -> Result<()> {
+    /// Rank 0 reads the state and sends each rank its layers; the others
+    /// pass any state (an empty one) and receive.
+    fn restore(&mut self, state: &SavedState, t: u64) -> Result<()> {
         self.synchronize()?;
         let d = self.config.domain.dims;
         let layer = Q * (d.nx * d.ny) as usize;
         if self.ranks.rank == 0 {
             for r in 1..self.ranks.world {
-                self.send_bytes(r, storage_bytes(&local_layers(global, d, Q, &self.slabs[r])))?;
+                self.send_bytes(r, storage_bytes(&local_from_saved::<S>(state, d, Q, &self.slabs[r])?))?;
             }
-            self.gpu.restore_local(&local_layers(global, d, Q, &self.slabs[0]), t)
+            self.gpu.restore_local(&local_from_saved::<S>(state, d, Q, &self.slabs[0])?, t)
         } else {
             let n = layer * (self.slabs[self.ranks.rank].z.len() + 2);
             let bytes = self.recv_bytes(0, n * S::BYTES)?;

@@ -138,9 +138,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for NcclRun<L, Q, S
     }
 
     fn restore_state(&mut self, state: &SavedState) -> Result<()> {
-        // Checked before the others are told, so a wrong size is refused cleanly.
-        let mut f = vec![S::ZERO; self.sim.config().lattice.q() * self.sim.config().domain.dims.cells()];
-        crate::solver::restore_storage(&mut f, &state.populations)?;
+        // Checked before the others are told, so a wrong state is refused cleanly.
+        let d = self.sim.config().domain.dims;
+        state.check(d.nz, self.sim.config().lattice.q() * (d.nx * d.ny) as usize * S::BYTES)?;
         self.collective(Command::Scatter(state.time), |s| s.restore_state(state))
     }
 
@@ -192,7 +192,7 @@ fn serve<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(mut sim: NcclSolver<L,
             Command::Mass => drop(sim.executor().masses(t)?),
             Command::Forces(n) => drop(sim.executor().forces(t, &vec![Vec::new(); n as usize])?),
             Command::Gather => drop(sim.executor().populations()?),
-            Command::Scatter(t) => sim.set_state(&[], t)?,
+            Command::Scatter(t) => sim.restore_state(&SavedState { time: t, parts: Vec::new() })?,
             Command::Finish => {
                 sim.synchronize()?;
                 return Ok(false);

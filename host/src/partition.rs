@@ -9,9 +9,9 @@
 use crate::domain::{Domain, OpenGroup};
 use crate::error::{Error, Result};
 use crate::plan::Region;
-use crate::solver::{Initial, SolverConfig};
+use crate::solver::{restore_storage, Initial, SavedState, SolverConfig};
 use kernels_gpu::layout::population_index;
-use kernels_gpu::Dims;
+use kernels_gpu::{Dims, Storage};
 use std::ops::Range;
 
 /// Thinnest partition accepted, in cells.
@@ -166,6 +166,25 @@ pub(crate) fn local_layers<T: Copy>(global: &[T], d: Dims, q: usize, slab: &Slab
     local
 }
 
+/// A partition's population buffer (own layers plus halos, or the whole
+/// domain for an unsplit slab) from a saved state of any partitioning.
+pub(crate) fn local_from_saved<S: Storage>(state: &SavedState, d: Dims, q: usize, slab: &Slab) -> Result<Vec<S>> {
+    let layer_bytes = q * (d.nx * d.ny) as usize * S::BYTES;
+    state.check(d.nz, layer_bytes)?;
+    let layers: Vec<u32> = if slab.halo == 0 {
+        (0..d.nz).collect()
+    } else {
+        (0..slab.len() + 2 * slab.halo).map(|zl| global_layer(slab.z.start, zl, d.nz)).collect()
+    };
+    let mut bytes = Vec::with_capacity(layers.len() * layer_bytes);
+    for z in layers {
+        bytes.extend_from_slice(state.layer(z, layer_bytes));
+    }
+    let mut local = vec![S::ZERO; bytes.len() / S::BYTES];
+    restore_storage(&mut local, &bytes)?;
+    Ok(local)
+}
+
 /// The own layers of a partition's buffer (`q` values per cell of layers
 /// of `plane` cells): one contiguous range, as layers are.
 pub(crate) fn own_values<'a, T>(local: &'a [T], plane: u32, q: usize, slab: &Slab) -> &'a [T] {
@@ -177,6 +196,7 @@ mod tests {
     use super::*;
     use crate::cpu::CpuSolver;
     use crate::plan::Schedule;
+    use crate::simulation::Partitions;
     use crate::solver::Solver;
     use crate::validation::cavity_config;
     use crate::{LatticeKind, Precision};
@@ -339,6 +359,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A checkpoint is written partition by partition and resumes on any
+    /// partitioning: 3 partitions saved, resumed unsplit and on 2 and 4
+    /// partitions, each continues as the unbroken run, bit for bit.
+    #[test]
+    fn a_checkpoint_of_one_partitioning_resumes_on_another() {
+        let c = forced_cavity(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, 10);
+        let mut unbroken = CpuSolver::<D3Q19, 19, f32>::partitioned(c.clone(), 3, Schedule::Overlapped).unwrap();
+        unbroken.step(25).unwrap();
+        let saved = unbroken.save_state().unwrap();
+        assert_eq!(saved.parts.iter().map(|p| p.layers.clone()).collect::<Vec<_>>(), vec![0..4, 4..8, 8..12]);
+        let path = std::env::temp_dir().join(format!("lbm-parts-{}.lbm", std::process::id()));
+        crate::checkpoint::write(&path, &c, &saved).unwrap();
+        let read = crate::checkpoint::read(&path, &c).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(read, saved);
+        unbroken.step(30).unwrap();
+        let want = unbroken.populations().unwrap();
+        let mut resumed: Vec<CpuSolver<D3Q19, 19, f32>> = vec![CpuSolver::new(c.clone()).unwrap()];
+        for n in [2, 4] {
+            resumed.push(CpuSolver::partitioned(c.clone(), n, Schedule::InteriorFirst).unwrap());
+        }
+        for r in &mut resumed {
+            r.restore_state(&read).unwrap();
+            r.step(30).unwrap();
+            let differ = crate::solver::bitwise_differences(&want, &r.populations().unwrap());
+            assert_eq!((r.time(), differ), (55, 0), "{} partitions", r.executor_ref().slabs().len());
+        }
+        let short = SavedState { time: 1, parts: saved.parts[..2].to_vec() };
+        let err = resumed[0].restore_state(&short).unwrap_err().to_string();
+        assert!(err.contains("8 layers but this solver has 12"), "{err}");
     }
 
     #[test]

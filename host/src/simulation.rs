@@ -6,10 +6,9 @@
 
 use crate::error::Result;
 use crate::fields::Fields;
-use crate::gpu::KernelReport;
 use crate::partition::Slab;
 use crate::plan::{self, Executor, Plan};
-use crate::solver::{restore_storage, storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
+use crate::solver::{storage_bytes, BackendKind, KernelReport, SavedPart, SavedState, Solver, SolverConfig};
 use kernels_gpu::stream::FIELD_COMPONENTS;
 use kernels_gpu::{Real, Storage};
 
@@ -31,9 +30,9 @@ pub trait Partitions: Executor + Send {
     fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>>;
     /// Each partition's own layers of the current population buffer.
     fn populations(&mut self) -> Result<Vec<Vec<Self::Storage>>>;
-    /// Sets every partition's populations, halos included, from a buffer of
-    /// the whole domain, and its time to `t`.
-    fn restore(&mut self, global: &[Self::Storage], t: u64) -> Result<()>;
+    /// Sets every partition's populations, halos included, from a saved
+    /// state (of any partitioning), and its time to `t`.
+    fn restore(&mut self, state: &SavedState, t: u64) -> Result<()>;
     /// The backend, for reports.
     fn backend(&self) -> BackendKind;
     /// Registers and occupancy of the stream-collide kernel (GPU only).
@@ -64,15 +63,6 @@ impl<X: Partitions> Simulation<X> {
     /// The partitions, to read.
     pub fn executor_ref(&self) -> &X {
         &self.exec
-    }
-
-    /// Sets every partition's populations from `f`, a buffer of the whole
-    /// domain (which only the partitions that restore from it need: rank 0
-    /// of an NCCL job), and the time to `t`.
-    pub(crate) fn set_state(&mut self, f: &[X::Storage], t: u64) -> Result<()> {
-        self.exec.restore(f, t)?;
-        self.t = t;
-        Ok(())
     }
 
     /// The population buffer of the whole domain.
@@ -132,13 +122,17 @@ impl<X: Partitions> Solver for Simulation<X> {
     }
 
     fn save_state(&mut self) -> Result<SavedState> {
-        Ok(SavedState { time: self.t, populations: storage_bytes(&self.whole_populations()?).to_vec() })
+        let parts = self.exec.populations()?;
+        let parts = (self.exec.slabs().iter().zip(parts))
+            .map(|(slab, f)| SavedPart { layers: slab.z.clone(), populations: storage_bytes(&f).to_vec() })
+            .collect();
+        Ok(SavedState { time: self.t, parts })
     }
 
     fn restore_state(&mut self, state: &SavedState) -> Result<()> {
-        let mut f = vec![X::Storage::ZERO; self.config.lattice.q() * self.config.domain.dims.cells()];
-        restore_storage(&mut f, &state.populations)?;
-        self.set_state(&f, state.time)
+        self.exec.restore(state, state.time)?;
+        self.t = state.time;
+        Ok(())
     }
 
     fn backend(&self) -> BackendKind {

@@ -349,14 +349,67 @@ impl SolverConfig {
     }
 }
 
-/// A solver's restorable state.
+/// A solver's restorable state: the time, and each partition's own layers
+/// of the current population buffer exactly as stored (native byte order),
+/// in z order. Layers are contiguous in the layout, so the parts end to end
+/// are the whole domain's buffer, and a state saved by one partitioning
+/// restores into any other.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SavedState {
     /// Time steps done.
     pub time: u64,
-    /// The current population buffer, raw bytes in storage format
-    /// (native byte order).
+    /// The partitions' layers.
+    pub parts: Vec<SavedPart>,
+}
+
+/// One partition's share of a [`SavedState`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedPart {
+    /// Global z-layers held.
+    pub layers: std::ops::Range<u32>,
+    /// Their populations, raw storage bytes.
     pub populations: Vec<u8>,
+}
+
+impl SavedState {
+    /// The whole domain's buffer of `nz` layers as one part.
+    pub fn whole(time: u64, populations: Vec<u8>, nz: u32) -> Self {
+        Self { time, parts: vec![SavedPart { layers: 0..nz, populations }] }
+    }
+
+    /// The whole domain's population bytes.
+    pub fn populations(&self) -> Vec<u8> {
+        self.parts.iter().flat_map(|p| p.populations.iter().copied()).collect()
+    }
+
+    /// Checks that the parts hold layers `0 .. nz` in order, `layer_bytes` each.
+    pub fn check(&self, nz: u32, layer_bytes: usize) -> Result<()> {
+        let mut z = 0;
+        for p in &self.parts {
+            if p.layers.start != z || p.populations.len() != p.layers.len() * layer_bytes {
+                return Err(Error::Setup(format!(
+                    "saved state holds layers {:?} in {} bytes where layers from {z} of {layer_bytes} bytes were \
+                     expected: it was saved from another case",
+                    p.layers,
+                    p.populations.len()
+                )));
+            }
+            z = p.layers.end;
+        }
+        if z != nz {
+            return Err(Error::Setup(format!(
+                "saved state holds {z} layers but this solver has {nz}: it was saved from another case"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The bytes of global layer `z` (of `layer_bytes`), from the part that
+    /// holds it (the state must have passed [`Self::check`]).
+    pub fn layer(&self, z: u32, layer_bytes: usize) -> &[u8] {
+        let p = self.parts.iter().find(|p| p.layers.contains(&z)).expect("a checked state holds every layer");
+        &p.populations[(z - p.layers.start) as usize * layer_bytes..][..layer_bytes]
+    }
 }
 
 /// The bytes of a population buffer.
@@ -377,6 +430,17 @@ pub fn restore_storage<S: Storage>(dst: &mut [S], bytes: &[u8]) -> Result<()> {
     // SAFETY: sizes checked; `Storage` types accept every bit pattern.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.as_mut_ptr() as *mut u8, bytes.len()) };
     Ok(())
+}
+
+/// Resources and occupancy of a kernel as launched.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KernelReport {
+    /// Registers per thread.
+    pub registers: u32,
+    /// Threads per block.
+    pub block_size: u32,
+    /// Resident threads per multiprocessor over the hardware maximum.
+    pub occupancy: f64,
 }
 
 /// A running simulation on some backend.
@@ -407,7 +471,7 @@ pub trait Solver: Send {
     /// run then continues bit for bit as if it had never stopped.
     fn restore_state(&mut self, state: &SavedState) -> Result<()>;
     /// Registers and occupancy of the stream-collide kernel (GPU only).
-    fn kernel_report(&self) -> Option<crate::gpu::KernelReport> {
+    fn kernel_report(&self) -> Option<KernelReport> {
         None
     }
 }
