@@ -21,7 +21,12 @@ status=0
   for t in equivalence validation multi_gpu; do
     echo "=== test $t (filter: $filter) ==="
     "$bin/$t" --test-threads 1 --nocapture "$filter" || status=1
+    # The one-rank NCCL executor's instances of the conformance cases.
+    echo "=== test $t (filter: nccl) ==="
+    "$bin/$t" --test-threads 1 --nocapture nccl || status=1
   done
+  echo "=== test cli: a dead NCCL rank ends the job (two GPUs; skipped on one) ==="
+  LBM_BIN="$bin/lbm" "$bin/cli" --test-threads 1 --nocapture dead_rank || status=1
   echo "tests exit status: $status"
   echo "=== lbm validate --backend gpu --full ==="
   "$bin/lbm" validate --backend gpu --full || status=1

@@ -4,8 +4,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The binary under test: `LBM_BIN` when set (test binaries copied to a GPU
+/// machine without the build tree), else the one cargo built.
 fn lbm() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_lbm"))
+    Command::new(std::env::var_os("LBM_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_lbm").into()))
 }
 
 fn scratch(name: &str) -> PathBuf {
