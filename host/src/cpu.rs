@@ -333,8 +333,15 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Executor for CpuParts<L, Q, S> {
             let target = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
             let (from_len, to_len) = (self.slabs[k].len(), self.slabs[target].len());
             let (from, to) = copy.ranges(from_len, to_len, plane, Q);
-            let values = self.parts[k].step_output_mut(t)[from].to_vec();
-            self.parts[target].step_output_mut(t)[to].copy_from_slice(&values);
+            if target == k {
+                // One partition is its own neighbour; the ranges never overlap (see `crate::halo`).
+                self.parts[k].step_output_mut(t).copy_within(from, to.start);
+            } else {
+                let (low, high) = self.parts.split_at_mut(k.max(target));
+                let (sender, receiver) =
+                    if k < target { (&mut low[k], &mut high[0]) } else { (&mut high[0], &mut low[target]) };
+                receiver.step_output_mut(t)[to].copy_from_slice(&sender.step_output_mut(t)[from]);
+            }
         }
         Ok(())
     }

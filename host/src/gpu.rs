@@ -8,7 +8,7 @@ use crate::forces::momentum_exchange;
 use crate::launch::{self, Buffers};
 use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
 use crate::plan::Region;
-use crate::solver::{mass_of, CollisionParams, SavedState, SolverConfig};
+use crate::solver::{mass_of, CollisionParams, KernelReport, SavedState, SolverConfig};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
@@ -29,8 +29,6 @@ pub fn block_size(kind: KernelKind) -> u32 {
         .filter(|b: &u32| *b >= 32 && *b <= 1024 && b.is_multiple_of(32))
         .unwrap_or(kernels_gpu::kernels::block_size(kind))
 }
-
-pub use crate::solver::KernelReport;
 
 /// Number of CUDA devices, or why none can be used.
 pub fn device_count() -> Result<usize> {

@@ -21,14 +21,14 @@
 //! hardware allows it; elsewhere the driver stages peer copies through the host.
 
 use crate::error::{CudaContextExt, Error, Result};
-use crate::gpu::{DeviceStorage, GpuDevice, GpuPart, KernelReport};
+use crate::gpu::{DeviceStorage, GpuDevice, GpuPart};
 use crate::halo::{halo_copies, HaloCopy};
 use crate::overlap::SplitStep;
 use crate::partition::Slab;
 use crate::peer;
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
-use crate::solver::{BackendKind, SavedState, Solver, SolverConfig};
+use crate::solver::{BackendKind, KernelReport, SavedState, Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 use kernels_gpu::lattice::z_pairs;
@@ -180,8 +180,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
     }
 
     /// How neighbouring devices exchange data ("GPU 0 <-> GPU 1: peer access").
-    pub fn links(&mut self) -> Vec<String> {
-        self.executor().links.clone()
+    pub fn links(&self) -> &[String] {
+        &self.executor_ref().links
     }
 
     /// Runs one step with timing events and returns the measured split (the
@@ -484,7 +484,7 @@ pub fn measure(
             sum.compute_ms += t.compute_ms / samples as f64;
             sum.halo_ms += t.halo_ms / samples as f64;
         }
-        Ok((seconds, sum, s.links(), 2 * k * plane_bytes, transfers))
+        Ok((seconds, sum, s.links().to_vec(), 2 * k * plane_bytes, transfers))
     }
     let mut config = crate::cases::cavity_config(
         lattice,

@@ -510,14 +510,6 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
     }
 }
 
-/// f64 values as bytes and back, for transfers.
-fn f64_bytes(v: &[f64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-fn bytes_f64(b: &[u8]) -> Vec<f64> {
-    b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
-}
-
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Executor for NcclParts<L, Q, S> {
     fn update(&mut self, _part: usize, region: Region, t: u64) -> Result<()> {
         let _busy = self.comm.busy();
@@ -587,17 +579,17 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for NcclParts<L
 
     fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>> {
         self.synchronize()?;
-        let mine = f64_bytes(&self.gpu.fields(t)?);
+        let mine = bytemuck::cast_slice::<f64, u8>(&self.gpu.fields(t)?).to_vec();
         let plane = (self.config.domain.dims.nx * self.config.domain.dims.ny) as usize;
         let slabs = self.slabs.clone();
         let all = self.gather_bytes(mine, |r| 4 * 8 * plane * slabs[r].z.len())?;
-        Ok(all.iter().map(|b| bytes_f64(b)).collect())
+        Ok(all.iter().map(|b| bytemuck::pod_collect_to_vec::<u8, f64>(b)).collect())
     }
 
     fn masses(&mut self, t: u64) -> Result<Vec<f64>> {
         self.synchronize()?;
-        let mine = f64_bytes(&[self.gpu.mass(t)?]);
-        Ok(self.gather_bytes(mine, |_| 8)?.iter().map(|b| bytes_f64(b)[0]).collect())
+        let mine = self.gpu.mass(t)?.to_ne_bytes().to_vec();
+        Ok(self.gather_bytes(mine, |_| 8)?.iter().map(|b| bytemuck::pod_collect_to_vec::<u8, f64>(b)[0]).collect())
     }
 
     fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
@@ -620,9 +612,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for NcclParts<L
                 .collect::<Result<_>>()?
         };
         let own = self.gpu.forces_local(t, &local)?;
-        let mine = f64_bytes(&own.iter().flatten().copied().collect::<Vec<_>>());
+        let mine = bytemuck::cast_slice::<[f64; 3], u8>(&own).to_vec();
         let all = self.gather_bytes(mine, |_| 24 * objects.len())?;
-        Ok(all.iter().map(|b| bytes_f64(b).chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect()).collect())
+        Ok(all.iter().map(|b| bytemuck::pod_collect_to_vec::<u8, [f64; 3]>(b)).collect())
     }
 
     fn populations(&mut self) -> Result<Vec<Vec<S>>> {
@@ -663,7 +655,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for NcclParts<L
         BackendKind::Gpu(self.ranks.local)
     }
 
-    fn kernel_report(&self) -> Option<crate::gpu::KernelReport> {
+    fn kernel_report(&self) -> Option<crate::solver::KernelReport> {
         self.gpu.kernel_report()
     }
 }
