@@ -1,15 +1,18 @@
 //! The embedded PTX: every kernel is there, and it assembles with ptxas for
 //! the target architecture with no spills in the stream-collide kernels.
 
-use lbm::kernels::KernelKind;
+use lbm::kernels::{GridKind, KernelKind};
 use std::process::Command;
 
 use lbm::kernels::kernels::INSTANCES;
 
-/// Entry-point name of kernel `kind` for the instance `id` of the table.
-fn entry(kind: KernelKind, id: &str) -> String {
-    format!("{}_{id}", kind.prefix())
+/// Entry-point name of kernel `kind` on `grid` for the instance `id` of the table.
+fn entry(kind: KernelKind, grid: GridKind, id: &str) -> String {
+    format!("{}_{}{id}", kind.prefix(), grid.infix())
 }
+
+/// Entry points of the table: every family, grid and instance, plus the layout check.
+const ENTRIES: usize = KernelKind::ALL.len() * GridKind::ALL.len() * INSTANCES.len() + 1;
 
 /// The stream-collide kernels, every scheme and collision operator.
 fn stream_collide() -> impl Iterator<Item = KernelKind> {
@@ -19,14 +22,16 @@ fn stream_collide() -> impl Iterator<Item = KernelKind> {
 #[test]
 fn ptx_holds_every_kernel() {
     for kind in KernelKind::ALL {
-        for (id, _, _) in INSTANCES {
-            let name = entry(kind, id);
-            assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+        for grid in GridKind::ALL {
+            for (id, _, _) in INSTANCES {
+                let name = entry(kind, grid, id);
+                assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+            }
         }
     }
     // And nothing else: every entry point is one of the table's.
     let entries = lbm::ptx::PTX.matches(".entry ").count();
-    assert_eq!(entries, KernelKind::ALL.len() * INSTANCES.len() + 1, "the PTX holds kernels the table does not name");
+    assert_eq!(entries, ENTRIES, "the PTX holds kernels the table does not name");
     assert!(lbm::ptx::PTX.contains(&format!(".target {}", lbm::ptx::CUDA_ARCH)));
 }
 
@@ -63,11 +68,7 @@ fn ptx_assembles_without_spills() {
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "ptxas failed:\n{log}");
     let report = lbm::host::ptxas::parse_report(&log);
-    assert_eq!(
-        report.len(),
-        KernelKind::ALL.len() * INSTANCES.len() + 1,
-        "ptxas reported an unexpected number of kernels:\n{log}"
-    );
+    assert_eq!(report.len(), ENTRIES, "ptxas reported an unexpected number of kernels:\n{log}");
     for k in &report {
         println!("{k}");
         if k.name.starts_with("stream_collide") {
@@ -81,28 +82,37 @@ fn ptx_assembles_without_spills() {
 /// on each of the two paths (no solid neighbour / some) and `Q` flags (the
 /// cell's and its neighbours'). A table indexed at run time (a velocity
 /// set's storage slots chosen by the step's parity, say) would add loads
-/// that each population load waits on.
+/// that each population load waits on. The sparse kernels add, through the
+/// read-only cache, at most one neighbour-block entry per direction and
+/// the block's origin (3 values, for stochastic rounding's seed).
 #[test]
 fn bulk_kernels_load_only_populations_and_flags() {
     for (id, q, _) in INSTANCES {
         for kind in stream_collide() {
-            let name = entry(kind, id);
+            let name = entry(kind, GridKind::Dense, id);
             let loads = kernel_body(&name).matches("ld.global").count();
             assert!(loads <= 3 * q, "{name}: {loads} global loads, more than 3 x {q}");
+            let name = entry(kind, GridKind::Sparse, id);
+            let body = kernel_body(&name);
+            let (loads, tables) = (body.matches("ld.global").count(), body.matches("ld.global.nc").count());
+            assert!(loads - tables <= 3 * q, "{name}: {} population and flag loads, more than 3 x {q}", loads - tables);
+            assert!(tables <= q + 3, "{name}: {tables} table loads, more than {q} + 3");
         }
     }
 }
 
-/// Every load of the stream-collide kernels, populations and flags, asks L2
+/// Every load of the stream-collide kernels, populations and flags (not the
+/// sparse grid's tables, read through the read-only cache), asks L2
 /// for the 256 bytes around it (`ld.global.L2::256B`, the `fetch` module of
 /// `kernels-gpu`): on an H100 that is worth about 3 points of copy
 /// bandwidth in a periodic box and far more in a walled cavity.
 #[test]
 fn stream_collide_loads_prefetch_256_bytes() {
     for kind in stream_collide() {
-        for (id, _, _) in INSTANCES {
-            let name = entry(kind, id);
-            let loads: Vec<&str> = kernel_body(&name).lines().filter(|s| s.contains("ld.global")).collect();
+        for (grid, (id, _, _)) in GridKind::ALL.into_iter().flat_map(|g| INSTANCES.map(|i| (g, i))) {
+            let name = entry(kind, grid, id);
+            let loads: Vec<&str> =
+                kernel_body(&name).lines().filter(|s| s.contains("ld.global") && !s.contains("ld.global.nc")).collect();
             let plain = loads.iter().filter(|s| !s.contains("ld.global.L2::256B.")).count();
             assert!(!loads.is_empty(), "{name}: no global loads found");
             assert_eq!(plain, 0, "{name}: {plain} of {} global loads lack the L2 prefetch hint", loads.len());

@@ -97,10 +97,10 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
         // slots of dst (two-lattice).
         match a.scheme {
             Streaming::EsotericPull => unsafe {
-                stream::stream_collide_esoteric::<L, Q, S, C>(grid, p, a.f.get(), flags.get(), cell)
+                stream::stream_collide_esoteric::<L, Q, S, C, _>(grid, p, a.f.get(), flags.get(), cell)
             },
             Streaming::TwoLattice => unsafe {
-                stream::stream_collide_two_lattice::<L, Q, S, C>(grid, p, a.f.get(), a.dst.get(), flags.get(), cell)
+                stream::stream_collide_two_lattice::<L, Q, S, C, _>(grid, p, a.f.get(), a.dst.get(), flags.get(), cell)
             },
         }
     }
@@ -179,7 +179,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let scheme = config.streaming;
         for_each_cell(dims, 0..cells, |cell| {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
-            unsafe { stream::init_equilibrium::<L, Q, S>(&dims, scheme, &p, fp.get(), fl.get(), pl.get(), cell) }
+            unsafe { stream::init_equilibrium::<L, Q, S, _>(&dims, scheme, &p, fp.get(), fl.get(), pl.get(), cell) }
         });
         let open = config.domain.open.iter().map(|g| (g.cells.clone(), g.state.kernel_params())).collect();
         Ok(Self { config, slab, flags, f, f_next, open, t: 0, _lattice: PhantomData })
@@ -234,7 +234,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
                 // SAFETY: buffers sized for the partition; an open cell touches
                 // only slots no other cell touches in the same step.
                 unsafe {
-                    stream::open_boundary_update::<L, Q, S>(
+                    stream::open_boundary_update::<L, Q, S, _>(
                         &dims,
                         scheme,
                         &p,
@@ -278,7 +278,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let scheme = self.config.streaming;
         for_each_cell(dims, own.clone(), |n| {
             // SAFETY: reads only; each cell writes its own output entries.
-            unsafe { stream::fields::<L, Q, S>(&dims, scheme, &p, f.get(), flags.get(), o.get(), n) }
+            unsafe { stream::fields::<L, Q, S, _>(&dims, scheme, &p, f.get(), flags.get(), o.get(), n) }
         });
         (0..FIELD_COMPONENTS)
             .flat_map(|c| out[c * cells + own.start..c * cells + own.end].to_vec())

@@ -32,7 +32,7 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
         if !is_flow(flags[n as usize]) {
             continue;
         }
-        let nb = neighbours::<L, Q>(&p.dims, p.dims.cell_of(n));
+        let nb = neighbours::<L, Q, _>(&p.dims, p.dims.cell_of(n));
         let mut arriving = None;
         for i in 1..Q {
             let target = nb.cell(i) as usize;

@@ -29,6 +29,7 @@ pub mod ptxas;
 pub mod reference;
 pub mod simulation;
 pub mod solver;
+pub mod sparse;
 pub mod stl;
 pub mod validation;
 pub mod voxel;

@@ -523,7 +523,7 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
         if !kernels_gpu::flags::is_flow(flags[n as usize]) {
             continue;
         }
-        let nb = neighbours::<L, Q>(&p.dims, p.dims.cell_of(n));
+        let nb = neighbours::<L, Q, _>(&p.dims, p.dims.cell_of(n));
         // SAFETY: `f` and `flags` are sized for the domain (asserted above).
         let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb) };
         mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();

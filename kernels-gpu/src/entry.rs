@@ -1,12 +1,15 @@
 //! PTX entry points: thin shims that find their cell and call the per-cell
 //! functions of [`crate::stream`]. Names follow [`crate::KernelKind::prefix`].
-//! The kernels run on the dense box, the grid [`StepParams::dims`] gives.
+//! Each kernel comes for the dense box, the grid [`StepParams::dims`]
+//! gives, and for the block-sparse grid ([`Sparse`], a kernel argument of
+//! its own), named with `_sparse` before the instance.
 
 use crate::collision::{Bgk, Collision, Trt};
 use crate::grid::{Grid, LaunchIndex};
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::Dims;
 use crate::params::{OpenBoundary, StepParams};
+use crate::sparse::Sparse;
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
@@ -40,65 +43,36 @@ macro_rules! entry_points {
             use super::*;
             type Real = <$s as Storage>::Real;
 
-            /// Esoteric Pull stream-collide with `C`, one thread per cell of layers `z0 ..`.
+            /// Esoteric Pull stream-collide with `C`, one thread per cell of the units `first ..`.
             #[inline(always)]
-            unsafe fn ep<C: Collision<Real>>(f: *mut $s, flags: *const u8, p: StepParams<Real, C>, z0: u32) {
-                if let Some(cell) = this_cell(&p.dims, z0) {
-                    stream::stream_collide_esoteric::<$lattice, $q, $s, C>(&p.dims, &p, f, flags, cell);
+            unsafe fn ep<C: Collision<Real>, G: Grid>(grid: &G, f: *mut $s, flags: *const u8, p: StepParams<Real, C>, first: u32) {
+                if let Some(cell) = this_cell(grid, first) {
+                    stream::stream_collide_esoteric::<$lattice, $q, $s, C, G>(grid, &p, f, flags, cell);
                 }
             }
 
-            /// Two-lattice stream-collide with `C`, one thread per cell of layers `z0 ..`.
+            /// Two-lattice stream-collide with `C`, one thread per cell of the units `first ..`.
             #[inline(always)]
-            unsafe fn ab<C: Collision<Real>>(
+            unsafe fn ab<C: Collision<Real>, G: Grid>(
+                grid: &G,
                 src: *const $s,
                 dst: *mut $s,
                 flags: *const u8,
                 p: StepParams<Real, C>,
-                z0: u32,
+                first: u32,
             ) {
-                if let Some(cell) = this_cell(&p.dims, z0) {
-                    stream::stream_collide_two_lattice::<$lattice, $q, $s, C>(&p.dims, &p, src, dst, flags, cell);
+                if let Some(cell) = this_cell(grid, first) {
+                    stream::stream_collide_two_lattice::<$lattice, $q, $s, C, G>(grid, &p, src, dst, flags, cell);
                 }
             }
 
-            #[export_name = concat!("stream_collide_ep_bgk_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ep_bgk(f: *mut $s, flags: *const u8, p: StepParams<Real, Bgk<Real>>, z0: u32) {
-                ep(f, flags, p, z0)
-            }
-
-            #[export_name = concat!("stream_collide_ep_trt_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ep_trt(f: *mut $s, flags: *const u8, p: StepParams<Real, Trt<Real>>, z0: u32) {
-                ep(f, flags, p, z0)
-            }
-
-            #[export_name = concat!("stream_collide_ab_bgk_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ab_bgk(
-                src: *const $s,
-                dst: *mut $s,
-                flags: *const u8,
-                p: StepParams<Real, Bgk<Real>>,
-                z0: u32,
-            ) {
-                ab(src, dst, flags, p, z0)
-            }
-
-            #[export_name = concat!("stream_collide_ab_trt_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ab_trt(
-                src: *const $s,
-                dst: *mut $s,
-                flags: *const u8,
-                p: StepParams<Real, Trt<Real>>,
-                z0: u32,
-            ) {
-                ab(src, dst, flags, p, z0)
-            }
-
             /// An open-boundary group: its cells, one thread per entry of
-            /// `cells` (`count` cell indices), and what it imposes. Esoteric
+            /// `cells` (`count` cell numbers), and what it imposes. Esoteric
             /// Pull passes a null `src`: it works in `dst`.
-            #[export_name = concat!("open_boundary_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn open_boundary(
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn open<G: Grid>(
+                grid: &G,
                 src: *const $s,
                 dst: *mut $s,
                 flags: *const u8,
@@ -110,40 +84,162 @@ macro_rules! entry_points {
             ) {
                 let i = thread_index();
                 if i < count {
-                    let cell = p.dims.cell_of(*cells.add(i as usize));
+                    let cell = grid.cell_of(*cells.add(i as usize));
                     let scheme = Streaming::from_u32(scheme);
                     let src = if src.is_null() { dst as *const $s } else { src };
-                    stream::open_boundary_update::<$lattice, $q, $s>(&p.dims, scheme, &p, &open, src, dst, flags, cell);
+                    stream::open_boundary_update::<$lattice, $q, $s, G>(grid, scheme, &p, &open, src, dst, flags, cell);
                 }
             }
 
             /// Equilibrium initialisation from `rho, ux, uy, uz` planes.
-            #[export_name = concat!("init_equilibrium_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn init_equilibrium(
-                f: *mut $s,
-                flags: *const u8,
-                fields: *const Real,
-                p: StepParams<Real>,
-                scheme: u32,
-            ) {
-                if let Some(cell) = this_cell(&p.dims, 0) {
+            #[inline(always)]
+            unsafe fn init<G: Grid>(grid: &G, f: *mut $s, flags: *const u8, fields: *const Real, p: StepParams<Real>, scheme: u32) {
+                if let Some(cell) = this_cell(grid, 0) {
                     let scheme = Streaming::from_u32(scheme);
-                    stream::init_equilibrium::<$lattice, $q, $s>(&p.dims, scheme, &p, f, flags, fields, cell);
+                    stream::init_equilibrium::<$lattice, $q, $s, G>(grid, scheme, &p, f, flags, fields, cell);
                 }
             }
 
             /// Density and velocity into `rho, ux, uy, uz` planes.
+            #[inline(always)]
+            unsafe fn fields<G: Grid>(grid: &G, f: *const $s, flags: *const u8, out: *mut Real, p: StepParams<Real>, scheme: u32) {
+                if let Some(cell) = this_cell(grid, 0) {
+                    stream::fields::<$lattice, $q, $s, G>(grid, Streaming::from_u32(scheme), &p, f, flags, out, cell);
+                }
+            }
+
+            // The dense box: the grid is `p.dims`, a launch starts at layer `z0`.
+
+            #[export_name = concat!("stream_collide_ep_bgk_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ep_bgk(f: *mut $s, flags: *const u8, p: StepParams<Real, Bgk<Real>>, z0: u32) {
+                ep(&{ p.dims }, f, flags, p, z0)
+            }
+
+            #[export_name = concat!("stream_collide_ep_trt_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ep_trt(f: *mut $s, flags: *const u8, p: StepParams<Real, Trt<Real>>, z0: u32) {
+                ep(&{ p.dims }, f, flags, p, z0)
+            }
+
+            #[export_name = concat!("stream_collide_ab_bgk_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ab_bgk(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                z0: u32,
+            ) {
+                ab(&{ p.dims }, src, dst, flags, p, z0)
+            }
+
+            #[export_name = concat!("stream_collide_ab_trt_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ab_trt(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                z0: u32,
+            ) {
+                ab(&{ p.dims }, src, dst, flags, p, z0)
+            }
+
+            #[export_name = concat!("open_boundary_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_boundary(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                cells: *const u32,
+                count: u32,
+                p: StepParams<Real>,
+                boundary: OpenBoundary<Real>,
+                scheme: u32,
+            ) {
+                open(&{ p.dims }, src, dst, flags, cells, count, p, boundary, scheme)
+            }
+
+            #[export_name = concat!("init_equilibrium_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn init_equilibrium(f: *mut $s, flags: *const u8, planes: *const Real, p: StepParams<Real>, scheme: u32) {
+                init(&{ p.dims }, f, flags, planes, p, scheme)
+            }
+
             #[export_name = concat!("fields_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn fields(
+            pub unsafe extern "ptx-kernel" fn fields_dense(f: *const $s, flags: *const u8, out: *mut Real, p: StepParams<Real>, scheme: u32) {
+                fields(&{ p.dims }, f, flags, out, p, scheme)
+            }
+
+            // The block-sparse grid: passed after the parameters, a launch
+            // starts at block `first`.
+
+            #[export_name = concat!("stream_collide_ep_bgk_sparse_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ep_bgk_sparse(f: *mut $s, flags: *const u8, p: StepParams<Real, Bgk<Real>>, grid: Sparse, first: u32) {
+                ep(&grid, f, flags, p, first)
+            }
+
+            #[export_name = concat!("stream_collide_ep_trt_sparse_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ep_trt_sparse(f: *mut $s, flags: *const u8, p: StepParams<Real, Trt<Real>>, grid: Sparse, first: u32) {
+                ep(&grid, f, flags, p, first)
+            }
+
+            #[export_name = concat!("stream_collide_ab_bgk_sparse_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ab_bgk_sparse(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                grid: Sparse,
+                first: u32,
+            ) {
+                ab(&grid, src, dst, flags, p, first)
+            }
+
+            #[export_name = concat!("stream_collide_ab_trt_sparse_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ab_trt_sparse(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                grid: Sparse,
+                first: u32,
+            ) {
+                ab(&grid, src, dst, flags, p, first)
+            }
+
+            #[export_name = concat!("open_boundary_sparse_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_boundary_sparse(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                cells: *const u32,
+                count: u32,
+                p: StepParams<Real>,
+                boundary: OpenBoundary<Real>,
+                scheme: u32,
+                grid: Sparse,
+            ) {
+                open(&grid, src, dst, flags, cells, count, p, boundary, scheme)
+            }
+
+            #[export_name = concat!("init_equilibrium_sparse_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn init_equilibrium_sparse(
+                f: *mut $s,
+                flags: *const u8,
+                planes: *const Real,
+                p: StepParams<Real>,
+                scheme: u32,
+                grid: Sparse,
+            ) {
+                init(&grid, f, flags, planes, p, scheme)
+            }
+
+            #[export_name = concat!("fields_sparse_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn fields_sparse(
                 f: *const $s,
                 flags: *const u8,
                 out: *mut Real,
                 p: StepParams<Real>,
                 scheme: u32,
+                grid: Sparse,
             ) {
-                if let Some(cell) = this_cell(&p.dims, 0) {
-                    stream::fields::<$lattice, $q, $s>(&p.dims, Streaming::from_u32(scheme), &p, f, flags, out, cell);
-                }
+                fields(&grid, f, flags, out, p, scheme)
             }
         }
     )*};

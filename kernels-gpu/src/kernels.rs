@@ -80,6 +80,37 @@ impl KernelKind {
     }
 }
 
+/// The grid a kernel runs on: every kernel family is built for each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GridKind {
+    /// The dense box ([`crate::Dims`]).
+    Dense,
+    /// The block-sparse grid ([`crate::sparse::Sparse`]).
+    Sparse,
+}
+
+impl GridKind {
+    /// Both grids.
+    pub const ALL: [GridKind; 2] = [GridKind::Dense, GridKind::Sparse];
+
+    /// What the entry-point name has between the family's prefix and the
+    /// instance: `stream_collide_ep_bgk_sparse_d3q19_f32`.
+    pub const fn infix(self) -> &'static str {
+        match self {
+            GridKind::Dense => "",
+            GridKind::Sparse => "sparse_",
+        }
+    }
+
+    /// Name as users write it (`dense`, `sparse`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            GridKind::Dense => "dense",
+            GridKind::Sparse => "sparse",
+        }
+    }
+}
+
 /// Every instance name of [`for_each_instance`] (`d3q19_f32`), with its
 /// population count and bytes per population.
 pub const INSTANCES: [(&str, usize, usize); 9] = {
@@ -105,9 +136,13 @@ pub const INSTANCES: [(&str, usize, usize); 9] = {
 /// +1.8% / +2.2% (D3Q19 Esoteric Pull, 256^3 / 512^3), +4.1% / +4.6%
 /// (D3Q27) and +7.2% / +6.9% (D3Q19 two-lattice) over 72 / 88 / 80; the f32
 /// kernels at 64 / 80 gained nothing (`docs/bench/h100-2026-11-21-919e805-launch.txt`).
-pub const fn register_cap(kind: KernelKind, q: usize, bytes: usize) -> Option<u32> {
+pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usize) -> Option<u32> {
     use CollisionKind::{Bgk, Trt};
     use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
+    // The sparse kernels run as ptxas allocates them.
+    if matches!(grid, GridKind::Sparse) {
+        return None;
+    }
     // TRT kernels run uncapped at or below BGK's registers, except D3Q27
     // 16-bit Esoteric Pull: uncapped it took 96 and ran 2.4-6.1% behind BGK;
     // capped at 80 (no spill) it gains 1.6-4.2% on an H100, within 2.1% of BGK
@@ -163,8 +198,12 @@ pub fn register_cap_for_entry(name: &str) -> Option<u32> {
     // another kernel whose name merely starts the same way.
     let (kind, rest) =
         KernelKind::ALL.into_iter().find_map(|k| Some((k, name.strip_prefix(k.prefix())?.strip_prefix('_')?)))?;
+    let (grid, rest) = match rest.strip_prefix(GridKind::Sparse.infix()) {
+        Some(rest) => (GridKind::Sparse, rest),
+        None => (GridKind::Dense, rest),
+    };
     let (_, q, bytes) = INSTANCES.into_iter().find(|(id, _, _)| *id == rest)?;
-    register_cap(kind, q, bytes)
+    register_cap(kind, grid, q, bytes)
 }
 
 /// Name of the lattice-independent layout-check kernel.
@@ -187,5 +226,6 @@ mod tests {
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgkx_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_d3q19_f64"), None);
         assert_eq!(register_cap_for_entry("fields_d3q19_f32"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse_d3q19_f32"), None);
     }
 }

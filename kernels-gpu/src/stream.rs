@@ -21,13 +21,9 @@
 //! update concurrently without races.
 //!
 //! **Grid.** Cells, their neighbours and where populations are stored come
-//! from the [`Grid`] and [`Neighbourhood`] traits only. The functions take
-//! the dense box ([`Dims`]) rather than a type parameter: over a generic
-//! `G: Grid`, rustc's MIR inliner cannot inline the trait calls before
-//! monomorphisation, and LLVM then builds the two-lattice kernels' slot
-//! choices with other instructions (same results). A second grid makes them
-//! generic (`G::Cell`, `G::Neighbours<Q>`) and measures the dense kernels
-//! again.
+//! from the [`Grid`] and [`Neighbourhood`] traits only: every per-cell
+//! function is generic over the grid `G`, and runs unchanged on the dense
+//! box ([`crate::Dims`]) and the block-sparse grid ([`crate::sparse::Sparse`]).
 //!
 //! **Fast path.** Fluid cells without the [`NEAR_SOLID`] bit have no solid
 //! neighbour: their loads never look at a neighbour's flag, so all `Q` loads
@@ -48,7 +44,6 @@ use crate::collision::Collision;
 use crate::flags::{flag_of, is_flow, is_fluid, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
 use crate::grid::{Grid, Neighbourhood};
 use crate::lattice::{opposite, Lattice};
-use crate::layout::{Cell, Dims, Neighbours};
 use crate::params::{OpenBoundary, StepParams, INLET};
 use crate::real::Real;
 use crate::storage::{cell_noise, store_noise, Storage};
@@ -89,8 +84,8 @@ impl Streaming {
 
 /// The neighbours `x + c_i` of a cell.
 #[inline(always)]
-pub fn neighbours<L: Lattice<Q>, const Q: usize>(grid: &Dims, cell: Cell) -> Neighbours<Q> {
-    const { assert!(L::MAX_SPEED <= Dims::MAX_OFFSET, "the lattice reaches farther than the grid's neighbours") };
+pub fn neighbours<L: Lattice<Q>, const Q: usize, G: Grid>(grid: &G, cell: G::Cell) -> G::Neighbours<Q> {
+    const { assert!(L::MAX_SPEED <= G::MAX_OFFSET, "the lattice reaches farther than the grid's neighbours") };
     grid.neighbours(cell, &L::C)
 }
 
@@ -99,7 +94,7 @@ pub fn neighbours<L: Lattice<Q>, const Q: usize>(grid: &Dims, cell: Cell) -> Nei
 /// their `L::SLOT` entries (constants) instead: indexing the table with a
 /// run-time value would make the kernel load it from memory.
 #[inline(always)]
-fn slot_of<L: Lattice<Q>, const Q: usize>(nb: &Neighbours<Q>, j: usize, i: usize) -> usize {
+fn slot_of<L: Lattice<Q>, const Q: usize>(nb: &impl Neighbourhood<Q>, j: usize, i: usize) -> usize {
     nb.population(j, L::SLOT[i])
 }
 
@@ -184,7 +179,7 @@ fn wall_velocity<T: Real>(p: &StepParams<T, impl Copy>, k: usize) -> [T; 3] {
 fn source_slot<L: Lattice<Q>, const Q: usize, T: Real>(
     scheme: Streaming,
     p: &StepParams<T, impl Copy>,
-    nb: &Neighbours<Q>,
+    nb: &impl Neighbourhood<Q>,
     i: usize,
     solid: bool,
 ) -> usize {
@@ -227,7 +222,7 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
     scheme: Streaming,
     p: &StepParams<T, impl Copy>,
     flags: *const u8,
-    nb: &Neighbours<Q>,
+    nb: &impl Neighbourhood<Q>,
     i: usize,
 ) -> (usize, T) {
     let (solid, term) = if CHECK_WALLS && i != 0 {
@@ -262,7 +257,7 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
     p: &StepParams<S::Real, impl Copy>,
     f: *const S,
     flags: *const u8,
-    nb: &Neighbours<Q>,
+    nb: &impl Neighbourhood<Q>,
 ) -> [S::Real; Q] {
     if CHECK_WALLS && warp_uniform_walls::<S>() {
         return load_near_walls::<L, Q, S>(scheme, p, f, flags, nb);
@@ -290,7 +285,7 @@ unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
     p: &StepParams<S::Real, impl Copy>,
     f: *const S,
     flags: *const u8,
-    nb: &Neighbours<Q>,
+    nb: &impl Neighbourhood<Q>,
 ) -> [S::Real; Q] {
     let mut source_flags = [0u8; Q];
     let mut moving = false;
@@ -336,18 +331,18 @@ fn near_walls<S: Storage>(flag: u8) -> bool {
 /// may run this for the same `n` in the same step (distinct cells never touch
 /// the same slot).
 #[inline(always)]
-pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
-    grid: &Dims,
+pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>, G: Grid>(
+    grid: &G,
     p: &StepParams<S::Real, C>,
     f: *mut S,
     flags: *const u8,
-    cell: Cell,
+    cell: G::Cell,
 ) {
     let flag = flag_of(flags, grid.index_of(cell));
     if !is_fluid(flag) {
         return;
     }
-    let nb = neighbours::<L, Q>(grid, cell);
+    let nb = neighbours::<L, Q, G>(grid, cell);
     let mut fi = if near_walls::<S>(flag) {
         load::<L, Q, S, true>(Streaming::EsotericPull, p, f, flags, &nb)
     } else {
@@ -362,19 +357,19 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage,
 /// # Safety
 /// `src` and `dst` must each hold `Q * cells` values and must not overlap.
 #[inline(always)]
-pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
-    grid: &Dims,
+pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>, G: Grid>(
+    grid: &G,
     p: &StepParams<S::Real, C>,
     src: *const S,
     dst: *mut S,
     flags: *const u8,
-    cell: Cell,
+    cell: G::Cell,
 ) {
     let flag = flag_of(flags, grid.index_of(cell));
     if !is_fluid(flag) {
         return;
     }
-    let nb = neighbours::<L, Q>(grid, cell);
+    let nb = neighbours::<L, Q, G>(grid, cell);
     let mut fi = if near_walls::<S>(flag) {
         load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, &nb)
     } else {
@@ -395,7 +390,7 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     dst: *mut S,
-    nb: &Neighbours<Q>,
+    nb: &impl Neighbourhood<Q>,
     fi: &[S::Real; Q],
 ) {
     // Random bits for stochastic rounding, one draw per store in a fixed
@@ -443,17 +438,17 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
 /// [`stream_collide_two_lattice`] (`src` and `dst` distinct), per `scheme`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // one per kernel argument, plus the grid
-pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage>(
-    grid: &Dims,
+pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
+    grid: &G,
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     open: &OpenBoundary<S::Real>,
     src: *const S,
     dst: *mut S,
     flags: *const u8,
-    cell: Cell,
+    cell: G::Cell,
 ) {
-    let nb = neighbours::<L, Q>(grid, cell);
+    let nb = neighbours::<L, Q, G>(grid, cell);
     let fi = rescaled(load::<L, Q, S, true>(scheme, p, src, flags, &nb), 1.0 / S::SCALE);
     let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, open, open.kind == INLET);
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
@@ -473,14 +468,14 @@ pub const FIELD_COMPONENTS: usize = 4;
 /// As [`load`]; `fields` must hold `4 * cells` values; the buffer should be
 /// zeroed first so that slots no cell writes are deterministic.
 #[inline(always)]
-pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
-    grid: &Dims,
+pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
+    grid: &G,
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     f: *mut S,
     flags: *const u8,
     fields: *const S::Real,
-    cell: Cell,
+    cell: G::Cell,
 ) {
     let n = grid.index_of(cell);
     if !is_flow(flag_of(flags, n)) {
@@ -491,7 +486,7 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
     let rho = *fields.add(m);
     let u = [*fields.add(cells + m), *fields.add(2 * cells + m), *fields.add(3 * cells + m)];
     let feq = equilibrium::<L, Q, S::Real>(rho, u);
-    let nb = neighbours::<L, Q>(grid, cell);
+    let nb = neighbours::<L, Q, G>(grid, cell);
     for i in 0..Q {
         let (slot, term) = incoming_slot::<L, Q, S::Real, true>(scheme, p, flags, &nb, i);
         *f.add(slot) = S::store(feq[i] - term);
@@ -505,20 +500,20 @@ pub unsafe fn init_equilibrium<L: Lattice<Q>, const Q: usize, S: Storage>(
 /// # Safety
 /// As [`load`]; `out` must hold `4 * cells` values.
 #[inline(always)]
-pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage>(
-    grid: &Dims,
+pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
+    grid: &G,
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     f: *const S,
     flags: *const u8,
     out: *mut S::Real,
-    cell: Cell,
+    cell: G::Cell,
 ) {
     let n = grid.index_of(cell);
     let cells = grid.cells();
     let flag = flag_of(flags, n);
     let (rho, u) = if is_flow(flag) {
-        let nb = neighbours::<L, Q>(grid, cell);
+        let nb = neighbours::<L, Q, G>(grid, cell);
         let fi = rescaled(load::<L, Q, S, true>(scheme, p, f, flags, &nb), 1.0 / S::SCALE);
         density_velocity::<L, Q, S::Real>(&fi, p.force)
     } else {
@@ -547,7 +542,7 @@ pub const fn layout_probe_value(x: u32, y: u32, z: u32, i: usize) -> u64 {
 /// # Safety
 /// `out` must hold `q * cells` values.
 #[inline(always)]
-pub unsafe fn write_layout_probe(grid: &Dims, q: usize, out: *mut u64, cell: Cell) {
+pub unsafe fn write_layout_probe<G: Grid>(grid: &G, q: usize, out: *mut u64, cell: G::Cell) {
     let [x, y, z] = grid.position(cell);
     for slot in 0..q {
         *out.add(grid.population(q, cell, slot)) = layout_probe_value(x, y, z, slot);

@@ -1,0 +1,325 @@
+//! Building a block-sparse grid ([`kernels_gpu::sparse::Sparse`]) from a
+//! domain: which blocks are stored, their tables, and the maps between the
+//! dense box and the sparse storage.
+//!
+//! A block is stored when it holds a cell the kernels read as more than a
+//! resting wall: a fluid cell, an open-boundary cell or a moving wall. Every
+//! block not stored reads as the solid block, all resting walls, which is
+//! what its cells are. Blocks are numbered in the dense order of their
+//! positions (x fastest, then y, then z), so a z-range of the box is a
+//! contiguous range of blocks.
+//!
+//! The neighbour-block table wraps every axis at the box's length rounded up
+//! to whole blocks, as the dense box wraps at its length. Where the two
+//! differ (a length that is not a multiple of the block edge), the cells
+//! past the box are resting walls, and a fluid cell within a population's
+//! reach of that face would stream from them instead of from the opposite
+//! face: [`SparseLayout::build`] refuses such a geometry (the fix is a box
+//! length that is a multiple of the edge). Open-boundary cells on such a
+//! face are allowed: the populations they would receive across it are the
+//! unknown ones their boundary condition replaces.
+
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use kernels_gpu::flags::{is_flow, WALL};
+use kernels_gpu::sparse::{neighbour_entry, Sparse, NEIGHBOUR_ENTRIES};
+use kernels_gpu::{Dims, Grid};
+
+/// Block edges a sparse grid may have.
+pub const EDGES: [u32; 2] = [4, 8];
+
+/// A block-sparse grid's tables in host memory, and its shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SparseLayout {
+    /// The dense box the grid covers.
+    pub dims: Dims,
+    /// `log2` of the block edge along x and y.
+    pub shift: u32,
+    /// `log2` of the block edge along z (0 for a one-layer 2D box).
+    pub shift_z: u32,
+    /// Blocks along each axis of the box (rounded up).
+    pub block_dims: [u32; 3],
+    /// Position of each stored block, in blocks.
+    pub origin: Vec<[u32; 3]>,
+    /// [`NEIGHBOUR_ENTRIES`] storage numbers per stored block.
+    pub neighbour: Vec<u32>,
+    /// Storage number of each block of the box, `u32::MAX` where none.
+    pub index: Vec<u32>,
+}
+
+impl SparseLayout {
+    /// The grid of blocks of edge `edge` (4 or 8) that `domain` needs,
+    /// for a lattice whose populations travel up to `reach` cells per axis.
+    pub fn build(domain: &Domain, edge: u32, reach: u32) -> Result<Self> {
+        if !EDGES.contains(&edge) {
+            return Err(Error::Setup(format!("a sparse grid's block edge is 4 or 8, not {edge}")));
+        }
+        let d = domain.dims;
+        let shift = edge.trailing_zeros();
+        let shift_z = if d.nz == 1 { 0 } else { shift };
+        let (b, bz) = (1u32 << shift, 1u32 << shift_z);
+        let block_dims = [d.nx.div_ceil(b), d.ny.div_ceil(b), d.nz.div_ceil(bz)];
+        check_faces(domain, [b, b, bz], reach)?;
+        let total = block_dims.iter().map(|&n| n as usize).product::<usize>();
+        let mut stored = vec![false; total];
+        let block_of = |x: u32, y: u32, z: u32| {
+            (x >> shift) as usize
+                + block_dims[0] as usize * ((y >> shift) as usize + block_dims[1] as usize * (z >> shift_z) as usize)
+        };
+        for (n, &flag) in domain.flags.iter().enumerate() {
+            if flag != WALL {
+                let (x, y, z) = d.coords(n as u32);
+                stored[block_of(x, y, z)] = true;
+            }
+        }
+        let count = stored.iter().filter(|&&s| s).count();
+        let cells = (count + 1) << (2 * shift + shift_z);
+        if cells > Sparse::MAX_CELLS {
+            return Err(Error::Setup(format!(
+                "{count} active blocks of {edge}^3 cells number more than 2^32 cells: split the domain over several GPUs"
+            )));
+        }
+        let mut index = vec![u32::MAX; total];
+        let mut origin = Vec::with_capacity(count);
+        for (k, _) in stored.iter().enumerate().filter(|(_, s)| **s) {
+            index[k] = origin.len() as u32;
+            let [nbx, nby, _] = block_dims.map(|n| n as usize);
+            origin.push([(k % nbx) as u32, ((k / nbx) % nby) as u32, (k / (nbx * nby)) as u32]);
+        }
+        let solid = count as u32;
+        let mut neighbour = Vec::with_capacity(NEIGHBOUR_ENTRIES * count);
+        for o in &origin {
+            for dz in -1..=1 {
+                for dy in -1..=1 {
+                    for dx in -1..=1 {
+                        let at =
+                            |a: usize, step: i32| (o[a] as i64 + step as i64).rem_euclid(block_dims[a] as i64) as usize;
+                        let k = at(0, dx) + block_dims[0] as usize * (at(1, dy) + block_dims[1] as usize * at(2, dz));
+                        debug_assert_eq!(neighbour.len() % NEIGHBOUR_ENTRIES, neighbour_entry(dx, dy, dz));
+                        neighbour.push(if index[k] == u32::MAX { solid } else { index[k] });
+                    }
+                }
+            }
+        }
+        Ok(Self { dims: d, shift, shift_z, block_dims, origin, neighbour, index })
+    }
+
+    /// The grid, referring to these tables: valid while `self` lives and is
+    /// not changed.
+    pub fn grid(&self) -> Sparse {
+        // SAFETY: the tables are sized and filled by `build` (one row per
+        // stored block, entries at most `blocks`), and the cell count was
+        // checked there.
+        unsafe {
+            Sparse::new(
+                self.shift,
+                self.shift_z,
+                self.blocks(),
+                self.dims.nx,
+                self.dims.ny,
+                self.neighbour.as_ptr(),
+                self.origin.as_ptr(),
+            )
+        }
+    }
+
+    /// Stored blocks.
+    pub fn blocks(&self) -> u32 {
+        self.origin.len() as u32
+    }
+
+    /// Cells stored, the solid block's included: the length of per-cell arrays.
+    pub fn cells(&self) -> usize {
+        Grid::cells(&self.grid())
+    }
+
+    /// Cells in each block.
+    pub fn block_cells(&self) -> usize {
+        1 << (2 * self.shift + self.shift_z)
+    }
+
+    /// Storage number of the dense cell `n`, if its block is stored.
+    pub fn storage_of(&self, n: usize) -> Option<u32> {
+        let (x, y, z) = self.dims.coords(n as u32);
+        let [nbx, nby, _] = self.block_dims.map(|n| n as usize);
+        let k = (x >> self.shift) as usize + nbx * ((y >> self.shift) as usize + nby * (z >> self.shift_z) as usize);
+        let b = self.index[k];
+        (b != u32::MAX).then(|| {
+            let mask = (1 << self.shift) - 1;
+            let local = (x & mask) | ((y & mask) << self.shift) | ((z & ((1 << self.shift_z) - 1)) << (2 * self.shift));
+            (b << (2 * self.shift + self.shift_z)) | local
+        })
+    }
+
+    /// Dense number of the stored cell `n`, if it lies inside the box (not
+    /// in the solid block, nor past the box in a block that straddles its end).
+    pub fn dense_of(&self, n: u32) -> Option<usize> {
+        let grid = self.grid();
+        let cell = grid.cell_of(n);
+        if cell.b >= self.blocks() {
+            return None;
+        }
+        let [x, y, z] = grid.position(cell);
+        (x < self.dims.nx && y < self.dims.ny && z < self.dims.nz).then(|| self.dims.index(x, y, z))
+    }
+
+    /// Per-cell values in storage order from dense ones: each stored cell
+    /// takes its dense cell's, and cells outside the box (and the solid
+    /// block) take `outside`.
+    pub fn gather<T: Copy>(&self, dense: &[T], outside: T) -> Vec<T> {
+        (0..self.cells() as u32).map(|n| self.dense_of(n).map_or(outside, |m| dense[m])).collect()
+    }
+
+    /// Dense per-cell values from values in storage order: cells not stored
+    /// take `absent`.
+    pub fn scatter<T: Copy>(&self, stored: &[T], absent: T) -> Vec<T> {
+        let mut out = vec![absent; self.dims.cells()];
+        for n in 0..self.cells() as u32 {
+            if let Some(m) = self.dense_of(n) {
+                out[m] = stored[n as usize];
+            }
+        }
+        out
+    }
+
+    /// Bytes of the tables (neighbour blocks and origins).
+    pub fn table_bytes(&self) -> usize {
+        self.neighbour.len() * 4 + self.origin.len() * 12
+    }
+}
+
+/// Refuses a geometry with flow within `reach` of a face whose axis does not
+/// divide into whole blocks (`edges`): see the module docs.
+fn check_faces(domain: &Domain, edges: [u32; 3], reach: u32) -> Result<()> {
+    let d = domain.dims;
+    let lengths = [d.nx, d.ny, d.nz];
+    const AXES: [&str; 3] = ["x", "y", "z"];
+    for a in 0..3 {
+        if lengths[a].is_multiple_of(edges[a]) {
+            continue;
+        }
+        let near_face = |p: u32| p < reach || p + reach >= lengths[a];
+        let flows = domain.flags.iter().enumerate().any(|(n, &flag)| {
+            let (x, y, z) = d.coords(n as u32);
+            let p = [x, y, z][a];
+            flag & kernels_gpu::flags::OPEN == 0 && is_flow(flag) && near_face(p)
+        });
+        if flows {
+            return Err(Error::Setup(format!(
+                "the flow crosses the {} faces (periodic along {}), but the box's {} cells along {} are not a multiple of the sparse grid's block edge {}: make them a multiple of {}, or use grid = \"dense\"",
+                AXES[a], AXES[a], lengths[a], AXES[a], edges[a], edges[a]
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::FaceBoundary;
+    use kernels_gpu::flags::CellKind;
+    use kernels_gpu::grid::Neighbourhood;
+    use kernels_gpu::{Lattice, D2Q9, D3Q27};
+
+    /// A box with walls on the y faces and a solid lump, periodic along x and z.
+    fn lumpy(dims: Dims) -> Domain {
+        let mut faces = [FaceBoundary::Periodic; 6];
+        faces[2] = FaceBoundary::Wall;
+        faces[3] = FaceBoundary::MovingWall([0.05, 0.0, 0.0]);
+        let mut d = Domain::with_faces(dims, faces).unwrap();
+        for z in 0..dims.nz {
+            for y in 0..dims.ny / 2 {
+                for x in 0..dims.nx / 2 {
+                    d.flags[dims.index(x, y, z)] = CellKind::Wall.to_flag();
+                }
+            }
+        }
+        d
+    }
+
+    /// Every stored cell inside the box finds, for every direction, the
+    /// storage of the dense neighbour (periodic wrap), or the solid block
+    /// where that neighbour is a resting wall whose block is not stored.
+    fn check<L: Lattice<Q>, const Q: usize>(dims: Dims, edge: u32) {
+        let domain = lumpy(dims);
+        let layout = SparseLayout::build(&domain, edge, 1).unwrap();
+        let grid = layout.grid();
+        assert!(layout.blocks() < layout.block_dims.iter().product::<u32>(), "the lump leaves blocks out");
+        for n in 0..layout.cells() as u32 {
+            let Some(m) = layout.dense_of(n) else { continue };
+            assert_eq!(layout.storage_of(m), Some(n));
+            let cell = grid.cell_of(n);
+            assert_eq!(grid.index_of(cell), n);
+            let nb = grid.neighbours(cell, &L::C);
+            let (x, y, z) = dims.coords(m as u32);
+            assert_eq!(nb.seed_cell(7), m as u32, "seeds are dense numbers");
+            for j in 0..Q {
+                let wrap = |p: u32, c: i32, len: u32| (p as i64 + c as i64).rem_euclid(len as i64) as u32;
+                let [cx, cy, cz] = L::C[j];
+                let there = dims.index(wrap(x, cx, dims.nx), wrap(y, cy, dims.ny), wrap(z, cz, dims.nz));
+                match layout.storage_of(there) {
+                    Some(s) => {
+                        assert_eq!(nb.cell(j), s, "{} edge {edge} cell {m} dir {j}", L::NAME);
+                        for slot in [0, Q - 1] {
+                            assert_eq!(nb.population(j, slot), grid.population(Q, grid.cell_of(s), slot));
+                        }
+                    }
+                    None => {
+                        assert_eq!(domain.flags[there], WALL);
+                        assert_eq!(nb.cell(j) >> (2 * layout.shift + layout.shift_z), layout.blocks(), "solid block");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_neighbours_are_the_dense_ones() {
+        check::<D3Q27, 27>(Dims::new(16, 12, 8), 4);
+        check::<D3Q27, 27>(Dims::new(16, 16, 16), 8);
+        check::<D2Q9, 9>(Dims::new(16, 12, 1), 4);
+    }
+
+    #[test]
+    fn a_launch_covers_each_stored_cell_once() {
+        let layout = SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), 4, 1).unwrap();
+        let grid = layout.grid();
+        for threads in [32, 64, 128] {
+            let region = 1..grid.units();
+            let shape = grid.launch(region.len() as u32, threads);
+            let mut seen = vec![0; layout.cells()];
+            for bx in 0..shape.blocks[0] {
+                for t in 0..shape.threads {
+                    let at = kernels_gpu::grid::LaunchIndex { x: bx * shape.threads + t, y: 0, z: 0 };
+                    seen[grid.index_of(grid.launch_cell(region.start, at).unwrap()) as usize] += 1;
+                }
+            }
+            let cells = grid.region_cells(region.clone());
+            for (n, &k) in seen.iter().enumerate() {
+                assert_eq!(k, cells.contains(&n) as u32, "threads {threads} cell {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn flow_across_a_face_that_is_not_whole_blocks_is_refused() {
+        let err = SparseLayout::build(&lumpy(Dims::new(18, 12, 8)), 4, 1).unwrap_err().to_string();
+        assert!(err.contains("18 cells along x") && err.contains("multiple of 4"), "{err}");
+        // Along y the faces are walls: 14 cells are fine.
+        SparseLayout::build(&lumpy(Dims::new(16, 14, 8)), 4, 1).unwrap();
+        assert!(SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), 5, 1).is_err());
+    }
+
+    #[test]
+    fn gather_and_scatter_invert_each_other_on_stored_cells() {
+        let dims = Dims::new(16, 14, 8);
+        let layout = SparseLayout::build(&lumpy(dims), 4, 1).unwrap();
+        let dense: Vec<u32> = (0..dims.cells() as u32).collect();
+        let stored = layout.gather(&dense, u32::MAX);
+        let back = layout.scatter(&stored, u32::MAX);
+        for (n, &v) in back.iter().enumerate() {
+            assert!(v == n as u32 || (v == u32::MAX && layout.storage_of(n).is_none()));
+        }
+    }
+}
