@@ -18,7 +18,7 @@ status=0
   "$bin/lbm" info
   echo "=== test ptx ==="
   "$bin/ptx" --test-threads 1 --nocapture || status=1
-  for t in equivalence validation multi_gpu; do
+  for t in equivalence validation multi_gpu sparse; do
     echo "=== test $t (filter: $filter) ==="
     "$bin/$t" --test-threads 1 --nocapture "$filter" || status=1
     # The one-rank NCCL executor's instances of the conformance cases.

@@ -6,7 +6,7 @@ use crate::cases::{cavity_config, tau_for_viscosity};
 use crate::domain::{Domain, FaceBoundary};
 use crate::error::{Error, Result};
 use crate::solver::KernelReport;
-use crate::solver::{BackendKind, CollisionModel, Initial, LatticeKind, Precision, Solver, SolverConfig};
+use crate::solver::{BackendKind, CollisionModel, GridLayout, Initial, LatticeKind, Precision, Solver, SolverConfig};
 use kernels_gpu::{Dims, Streaming};
 use std::time::Instant;
 
@@ -46,8 +46,17 @@ pub struct BenchResult {
     pub fraction_of_copy: Option<f64>,
     /// Kernel resources (GPU).
     pub kernel: Option<KernelReport>,
-    /// Collision operator (`bgk`, `trt`); last, after the fields older reports have.
+    /// Collision operator (`bgk`, `trt`); after the fields older reports have.
     pub collision: &'static str,
+    /// Grid layout ([`GridLayout::name`]).
+    pub grid: &'static str,
+    /// Flow cells (fluid and open boundaries): the cells that are updated.
+    pub active_cells: usize,
+    /// Million flow-cell updates per second.
+    pub mlups_active: f64,
+    /// Effective bandwidth of the flow cells' updates over the copy
+    /// bandwidth ([`bytes_per_cell_update`] per flow cell).
+    pub active_fraction_of_copy: Option<f64>,
 }
 
 /// One configuration to measure.
@@ -65,6 +74,8 @@ pub struct BenchCase {
     pub geometry: BenchGeometry,
     /// Collision operator.
     pub collision: CollisionModel,
+    /// How the cells are stored.
+    pub grid: GridLayout,
 }
 
 /// What fills a benchmark cube.
@@ -76,17 +87,22 @@ pub enum BenchGeometry {
     /// Fluid in a periodic box, no walls: how the published single-GPU
     /// figures are measured, so the apples-to-apples comparison.
     Periodic,
+    /// A periodic packed bed: overlapping random spheres of radius a tenth
+    /// of the cube, added until the porosity is 0.4, flow driven by a body
+    /// force along x. Most of the cube is solid.
+    Bed,
 }
 
 impl BenchGeometry {
     /// Every geometry.
-    pub const ALL: [BenchGeometry; 2] = [BenchGeometry::Cavity, BenchGeometry::Periodic];
+    pub const ALL: [BenchGeometry; 3] = [BenchGeometry::Cavity, BenchGeometry::Periodic, BenchGeometry::Bed];
 
     /// Name in reports and on the command line.
     pub const fn name(self) -> &'static str {
         match self {
             BenchGeometry::Cavity => "cavity",
             BenchGeometry::Periodic => "periodic",
+            BenchGeometry::Bed => "bed",
         }
     }
 
@@ -113,6 +129,15 @@ impl BenchGeometry {
         let config = cavity_config(lattice, precision, streaming, size - 2, REYNOLDS, SPEED)?;
         Ok(match self {
             BenchGeometry::Cavity => config,
+            BenchGeometry::Bed => {
+                let periodic = BenchGeometry::Periodic.config(lattice, precision, streaming, size)?;
+                SolverConfig {
+                    force: [1e-6, 0.0, 0.0],
+                    domain: packed_bed(periodic.domain, size as f64 / 10.0, 0.4),
+                    initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
+                    ..periodic
+                }
+            }
             BenchGeometry::Periodic => {
                 let nz = if lattice.dimension() == 2 { 1 } else { size };
                 SolverConfig {
@@ -127,6 +152,43 @@ impl BenchGeometry {
     }
 }
 
+/// `domain` with resting-wall spheres (discs in 2D) of `radius` at
+/// reproducible random centres, wrapping periodically, added until at most
+/// `porosity` of the cells are fluid.
+fn packed_bed(mut domain: Domain, radius: f64, porosity: f64) -> Domain {
+    let d = domain.dims;
+    let wall = kernels_gpu::flags::CellKind::Wall.to_flag();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut random = move |len: u32| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 * len as f64
+    };
+    let mut fluid = d.cells();
+    let r = radius.ceil() as i64;
+    while (fluid as f64) > porosity * d.cells() as f64 {
+        let c = [random(d.nx), random(d.ny), if d.nz == 1 { 0.0 } else { random(d.nz) }];
+        let rz = if d.nz == 1 { 0 } else { r };
+        for dz in -rz..=rz {
+            for dy in -r..=r {
+                for dx in -r..=r {
+                    let p = [c[0].floor() as i64 + dx, c[1].floor() as i64 + dy, c[2].floor() as i64 + dz];
+                    let dist2: f64 = (0..3).map(|a| (p[a] as f64 - c[a]).powi(2)).sum();
+                    if dist2 > radius * radius {
+                        continue;
+                    }
+                    let wrap = |v: i64, n: u32| v.rem_euclid(n as i64) as u32;
+                    let n = d.index(wrap(p[0], d.nx), wrap(p[1], d.ny), wrap(p[2], d.nz));
+                    if domain.flags[n] != wall {
+                        domain.flags[n] = wall;
+                        fluid -= 1;
+                    }
+                }
+            }
+        }
+    }
+    domain
+}
+
 /// Runs a `size`^3 cube of `case.geometry` with `case.collision` for
 /// `10 + steps` steps and times the last `steps`.
 pub fn measure(
@@ -136,8 +198,9 @@ pub fn measure(
     steps: u64,
     copy_bandwidth: Option<f64>,
 ) -> Result<BenchResult> {
-    let BenchCase { lattice, precision, streaming, size, geometry, collision } = case;
-    let config = SolverConfig { collision, ..geometry.config(lattice, precision, streaming, size)? };
+    let BenchCase { lattice, precision, streaming, size, geometry, collision, grid } = case;
+    let config = SolverConfig { collision, grid, ..geometry.config(lattice, precision, streaming, size)? };
+    let active_cells = config.domain.fluid_cells();
     let mut s = make(config, backend)?;
     s.step(10)?;
     s.synchronize()?;
@@ -164,6 +227,10 @@ pub fn measure(
         fraction_of_copy: copy_bandwidth.map(|bw| gb_per_s * 1e9 / bw),
         kernel: s.kernel_report(),
         collision: collision.kind().name(),
+        grid: grid.name(),
+        active_cells,
+        mlups_active: mlups * active_cells as f64 / cells,
+        active_fraction_of_copy: copy_bandwidth.map(|bw| gb_per_s * active_cells as f64 / cells * 1e9 / bw),
     })
 }
 
@@ -196,6 +263,9 @@ mod tests {
         assert_eq!(solids(BenchGeometry::Cavity), 12 * 12 * 12 - 10 * 10 * 10);
         assert_eq!(BenchGeometry::from_name("periodic").unwrap(), BenchGeometry::Periodic);
         assert!(BenchGeometry::from_name("box").unwrap_err().to_string().contains("cavity, periodic"));
+        let bed = BenchGeometry::Bed.config(l, p, s, 40).unwrap();
+        let porosity = bed.domain.fluid_cells() as f64 / bed.domain.dims.cells() as f64;
+        assert!((0.38..=0.4).contains(&porosity), "bed porosity {porosity}");
     }
 
     /// Each case runs the collision operator it names, and its result says which.
@@ -209,6 +279,7 @@ mod tests {
                 size: 6,
                 geometry: BenchGeometry::Periodic,
                 collision,
+                grid: GridLayout::Dense,
             };
             let ran = std::cell::Cell::new(None);
             let make = |c: SolverConfig, b| {

@@ -3,7 +3,7 @@
 
 use crate::domain::{Domain, FaceBoundary};
 use crate::error::{Error, Result};
-use crate::solver::{CollisionModel, Initial, LatticeKind, Named, Precision, SolverConfig, DEFAULT_MAGIC};
+use crate::solver::{CollisionModel, GridLayout, Initial, LatticeKind, Named, Precision, SolverConfig, DEFAULT_MAGIC};
 use kernels_gpu::{CollisionKind, Dims, Streaming};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -125,6 +125,13 @@ pub struct SimulationSection {
     /// `"esoteric-pull"` (default, one copy of the populations) or `"two-lattice"`.
     #[serde(default = "default_streaming")]
     pub streaming: String,
+    /// How cells are stored: `"dense"` (default, every cell of the box),
+    /// `"sparse"` (blocks that hold flow) or `"auto"` (sparse when it is
+    /// the faster of the two for this geometry).
+    #[serde(default = "default_grid")]
+    pub grid: String,
+    /// Block edge of a sparse grid, 4 (default) or 8.
+    pub block: Option<u32>,
     /// Cells along x, y, z, boundary layers included (z = 1 for 2D lattices).
     pub size: [u32; 3],
     /// Time steps to run (at most, with `steady_tolerance`).
@@ -365,6 +372,9 @@ fn default_precision() -> Precision {
 fn default_streaming() -> String {
     "esoteric-pull".into()
 }
+fn default_grid() -> String {
+    "dense".into()
+}
 fn default_collision() -> String {
     "bgk".into()
 }
@@ -379,6 +389,35 @@ fn default_directory() -> PathBuf {
 }
 fn periodic() -> FaceSpec {
     FaceSpec::Named("periodic".into())
+}
+
+/// What `[simulation] grid` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GridRequest {
+    /// This layout.
+    Fixed(GridLayout),
+    /// The faster layout for the geometry, sparse with blocks of `edge`.
+    Auto {
+        /// Block edge if sparse.
+        edge: u32,
+    },
+}
+
+/// Parses `[simulation] grid` and `block`.
+fn parse_grid(name: &str, block: Option<u32>) -> Result<GridRequest> {
+    let edge = block.unwrap_or(crate::sparse::DEFAULT_EDGE);
+    if !crate::sparse::EDGES.contains(&edge) {
+        return Err(Error::Setup(format!("block = {edge}: a sparse grid's blocks are 4 or 8 cells on a side")));
+    }
+    match name.to_ascii_lowercase().as_str() {
+        "dense" if block.is_some() => Err(Error::Setup(
+            "block applies to grid = \"sparse\" or \"auto\": remove it, or choose one of those".into(),
+        )),
+        "dense" => Ok(GridRequest::Fixed(GridLayout::Dense)),
+        "sparse" => Ok(GridRequest::Fixed(GridLayout::Sparse { edge })),
+        "auto" => Ok(GridRequest::Auto { edge }),
+        _ => Err(Error::UnknownName { what: "grid", name: name.into(), choices: "dense, sparse, auto".into() }),
+    }
 }
 
 /// Parses a streaming-scheme name (any case).
@@ -427,6 +466,8 @@ pub struct Setup {
     pub objects: Vec<crate::geometry::Object>,
     /// Their specifications (reference area and velocity).
     pub geometry: Vec<crate::geometry::GeometrySpec>,
+    /// Why `grid = "auto"` chose the grid it did.
+    pub grid_choice: Option<String>,
 }
 
 impl Case {
@@ -647,10 +688,12 @@ impl Case {
                 "viscosity {viscosity:.3e} (lattice units) gives tau = {tau:.6}; the collision needs tau of at least {MIN_TAU} (above 1/2): {knob}"
             )));
         }
-        let config = SolverConfig {
+        let grid_request = parse_grid(&sim.grid, sim.block).map_err(in_case(path, "[simulation] grid"))?;
+        let mut config = SolverConfig {
             lattice: sim.lattice,
             precision: sim.precision,
             streaming,
+            grid: crate::solver::GridLayout::Dense,
             tau,
             collision,
             force: p.force.map(|a| units.map_or(a, |c| a * c.dt * c.dt / c.dx)),
@@ -676,6 +719,22 @@ impl Case {
             )));
         }
         config.validate().map_err(in_case(path, "[simulation] / [physics]"))?;
+        let grid_choice = match grid_request {
+            GridRequest::Fixed(layout) => {
+                config.grid = layout;
+                None
+            }
+            GridRequest::Auto { edge } => {
+                let (layout, why) = crate::sparse::choose(&config, edge, sim.devices.len())
+                    .map_err(in_case(path, "[simulation] grid"))?;
+                config.grid = layout;
+                Some(why)
+            }
+        };
+        if let GridLayout::Sparse { edge } = config.grid {
+            crate::sparse::SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius())
+                .map_err(in_case(path, "[simulation] grid"))?;
+        }
         for p in &self.output.pictures {
             p.slice(config.domain.dims).map_err(in_case(path, "[[output.picture]]"))?;
         }
@@ -728,6 +787,7 @@ impl Case {
             steady_tolerance: sim.steady_tolerance,
             backend: sim.backend,
             devices: sim.devices.clone(),
+            grid_choice,
             exchange,
             output: self.output.clone(),
             units,

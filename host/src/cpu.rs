@@ -5,14 +5,15 @@
 use crate::error::Result;
 use crate::forces::momentum_exchange;
 use crate::halo::halo_copies;
+use crate::part_grid::{with_grid, PartGrid};
 use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
 use crate::solver::{mass_of, BackendKind, CollisionParams, SavedState, SolverConfig};
+use kernels_gpu::flags::WALL;
 use kernels_gpu::lattice::z_pairs;
-use kernels_gpu::layout::Cell;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
-use kernels_gpu::{Collision, Dims, Grid, Lattice, OpenBoundary, Real, StepParams, Storage};
+use kernels_gpu::{Collision, Grid, Lattice, OpenBoundary, Real, StepParams, Storage};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -36,12 +37,12 @@ impl<T> Shared<T> {
     }
 }
 
-/// Runs `body(cell)` for the cells `cells` of a box of `dims` in parallel.
-fn for_each_cell(dims: Dims, cells: Range<usize>, body: impl Fn(Cell) + Sync + Send) {
+/// Runs `body(cell)` for the cells numbered `cells` of `grid` in parallel.
+fn for_each_cell<G: Grid + Sync>(grid: G, cells: Range<usize>, body: impl Fn(G::Cell) + Sync + Send) {
     (cells.start as u32..cells.end as u32)
         .into_par_iter()
         .with_min_len(CELLS_PER_TASK)
-        .for_each(|n| body(dims.cell_of(n)));
+        .for_each(|n| body(grid.cell_of(n)));
 }
 
 /// Whether this CPU has fused multiply-add. The physics is written with
@@ -69,7 +70,8 @@ fn for_each_range(cells: Range<usize>, body: impl Fn(Range<u32>) + Sync + Send) 
 
 /// What a step of a range of cells needs besides the range: the CPU's
 /// counterpart of a kernel's arguments.
-struct StepArgs<'a, S: Storage, C> {
+struct StepArgs<'a, S: Storage, C, G> {
+    grid: G,
     p: &'a StepParams<S::Real, C>,
     scheme: Streaming,
     f: Shared<S>,
@@ -84,12 +86,11 @@ struct StepArgs<'a, S: Storage, C> {
 /// # Safety
 /// Buffers sized for the domain; no other thread works on the same cells.
 #[inline(always)]
-unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
-    a: &StepArgs<S, C>,
+unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>, G: Grid>(
+    a: &StepArgs<S, C, G>,
     range: Range<u32>,
 ) {
-    let (p, flags) = (a.p, a.flags);
-    let grid = &p.dims;
+    let (p, flags, grid) = (a.p, a.flags, &a.grid);
     for n in range {
         let cell = grid.cell_of(n);
         // SAFETY (both): each slot is read and written by exactly one cell per
@@ -112,17 +113,17 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
 /// As [`step_range`], and the CPU must support FMA ([`has_fma`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma")]
-unsafe fn step_range_fma<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
-    a: &StepArgs<S, C>,
+unsafe fn step_range_fma<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>, G: Grid>(
+    a: &StepArgs<S, C, G>,
     range: Range<u32>,
 ) {
-    unsafe { step_range::<L, Q, S, C>(a, range) }
+    unsafe { step_range::<L, Q, S, C, G>(a, range) }
 }
 
 /// Updates the cells `cells` in parallel ranges, with the FMA build where the CPU has it.
-fn update_ranges<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
+fn update_ranges<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>, G: Grid + Sync>(
     cells: Range<usize>,
-    a: &StepArgs<S, C>,
+    a: &StepArgs<S, C, G>,
 ) {
     let fma = has_fma();
     for_each_range(cells, |range| {
@@ -131,15 +132,15 @@ fn update_ranges<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real
         #[cfg(target_arch = "x86_64")]
         unsafe {
             if fma {
-                step_range_fma::<L, Q, S, C>(a, range)
+                step_range_fma::<L, Q, S, C, G>(a, range)
             } else {
-                step_range::<L, Q, S, C>(a, range)
+                step_range::<L, Q, S, C, G>(a, range)
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
         unsafe {
             let _ = fma;
-            step_range::<L, Q, S, C>(a, range)
+            step_range::<L, Q, S, C, G>(a, range)
         }
     });
 }
@@ -149,12 +150,15 @@ struct CpuPart<L: Lattice<Q>, const Q: usize, S: Storage> {
     /// The partition's configuration (the whole one when unsplit).
     config: SolverConfig,
     slab: Slab,
-    /// Flag bytes with the near-solid bit (see [`SolverConfig::kernel_flags`]).
+    /// The grid the cells are stored on.
+    grid: PartGrid,
+    /// Flag bytes with the near-solid bit (see [`SolverConfig::kernel_flags`]), in storage order.
     flags: Vec<u8>,
     f: Vec<S>,
     /// Second buffer of the two-lattice scheme.
     f_next: Vec<S>,
-    /// The open-boundary groups (own cells, and what each imposes), updated after the bulk.
+    /// The open-boundary groups (own cells' storage numbers, and what each
+    /// imposes), updated after the bulk.
     open: Vec<(Vec<u32>, OpenBoundary<S::Real>)>,
     /// Steps ended.
     t: u64,
@@ -162,39 +166,43 @@ struct CpuPart<L: Lattice<Q>, const Q: usize, S: Storage> {
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
-    /// Partition `slab` of `global`, initialised to equilibrium.
-    fn new(global: &SolverConfig, slab: Slab) -> Result<Self> {
+    /// Partition `slab` of `global` (one of `slabs`), initialised to equilibrium.
+    fn new(global: &SolverConfig, slab: Slab, slabs: usize) -> Result<Self> {
         let config = local_config(global, &slab)?;
-        let dims = config.domain.dims;
-        let cells = dims.cells();
-        let flags = config.kernel_flags();
+        let grid = PartGrid::new(&config, slabs)?;
+        let cells = grid.cells();
+        let flags = grid.stored(config.kernel_flags(), WALL);
         let mut f = vec![S::ZERO; Q * cells];
         let f_next = match config.streaming {
             Streaming::TwoLattice => vec![S::ZERO; Q * cells],
             Streaming::EsotericPull => Vec::new(),
         };
-        let planes = config.initial_planes::<S::Real>();
+        let planes = grid.stored_planes(&config.initial_planes::<S::Real>(), FIELD_COMPONENTS);
         let p = config.step_params::<S::Real>(0);
         let (fl, fp, pl) = (Shared::new(flags.as_ptr()), Shared(f.as_mut_ptr()), Shared::new(planes.as_ptr()));
         let scheme = config.streaming;
-        for_each_cell(dims, 0..cells, |cell| {
-            // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
-            unsafe { stream::init_equilibrium::<L, Q, S, _>(&dims, scheme, &p, fp.get(), fl.get(), pl.get(), cell) }
-        });
-        let open = config.domain.open.iter().map(|g| (g.cells.clone(), g.state.kernel_params())).collect();
-        Ok(Self { config, slab, flags, f, f_next, open, t: 0, _lattice: PhantomData })
+        with_grid!(&grid, |g| for_each_cell(g, 0..cells, |cell| {
+            // SAFETY: buffers sized for the grid; init writes disjoint slots per cell.
+            unsafe { stream::init_equilibrium::<L, Q, S, _>(&g, scheme, &p, fp.get(), fl.get(), pl.get(), cell) }
+        }));
+        let open = config.domain.open.iter().map(|o| (grid.stored_cells(&o.cells), o.state.kernel_params())).collect();
+        Ok(Self { config, slab, grid, flags, f, f_next, open, t: 0, _lattice: PhantomData })
     }
 
     fn plane(&self) -> u32 {
         self.config.domain.dims.nx * self.config.domain.dims.ny
     }
 
-    /// Runs `region`'s groups for step `t`: the bulk over its layers, then
+    /// Storage numbers of the partition's own cells.
+    fn own_cells(&self) -> Vec<Range<usize>> {
+        self.grid.region_cells(&self.slab, Region::Whole)
+    }
+
+    /// Runs `region`'s groups for step `t`: the bulk over its cells, then
     /// (except in the interior) the open-boundary group.
     fn update(&mut self, region: Region, t: u64) {
-        let plane = self.plane() as usize;
-        for layers in self.slab.region_layers(region) {
-            self.update_bulk(layers.start as usize * plane..layers.end as usize * plane, t);
+        for cells in self.grid.region_cells(&self.slab, region) {
+            self.update_bulk(cells, t);
         }
         if region != Region::Interior {
             self.update_open(t);
@@ -207,21 +215,21 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let p = self.config.step_params::<S::Real>(t);
         let scheme = self.config.streaming;
         let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
-        match self.config.collision_params::<S::Real>() {
+        with_grid!(&self.grid, |grid| match self.config.collision_params::<S::Real>() {
             CollisionParams::Bgk(c) => {
                 let p = &p.with_collision(c);
-                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, scheme, f, dst, flags })
+                update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags })
             }
             CollisionParams::Trt(c) => {
                 let p = &p.with_collision(c);
-                update_ranges::<L, Q, S, _>(cells, &StepArgs { p, scheme, f, dst, flags })
+                update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags })
             }
-        }
+        })
     }
 
     /// The open-boundary groups for step `t`.
     fn update_open(&mut self, t: u64) {
-        let (dims, scheme) = (self.config.domain.dims, self.config.streaming);
+        let scheme = self.config.streaming;
         let p = self.config.step_params::<S::Real>(t);
         let flags = Shared::new(self.flags.as_ptr());
         let src = Shared(self.f.as_mut_ptr());
@@ -229,24 +237,24 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             Streaming::EsotericPull => src,
             Streaming::TwoLattice => Shared(self.f_next.as_mut_ptr()),
         };
-        for (cells, open) in &self.open {
+        with_grid!(&self.grid, |g| for (cells, open) in &self.open {
             cells.par_iter().for_each(|&n| {
                 // SAFETY: buffers sized for the partition; an open cell touches
                 // only slots no other cell touches in the same step.
                 unsafe {
                     stream::open_boundary_update::<L, Q, S, _>(
-                        &dims,
+                        &g,
                         scheme,
                         &p,
                         open,
                         src.get(),
                         dst.get(),
                         flags.get(),
-                        dims.cell_of(n),
+                        g.cell_of(n),
                     )
                 }
             });
-        }
+        })
     }
 
     /// The buffer that holds, or is receiving, the output of step `t`: the
@@ -270,20 +278,21 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
 
     /// `rho, ux, uy, uz` planes over the own cells at step `t`.
     fn fields(&self, t: u64) -> Vec<f64> {
-        let dims = self.config.domain.dims;
-        let (cells, own) = (dims.cells(), self.slab.own_cells(self.plane()));
+        let cells = self.grid.cells();
         let mut out = vec![S::Real::ZERO; FIELD_COMPONENTS * cells];
         let p = self.config.step_params::<S::Real>(t);
         let (o, f, flags) = (Shared(out.as_mut_ptr()), Shared::new(self.f.as_ptr()), Shared::new(self.flags.as_ptr()));
         let scheme = self.config.streaming;
-        for_each_cell(dims, own.clone(), |n| {
-            // SAFETY: reads only; each cell writes its own output entries.
-            unsafe { stream::fields::<L, Q, S, _>(&dims, scheme, &p, f.get(), flags.get(), o.get(), n) }
-        });
-        (0..FIELD_COMPONENTS)
-            .flat_map(|c| out[c * cells + own.start..c * cells + own.end].to_vec())
-            .map(|v| v.to_f64())
-            .collect()
+        for range in self.own_cells() {
+            with_grid!(&self.grid, |g| for_each_cell(g, range, |cell| {
+                // SAFETY: reads only; each cell writes its own output entries.
+                unsafe { stream::fields::<L, Q, S, _>(&g, scheme, &p, f.get(), flags.get(), o.get(), cell) }
+            }));
+        }
+        let own = self.slab.own_cells(self.plane());
+        let (one, zero) = (S::Real::ONE, S::Real::ZERO);
+        let planes = self.grid.dense_planes(&out, FIELD_COMPONENTS, own, &[one, zero, zero, zero]);
+        planes.into_iter().map(|v| v.to_f64()).collect()
     }
 }
 
@@ -302,8 +311,11 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
     pub fn new(config: SolverConfig) -> Result<Self> {
         config.validate()?;
         let slab = Slab::whole(config.domain.dims.nz);
-        let parts =
-            CpuParts { parts: vec![CpuPart::new(&config, slab.clone())?], slabs: vec![slab], config: config.clone() };
+        let parts = CpuParts {
+            parts: vec![CpuPart::new(&config, slab.clone(), 1)?],
+            slabs: vec![slab],
+            config: config.clone(),
+        };
         Ok(Simulation::from_parts(config, parts, Plan::single()))
     }
 
@@ -312,7 +324,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
     pub fn partitioned(config: SolverConfig, parts: u32, schedule: Schedule) -> Result<Self> {
         config.validate()?;
         let slabs = Slab::split(config.domain.dims.nz, parts, kernels_gpu::grid::halo_width::<L, Q>())?;
-        let parts = slabs.iter().map(|s| CpuPart::new(&config, s.clone())).collect::<Result<_>>()?;
+        let parts = slabs.iter().map(|s| CpuPart::new(&config, s.clone(), slabs.len())).collect::<Result<_>>()?;
         let exec = CpuParts { parts, slabs: slabs.clone(), config: config.clone() };
         Ok(Simulation::from_parts(config, exec, Plan::split(slabs.len(), schedule)))
     }
@@ -368,7 +380,11 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Partitions for CpuParts<L, Q, S>
     }
 
     fn masses(&mut self, t: u64) -> Result<Vec<f64>> {
-        Ok(self.parts.iter().map(|p| mass_of::<L, Q, S>(&p.config, &p.f, t, p.slab.own_cells(p.plane()))).collect())
+        Ok(self
+            .parts
+            .iter()
+            .map(|p| mass_of::<L, Q, S>(&p.config, &p.grid, &p.flags, &p.f, t, &p.own_cells()))
+            .collect())
     }
 
     fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
@@ -378,19 +394,26 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Partitions for CpuParts<L, Q, S>
             .iter()
             .map(|p| {
                 let local: Vec<Vec<bool>> = objects.iter().map(|m| local_layers(m, d, 1, &p.slab)).collect();
-                momentum_exchange::<L, Q, S>(&p.config, &p.f, t, &local, p.slab.own_cells(p.plane()))
+                momentum_exchange::<L, Q, S>(&p.config, &p.grid, &p.flags, &p.f, t, &local, &p.own_cells())
             })
             .collect())
     }
 
     fn populations(&mut self) -> Result<Vec<Vec<S>>> {
-        Ok(self.parts.iter().map(|p| own_values(&p.f, p.plane(), Q, &p.slab).to_vec()).collect())
+        Ok(self
+            .parts
+            .iter()
+            .map(|p| match &p.grid {
+                PartGrid::Dense(_) => own_values(&p.f, p.plane(), Q, &p.slab).to_vec(),
+                sparse => own_values(&sparse.dense_populations(&p.f, Q, S::ZERO), p.plane(), Q, &p.slab).to_vec(),
+            })
+            .collect())
     }
 
     fn restore(&mut self, state: &SavedState, t: u64) -> Result<()> {
         let d = self.config.domain.dims;
         for p in &mut self.parts {
-            p.f = local_from_saved(state, d, Q, &p.slab)?;
+            p.f = p.grid.stored_populations(local_from_saved(state, d, Q, &p.slab)?, Q, S::ZERO);
             p.t = t;
         }
         Ok(())

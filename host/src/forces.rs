@@ -8,51 +8,64 @@
 //! either streaming scheme and parity, so this works on any population
 //! buffer a solver hands back.
 
+use crate::part_grid::{with_grid, PartGrid};
 use crate::solver::SolverConfig;
 use kernels_gpu::flags::is_flow;
 use kernels_gpu::lattice::opposite;
 use kernels_gpu::stream::{load, neighbours};
 use kernels_gpu::{Grid, Lattice, Real, Storage};
+use std::ops::Range;
 
 /// Force (lattice units, per time step) on each object through the links
-/// of the fluid cells `cells`: `objects[k][n]` says whether cell `n` belongs
-/// to object `k`. Partitions each sum over their own cells.
+/// of the fluid cells `cells` (storage numbers on `grid`, whose flags in
+/// storage order are `flags`): `objects[k][n]` says whether the dense cell
+/// `n` of the partition's box belongs to object `k`. A link's target is
+/// found from the cell's position (wrapping as the box does), so a wall in
+/// a block a sparse grid does not store still counts. Partitions each sum
+/// over their own cells.
 pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
     config: &SolverConfig,
+    grid: &PartGrid,
+    flags: &[u8],
     f: &[S],
     t: u64,
     objects: &[Vec<bool>],
-    cells: std::ops::Range<usize>,
+    cells: &[Range<usize>],
 ) -> Vec<[f64; 3]> {
     let p = config.step_params::<S::Real>(t);
-    let flags = &config.domain.flags;
-    assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
+    let d = config.domain.dims;
+    assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the grid");
+    let wrap = |p: u32, c: i32, len: u32| (p as i64 + c as i64).rem_euclid(len as i64) as u32;
     let mut forces = vec![[0.0; 3]; objects.len()];
-    for n in cells.start as u32..cells.end as u32 {
-        if !is_flow(flags[n as usize]) {
-            continue;
-        }
-        let nb = neighbours::<L, Q, _>(&p.dims, p.dims.cell_of(n));
-        let mut arriving = None;
-        for i in 1..Q {
-            let target = nb.cell(i) as usize;
-            for (k, mask) in objects.iter().enumerate() {
-                if !mask[target] {
-                    continue;
-                }
-                // SAFETY: `f` and `flags` are sized for the domain (asserted above).
-                let fi = *arriving.get_or_insert_with(|| unsafe {
-                    load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb)
-                });
-                let back = opposite(i);
-                // Populations are stored shifted by their weight.
-                let f_back = L::W[back] + fi[back].to_f64();
-                for (force, c) in forces[k].iter_mut().zip(L::C[i]) {
-                    *force += 2.0 * f_back * c as f64;
+    with_grid!(grid, |g| {
+        for n in cells.iter().flat_map(|r| r.start as u32..r.end as u32) {
+            if !is_flow(flags[n as usize]) {
+                continue;
+            }
+            let cell = g.cell_of(n);
+            let [x, y, z] = g.position(cell);
+            let mut arriving = None;
+            for i in 1..Q {
+                let [cx, cy, cz] = L::C[i];
+                let target = d.index(wrap(x, cx, d.nx), wrap(y, cy, d.ny), wrap(z, cz, d.nz));
+                for (k, mask) in objects.iter().enumerate() {
+                    if !mask[target] {
+                        continue;
+                    }
+                    // SAFETY: `f` and `flags` are sized for the grid (asserted above).
+                    let fi = *arriving.get_or_insert_with(|| unsafe {
+                        let nb = neighbours::<L, Q, _>(&g, cell);
+                        load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb)
+                    });
+                    let back = opposite(i);
+                    let f_back = L::W[back] + fi[back].to_f64();
+                    for (force, c) in forces[k].iter_mut().zip(L::C[i]) {
+                        *force += 2.0 * f_back * c as f64;
+                    }
                 }
             }
         }
-    }
+    });
     forces
 }
 
@@ -83,6 +96,7 @@ mod tests {
                 lattice: LatticeKind::D2Q9,
                 precision: Precision::F64,
                 streaming,
+                grid: crate::solver::GridLayout::Dense,
                 tau: tau_for_viscosity(0.1),
                 force: [g, 0.0, 0.0],
                 domain,
@@ -93,7 +107,9 @@ mod tests {
             let state = s.save_state().unwrap();
             let f: Vec<f64> =
                 state.populations().chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect();
-            let force = momentum_exchange::<D2Q9, 9, f64>(&config, &f, s.time(), &[walls], 0..dims.cells());
+            let (grid, flags) = (PartGrid::Dense(dims), config.kernel_flags());
+            let cells = grid.region_cells(&crate::partition::Slab::whole(dims.nz), crate::plan::Region::Whole);
+            let force = momentum_exchange::<D2Q9, 9, f64>(&config, &grid, &flags, &f, s.time(), &[walls], &cells);
             let total = g * (w * (h - 2)) as f64;
             assert!(
                 (force[0][0] - total).abs() < 1e-6 * total,

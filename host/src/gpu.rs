@@ -6,15 +6,19 @@
 use crate::error::{CudaContextExt, Error, Result};
 use crate::forces::momentum_exchange;
 use crate::launch::{self, Buffers};
+use crate::part_grid::{with_grid, PartGrid};
 use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
 use crate::plan::Region;
 use crate::solver::{mass_of, CollisionParams, KernelReport, SavedState, SolverConfig};
+use crate::sparse::SparseLayout;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
+use kernels_gpu::flags::WALL;
+use kernels_gpu::sparse::Sparse;
 use kernels_gpu::stream::FIELD_COMPONENTS;
-use kernels_gpu::{F16s, Grid, KernelKind, Lattice, OpenBoundary, Real, Storage, Streaming};
+use kernels_gpu::{F16s, Grid, GridKind, KernelKind, Lattice, OpenBoundary, Real, Storage, Streaming};
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::Arc;
@@ -112,9 +116,13 @@ impl GpuDevice {
         self.module.load_function(name).ctx(format!("looking up kernel `{name}` (is the embedded PTX out of date?)"))
     }
 
-    /// The kernel `kind` for lattice `L` and precision `T`.
-    pub fn kernel<L: Lattice<Q>, const Q: usize, S: Storage>(&self, kind: KernelKind) -> Result<CudaFunction> {
-        self.function(&kernel_name(kind, L::NAME, S::NAME))
+    /// The kernel `kind` on grid `grid` for lattice `L` and precision `T`.
+    pub fn kernel<L: Lattice<Q>, const Q: usize, S: Storage>(
+        &self,
+        kind: KernelKind,
+        grid: GridKind,
+    ) -> Result<CudaFunction> {
+        self.function(&kernel_name(kind, grid, L::NAME, S::NAME))
     }
 
     /// The CUDA context.
@@ -165,8 +173,8 @@ impl GpuDevice {
 
 /// Full entry-point name of a kernel (see [`KernelKind::prefix`] and
 /// [`kernels_gpu::for_each_instance`]).
-pub fn kernel_name(kind: KernelKind, lattice: &str, precision: &str) -> String {
-    format!("{}_{lattice}_{precision}", kind.prefix())
+pub fn kernel_name(kind: KernelKind, grid: GridKind, lattice: &str, precision: &str) -> String {
+    format!("{}_{}{lattice}_{precision}", kind.prefix(), grid.infix())
 }
 
 /// One thread per cell of `units` launch units of `grid` (layers of a box),
@@ -232,7 +240,12 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     f: CudaSlice<S::Elem>,
     /// Second buffer of the two-lattice scheme (none for Esoteric Pull).
     f_next: Option<CudaSlice<S::Elem>>,
+    /// Flag bytes in storage order.
     flags: CudaSlice<u8>,
+    /// The grid, as the host sees it.
+    grid: PartGrid,
+    /// A sparse grid's tables on the device, and the grid referring to them.
+    sparse: Option<DeviceSparse>,
     step_kernel: CudaFunction,
     /// Threads per block of `step_kernel`.
     step_block: u32,
@@ -246,6 +259,41 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     _lattice: PhantomData<L>,
 }
 
+/// A block-sparse grid's tables in device memory, and the kernel argument
+/// that refers to them (valid while the tables live).
+struct DeviceSparse {
+    _neighbour: CudaSlice<u32>,
+    _origin: CudaSlice<u32>,
+    grid: Sparse,
+}
+
+impl DeviceSparse {
+    /// Uploads `layout`'s tables.
+    fn upload(s: &Arc<CudaStream>, layout: &SparseLayout) -> Result<Self> {
+        let neighbour = s.clone_htod(&layout.neighbour).ctx("uploading the neighbour-block table")?;
+        let flat: Vec<u32> = layout.origin.iter().flatten().copied().collect();
+        let origin = s.clone_htod(&flat).ctx("uploading the block origins")?;
+        let (n, _) = neighbour.device_ptr(s);
+        let (o, _) = origin.device_ptr(s);
+        let host = layout.grid();
+        // SAFETY: the device tables are copies of `layout`'s, which satisfy
+        // `Sparse::new` (built by `SparseLayout::build`), and live as long as
+        // this grid does.
+        let grid = unsafe {
+            Sparse::new(
+                layout.shift,
+                layout.shift_z,
+                host.blocks(),
+                layout.dims.nx,
+                layout.dims.ny,
+                n as *const u32,
+                o as *const [u32; 3],
+            )
+        };
+        Ok(Self { _neighbour: neighbour, _origin: origin, grid })
+    }
+}
+
 /// A boundary group: an inlet's or outlet's cells, its kernel and what it imposes.
 struct OpenGroup<T: Copy> {
     cells: CudaSlice<u32>,
@@ -256,12 +304,13 @@ struct OpenGroup<T: Copy> {
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     /// Partition `slab` of `global` on `device`, initialised to equilibrium.
-    pub(crate) fn new(global: &SolverConfig, slab: Slab, device: GpuDevice) -> Result<Self> {
+    pub(crate) fn new(global: &SolverConfig, slab: Slab, slabs: usize, device: GpuDevice) -> Result<Self> {
         let config = local_config(global, &slab)?;
-        let dims = config.domain.dims;
-        let cells = dims.cells();
+        let grid = PartGrid::new(&config, slabs)?;
+        let cells = grid.cells();
         let info = device.info()?;
-        let need = config.state_bytes() + FIELD_COMPONENTS * cells * std::mem::size_of::<S::Real>();
+        let tables = grid.sparse().map_or(0, SparseLayout::table_bytes);
+        let need = config.state_bytes_on(cells) + tables + FIELD_COMPONENTS * cells * std::mem::size_of::<S::Real>();
         if need > info.free_memory {
             return Err(Error::OutOfMemory {
                 device: format!("GPU {} ({})", info.ordinal, info.name),
@@ -276,35 +325,41 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             Streaming::TwoLattice => Some(alloc("the second population buffer")?),
             Streaming::EsotericPull => None,
         };
-        let flags = s.clone_htod(&config.kernel_flags()).ctx("uploading cell flags")?;
-        let planes = s.clone_htod(&config.initial_planes::<S::Real>()).ctx("uploading initial fields")?;
-        let init = device.kernel::<L, Q, S>(KernelKind::InitEquilibrium)?;
-        let cfg = launch_all(&dims, block_size(KernelKind::InitEquilibrium));
+        let flags = s.clone_htod(&grid.stored(config.kernel_flags(), WALL)).ctx("uploading cell flags")?;
+        let planes = grid.stored_planes(&config.initial_planes::<S::Real>(), FIELD_COMPONENTS);
+        let planes = s.clone_htod(&planes).ctx("uploading initial fields")?;
+        let sparse = grid.sparse().map(|layout| DeviceSparse::upload(&s, layout)).transpose()?;
+        let on = config.grid.kind();
+        let init = device.kernel::<L, Q, S>(KernelKind::InitEquilibrium, on)?;
+        let cfg = with_grid!(&grid, |g| launch_all(&g, block_size(KernelKind::InitEquilibrium)));
         let p = config.step_params::<S::Real>(0);
-        launch::init_equilibrium(&s, &init, &mut f, &flags, &planes, p, config.streaming, cfg)?;
+        let kernel_grid = sparse.as_ref().map(|d| d.grid);
+        launch::init_equilibrium(&s, &init, &mut f, &flags, &planes, p, config.streaming, kernel_grid, cfg)?;
         s.synchronize().ctx("initialising populations")?;
         let step_kind = KernelKind::StreamCollide(config.streaming, config.collision.kind());
         let open = (config.domain.open.iter())
             .map(|g| {
                 Ok(OpenGroup {
-                    cells: s.clone_htod(&g.cells).ctx("uploading the open-boundary cells")?,
+                    cells: s.clone_htod(&grid.stored_cells(&g.cells)).ctx("uploading the open-boundary cells")?,
                     count: g.cells.len() as u32,
-                    kernel: device.kernel::<L, Q, S>(KernelKind::OpenBoundary)?,
+                    kernel: device.kernel::<L, Q, S>(KernelKind::OpenBoundary, on)?,
                     params: g.state.kernel_params(),
                 })
             })
             .collect::<Result<_>>()?;
         Ok(Self {
-            step_kernel: device.kernel::<L, Q, S>(step_kind)?,
+            step_kernel: device.kernel::<L, Q, S>(step_kind, on)?,
             step_block: block_size(step_kind),
             collision: config.collision_params::<S::Real>(),
-            fields_kernel: device.kernel::<L, Q, S>(KernelKind::Fields)?,
+            fields_kernel: device.kernel::<L, Q, S>(KernelKind::Fields, on)?,
             config,
             slab,
             device,
             f,
             f_next,
             flags,
+            grid,
+            sparse,
             open,
             t: 0,
             _lattice: PhantomData,
@@ -328,8 +383,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     /// Queues `region`'s groups of step `t` on stream `s`: the bulk over its
     /// layers, then (except in the interior) the open-boundary group.
     pub(crate) fn launch(&mut self, s: &Arc<CudaStream>, region: Region, t: u64) -> Result<()> {
-        for layers in self.slab.region_layers(region) {
-            self.launch_bulk(s, layers, t)?;
+        for units in self.region_units(region) {
+            self.launch_bulk(s, units, t)?;
         }
         if region != Region::Interior {
             for k in 0..self.open.len() {
@@ -339,21 +394,38 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         Ok(())
     }
 
-    /// Queues the stream-collide kernel of step `t` for the local layers `layers`.
-    fn launch_bulk(&mut self, s: &Arc<CudaStream>, layers: Range<u32>, t: u64) -> Result<()> {
-        if layers.is_empty() {
+    /// The launch units (local layers of a box, blocks of a sparse grid) of `region`.
+    fn region_units(&self, region: Region) -> Vec<Range<u32>> {
+        match &self.grid {
+            PartGrid::Dense(_) => self.slab.region_layers(region),
+            PartGrid::Sparse(_) if region == Region::Interior => vec![],
+            PartGrid::Sparse(layout) => std::iter::once(0..layout.blocks()).collect(),
+        }
+    }
+
+    /// The kernel grid argument: the sparse grid's, none for the dense box
+    /// (its kernels take the box from the step parameters).
+    fn kernel_grid(&self) -> Option<Sparse> {
+        self.sparse.as_ref().map(|d| d.grid)
+    }
+
+    /// Queues the stream-collide kernel of step `t` for the local units `units`.
+    fn launch_bulk(&mut self, s: &Arc<CudaStream>, units: Range<u32>, t: u64) -> Result<()> {
+        if units.is_empty() {
             return Ok(());
         }
-        let cfg = launch_config(&self.config.domain.dims, layers.len() as u32, self.step_block);
+        let cfg = with_grid!(&self.grid, |g| launch_config(&g, units.len() as u32, self.step_block));
         let p = self.config.step_params::<S::Real>(t);
+        let grid = self.kernel_grid();
         let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
-        launch::stream_collide(s, &self.step_kernel, b, &self.flags, p, self.collision, layers.start, cfg)
+        launch::stream_collide(s, &self.step_kernel, b, &self.flags, p, self.collision, grid, units.start, cfg)
     }
 
     /// Queues open-boundary group `k` for step `t`.
     fn launch_open(&mut self, s: &Arc<CudaStream>, k: usize, t: u64) -> Result<()> {
         let open = &self.open[k];
         let p = self.config.step_params::<S::Real>(t);
+        let grid = self.sparse.as_ref().map(|d| d.grid);
         let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
         launch::open_boundary(
             s,
@@ -365,6 +437,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             p,
             open.params,
             self.config.streaming,
+            grid,
         )
     }
 
@@ -389,19 +462,25 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
 
     /// `rho, ux, uy, uz` planes over the own cells at step `t`.
     pub(crate) fn fields(&mut self, t: u64) -> Result<Vec<f64>> {
-        let dims = self.config.domain.dims;
-        let (cells, own) = (dims.cells(), self.slab.own_cells(self.plane()));
+        let (cells, own) = (self.grid.cells(), self.slab.own_cells(self.plane()));
         let s = self.device.stream().clone();
         let mut out = s.alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
-        let cfg = launch_all(&dims, block_size(KernelKind::Fields));
+        let cfg = with_grid!(&self.grid, |g| launch_all(&g, block_size(KernelKind::Fields)));
         let p = self.config.step_params::<S::Real>(t);
-        launch::fields(&s, &self.fields_kernel, &self.f, &self.flags, &mut out, p, self.config.streaming, cfg)?;
-        let mut planes = Vec::with_capacity(FIELD_COMPONENTS * own.len());
-        for c in 0..FIELD_COMPONENTS {
-            let view = out.slice(c * cells + own.start..c * cells + own.end);
-            planes.extend(s.clone_dtoh(&view).ctx("reading fields back")?.into_iter().map(|v| v.to_f64()));
+        let (scheme, grid) = (self.config.streaming, self.kernel_grid());
+        launch::fields(&s, &self.fields_kernel, &self.f, &self.flags, &mut out, p, scheme, grid, cfg)?;
+        if let PartGrid::Dense(_) = self.grid {
+            let mut planes = Vec::with_capacity(FIELD_COMPONENTS * own.len());
+            for c in 0..FIELD_COMPONENTS {
+                let view = out.slice(c * cells + own.start..c * cells + own.end);
+                planes.extend(s.clone_dtoh(&view).ctx("reading fields back")?.into_iter().map(|v| v.to_f64()));
+            }
+            return Ok(planes);
         }
-        Ok(planes)
+        let stored = s.clone_dtoh(&out).ctx("reading fields back")?;
+        let (one, zero) = (S::Real::ONE, S::Real::ZERO);
+        let planes = self.grid.dense_planes(&stored, FIELD_COMPONENTS, own, &[one, zero, zero, zero]);
+        Ok(planes.into_iter().map(|v| v.to_f64()).collect())
     }
 
     /// The current population buffer, halos included.
@@ -410,15 +489,31 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         Ok(host.into_iter().map(S::from_elem).collect())
     }
 
-    /// The own layers of the current population buffer.
+    /// The own layers of the current population buffer, in the dense layout.
     pub(crate) fn own_populations(&self) -> Result<Vec<S>> {
-        Ok(own_values(&self.read_populations()?, self.plane(), Q, &self.slab).to_vec())
+        let f = self.read_populations()?;
+        let dense = match &self.grid {
+            PartGrid::Dense(_) => f,
+            sparse => sparse.dense_populations(&f, Q, S::ZERO),
+        };
+        Ok(own_values(&dense, self.plane(), Q, &self.slab).to_vec())
+    }
+
+    /// Storage numbers of the own cells.
+    fn own_cells(&self) -> Vec<Range<usize>> {
+        self.grid.region_cells(&self.slab, Region::Whole)
+    }
+
+    /// Flag bytes in storage order, read back.
+    fn read_flags(&self) -> Result<Vec<u8>> {
+        self.device.stream().clone_dtoh(&self.flags).ctx("reading flags back")
     }
 
     /// The fluid mass of the own cells at step `t`, from the populations
     /// read back (summed in f64 on the host: output intervals, not steps).
     pub(crate) fn mass(&self, t: u64) -> Result<f64> {
-        Ok(mass_of::<L, Q, S>(&self.config, &self.read_populations()?, t, self.slab.own_cells(self.plane())))
+        let (f, flags) = (self.read_populations()?, self.read_flags()?);
+        Ok(mass_of::<L, Q, S>(&self.config, &self.grid, &flags, &f, t, &self.own_cells()))
     }
 
     /// Momentum-exchange forces through the own cells' links at step `t`
@@ -430,8 +525,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
 
     /// As [`Self::forces`], with the objects already cut to the partition's layers.
     pub(crate) fn forces_local(&self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
-        let f = self.read_populations()?;
-        Ok(momentum_exchange::<L, Q, S>(&self.config, &f, t, objects, self.slab.own_cells(self.plane())))
+        let (f, flags) = (self.read_populations()?, self.read_flags()?);
+        Ok(momentum_exchange::<L, Q, S>(&self.config, &self.grid, &flags, &f, t, objects, &self.own_cells()))
     }
 
     /// Sets the populations (halos included) from a saved state of the whole
@@ -440,8 +535,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         self.restore_local(&local_from_saved(state, global, Q, &self.slab)?, t)
     }
 
-    /// Sets the populations from the partition's own buffer (halos included), and the time to `t`.
+    /// Sets the populations from the partition's own buffer (halos
+    /// included, in the dense layout), and the time to `t`.
     pub(crate) fn restore_local(&mut self, local: &[S], t: u64) -> Result<()> {
+        let local = self.grid.stored_populations(local.to_vec(), Q, S::ZERO);
         let elems: Vec<S::Elem> = local.iter().map(|&v| S::to_elem(v)).collect();
         self.device.stream().memcpy_htod(&elems, &mut self.f).ctx("uploading populations")?;
         self.t = t;
@@ -452,7 +549,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     pub(crate) fn kernel_report(&self) -> Option<KernelReport> {
         use cudarc::driver::sys::CUdevice_attribute as A;
         // As launched: narrow boxes get narrower blocks.
-        let block = launch_all(&self.config.domain.dims, self.step_block).block_dim.0;
+        let block = with_grid!(&self.grid, |g| launch_all(&g, self.step_block).block_dim.0);
         let registers = self.step_kernel.num_regs().ok()? as u32;
         let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
         let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;

@@ -1,10 +1,13 @@
 //! Typed kernel launches: each entry point's argument list, in the order of
 //! its definition in `kernels_gpu::entry`, written once. Nothing else in
-//! the host pushes kernel arguments.
+//! the host pushes kernel arguments. A sparse grid's kernels take the grid
+//! (`Some`) as one more argument; the dense ones find the box in the step
+//! parameters (`None`).
 
 use crate::error::{CudaContextExt, Result};
 use crate::solver::CollisionParams;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use kernels_gpu::sparse::Sparse;
 use kernels_gpu::{Dims, OpenBoundary, StepParams, Streaming};
 
 /// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
@@ -24,7 +27,8 @@ pub(crate) struct Buffers<'a, E> {
     pub next: Option<&'a mut CudaSlice<E>>,
 }
 
-/// `stream_collide_{ep|ab}_{bgk|trt}_*` over the layers `z0 ..` that `cfg`'s grid covers.
+/// `stream_collide_{ep|ab}_{bgk|trt}_*` over the units `first ..` (layers
+/// of the box, or blocks of the sparse `grid`) that `cfg` covers.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     s: &CudaStream,
@@ -33,7 +37,8 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     flags: &CudaSlice<u8>,
     p: StepParams<T>,
     collision: CollisionParams<T>,
-    z0: u32,
+    grid: Option<Sparse>,
+    first: u32,
     cfg: LaunchConfig,
 ) -> Result<()> {
     // Declared before the launch, which borrows the one that is set.
@@ -53,8 +58,13 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
             launch.arg(&trt)
         }
     };
-    launch.arg(&z0);
-    // SAFETY: the argument list of the `stream_collide_*` entry points.
+    let grid = grid.map(ByValue);
+    if let Some(grid) = &grid {
+        launch.arg(grid);
+    }
+    launch.arg(&first);
+    // SAFETY: the argument list of the `stream_collide_*` entry points (the
+    // sparse ones take the grid before the first unit).
     unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
     Ok(())
 }
@@ -74,8 +84,9 @@ pub(crate) fn open_boundary<E: DeviceRepr, T: DeviceRepr + Copy>(
     p: StepParams<T>,
     open: OpenBoundary<T>,
     scheme: Streaming,
+    grid: Option<Sparse>,
 ) -> Result<()> {
-    let (p, open, scheme, null) = (ByValue(p), ByValue(open), scheme as u32, 0u64);
+    let (p, open, scheme, null, grid) = (ByValue(p), ByValue(open), scheme as u32, 0u64, grid.map(ByValue));
     let mut launch = s.launch_builder(kernel);
     match b.next {
         // Esoteric Pull passes a null source: it works in place.
@@ -83,8 +94,11 @@ pub(crate) fn open_boundary<E: DeviceRepr, T: DeviceRepr + Copy>(
         Some(next) => launch.arg(&*b.f).arg(next),
     };
     launch.arg(flags).arg(cells).arg(&count).arg(&p).arg(&open).arg(&scheme);
-    let grid = count.div_ceil(OPEN_BLOCK_SIZE);
-    let cfg = LaunchConfig { block_dim: (OPEN_BLOCK_SIZE, 1, 1), grid_dim: (grid, 1, 1), shared_mem_bytes: 0 };
+    if let Some(grid) = &grid {
+        launch.arg(grid);
+    }
+    let blocks = count.div_ceil(OPEN_BLOCK_SIZE);
+    let cfg = LaunchConfig { block_dim: (OPEN_BLOCK_SIZE, 1, 1), grid_dim: (blocks, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: the argument list of the `open_boundary_*` entry points.
     unsafe { launch.launch(cfg) }.ctx("launching the open-boundary kernel")?;
     Ok(())
@@ -100,11 +114,15 @@ pub(crate) fn init_equilibrium<E: DeviceRepr, T: DeviceRepr + Copy>(
     planes: &CudaSlice<T>,
     p: StepParams<T>,
     scheme: Streaming,
+    grid: Option<Sparse>,
     cfg: LaunchConfig,
 ) -> Result<()> {
-    let (p, scheme) = (ByValue(p), scheme as u32);
+    let (p, scheme, grid) = (ByValue(p), scheme as u32, grid.map(ByValue));
     let mut launch = s.launch_builder(kernel);
     launch.arg(f).arg(flags).arg(planes).arg(&p).arg(&scheme);
+    if let Some(grid) = &grid {
+        launch.arg(grid);
+    }
     // SAFETY: the argument list of the `init_equilibrium_*` entry points.
     unsafe { launch.launch(cfg) }.ctx("launching initialisation")?;
     Ok(())
@@ -120,11 +138,15 @@ pub(crate) fn fields<E: DeviceRepr, T: DeviceRepr + Copy>(
     out: &mut CudaSlice<T>,
     p: StepParams<T>,
     scheme: Streaming,
+    grid: Option<Sparse>,
     cfg: LaunchConfig,
 ) -> Result<()> {
-    let (p, scheme) = (ByValue(p), scheme as u32);
+    let (p, scheme, grid) = (ByValue(p), scheme as u32, grid.map(ByValue));
     let mut launch = s.launch_builder(kernel);
     launch.arg(f).arg(flags).arg(out).arg(&p).arg(&scheme);
+    if let Some(grid) = &grid {
+        launch.arg(grid);
+    }
     // SAFETY: the argument list of the `fields_*` entry points.
     unsafe { launch.launch(cfg) }.ctx("launching the fields kernel")?;
     Ok(())

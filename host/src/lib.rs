@@ -20,6 +20,7 @@ pub mod multi_gpu;
 pub mod nccl;
 pub mod nccl_run;
 pub mod overlap;
+pub mod part_grid;
 pub mod partition;
 mod peer;
 pub mod picture;

@@ -403,7 +403,7 @@ pub fn join<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
                 .into(),
         ));
     }
-    let gpu = GpuPart::<L, Q, S>::new(&config, slabs[ranks.rank].clone(), device.clone())
+    let gpu = GpuPart::<L, Q, S>::new(&config, slabs[ranks.rank].clone(), slabs.len(), device.clone())
         .map_err(|e| crate::multi_gpu::in_partition(e, format!("rank {} on GPU {}", ranks.rank, ranks.local)))?;
     let ctx = device.context().clone();
     // NCCL moves data with kernels: the highest priority lets them start

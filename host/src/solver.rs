@@ -236,6 +236,8 @@ pub struct SolverConfig {
     pub precision: Precision,
     /// Streaming scheme.
     pub streaming: Streaming,
+    /// How the cells are stored: a dense box or a block-sparse grid.
+    pub grid: GridLayout,
     /// Relaxation time `tau` (lattice units); `nu = (tau - 1/2) / 3`.
     pub tau: f64,
     /// Collision operator.
@@ -341,11 +343,64 @@ impl SolverConfig {
     /// Bytes of device memory the state takes: populations (one or two
     /// copies) and the flag byte.
     pub fn state_bytes(&self) -> usize {
+        self.state_bytes_on(self.domain.dims.cells())
+    }
+
+    /// [`SolverConfig::state_bytes`] of a grid that stores `cells` cells.
+    pub fn state_bytes_on(&self, cells: usize) -> usize {
         let copies = match self.streaming {
             Streaming::EsotericPull => 1,
             Streaming::TwoLattice => 2,
         };
-        self.domain.dims.cells() * (copies * self.lattice.q() * self.precision.bytes() + 1)
+        cells * (copies * self.lattice.q() * self.precision.bytes() + 1)
+    }
+}
+
+/// How a solver stores its cells (the results are the same bit for bit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum GridLayout {
+    /// Every cell of the box.
+    #[default]
+    Dense,
+    /// Blocks of `edge`^3 cells (4 or 8), only those with flow or a moving
+    /// wall ([`crate::sparse`]).
+    Sparse {
+        /// Block edge in cells.
+        edge: u32,
+    },
+}
+
+impl GridLayout {
+    /// Every layout `lbm bench` measures: dense, and sparse with each block edge.
+    pub const ALL: [GridLayout; 3] =
+        [GridLayout::Dense, GridLayout::Sparse { edge: 4 }, GridLayout::Sparse { edge: 8 }];
+
+    /// Name in reports and on the command line: `dense`, `sparse4`, `sparse8`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            GridLayout::Dense => "dense",
+            GridLayout::Sparse { edge: 4 } => "sparse4",
+            GridLayout::Sparse { edge: 8 } => "sparse8",
+            GridLayout::Sparse { .. } => "sparse",
+        }
+    }
+
+    /// The kernels this layout runs.
+    pub const fn kind(self) -> kernels_gpu::GridKind {
+        match self {
+            GridLayout::Dense => kernels_gpu::GridKind::Dense,
+            GridLayout::Sparse { .. } => kernels_gpu::GridKind::Sparse,
+        }
+    }
+}
+
+impl Named for GridLayout {
+    const WHAT: &'static str = "grid";
+    fn all() -> &'static [Self] {
+        &Self::ALL
+    }
+    fn label(self) -> &'static str {
+        self.name()
     }
 }
 
@@ -504,31 +559,35 @@ pub fn bitwise_differences(a: &[f64], b: &[f64]) -> usize {
     a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count() + a.len().abs_diff(b.len())
 }
 
-/// Fluid mass of the cells `cells` of a population buffer in the given
+/// Fluid mass of the cells `cells` (storage numbers on `grid`, whose flags
+/// in storage order are `flags`) of a population buffer in the given
 /// scheme and parity, summed in f64 from the shifted populations
 /// (`rho = 1 + sum fbar_i`).
 pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
     config: &SolverConfig,
+    grid: &crate::part_grid::PartGrid,
+    flags: &[u8],
     f: &[S],
     t: u64,
-    cells: std::ops::Range<usize>,
+    cells: &[std::ops::Range<usize>],
 ) -> f64 {
     use kernels_gpu::stream::{load, neighbours};
     use kernels_gpu::Grid;
     let p = config.step_params::<S::Real>(t);
-    let flags = &config.domain.flags;
-    assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the domain");
-    let mut mass = 0.0;
-    for n in cells.start as u32..cells.end as u32 {
-        if !kernels_gpu::flags::is_flow(flags[n as usize]) {
-            continue;
+    assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the grid");
+    crate::part_grid::with_grid!(grid, |g| {
+        let mut mass = 0.0;
+        for n in cells.iter().flat_map(|r| r.start as u32..r.end as u32) {
+            if !kernels_gpu::flags::is_flow(flags[n as usize]) {
+                continue;
+            }
+            let nb = neighbours::<L, Q, _>(&g, g.cell_of(n));
+            // SAFETY: `f` and `flags` are sized for the grid (asserted above).
+            let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb) };
+            mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
         }
-        let nb = neighbours::<L, Q, _>(&p.dims, p.dims.cell_of(n));
-        // SAFETY: `f` and `flags` are sized for the domain (asserted above).
-        let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb) };
-        mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
-    }
-    mass
+        mass
+    })
 }
 
 #[cfg(test)]

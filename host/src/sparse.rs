@@ -2,10 +2,13 @@
 //! domain: which blocks are stored, their tables, and the maps between the
 //! dense box and the sparse storage.
 //!
-//! A block is stored when it holds a cell the kernels read as more than a
-//! resting wall: a fluid cell, an open-boundary cell or a moving wall. Every
-//! block not stored reads as the solid block, all resting walls, which is
-//! what its cells are. Blocks are numbered in the dense order of their
+//! A block is stored when it holds a fluid cell, an open-boundary cell, a
+//! moving wall, or a resting wall within a population's reach of a flow
+//! cell: Esoteric Pull keeps the population a wall bounces back in the wall
+//! cell's slots from one step to the next, so every cell a flow cell
+//! streams to has storage of its own. The blocks not stored hold only
+//! resting walls no population reaches; the solid block stands for them in
+//! the neighbour table, and no update reads or writes it. Blocks are numbered in the dense order of their
 //! positions (x fastest, then y, then z), so a z-range of the box is a
 //! contiguous range of blocks.
 //!
@@ -21,12 +24,48 @@
 
 use crate::domain::Domain;
 use crate::error::{Error, Result};
+use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::flags::{is_flow, WALL};
 use kernels_gpu::sparse::{neighbour_entry, Sparse, NEIGHBOUR_ENTRIES};
 use kernels_gpu::{Dims, Grid};
 
 /// Block edges a sparse grid may have.
 pub const EDGES: [u32; 2] = [4, 8];
+
+/// The block edge when a case names none.
+pub const DEFAULT_EDGE: u32 = 4;
+
+/// Speed of the sparse kernels per stored cell, as a fraction of the dense
+/// kernels' per cell: `grid = "auto"` picks sparse when the stored cells
+/// are a smaller fraction of the box than this.
+pub const SPARSE_EFFICIENCY: f64 = 0.85;
+
+/// The grid `grid = "auto"` picks for `config` on `partitions` partitions
+/// (sparse with blocks of `edge` when it stores a small enough share of the
+/// box, see [`SPARSE_EFFICIENCY`]), and why, in a sentence.
+pub fn choose(config: &SolverConfig, edge: u32, partitions: usize) -> Result<(GridLayout, String)> {
+    if partitions > 1 {
+        return Ok((
+            GridLayout::Dense,
+            format!("grid auto: dense (sparse grids run on one partition, not {partitions})"),
+        ));
+    }
+    let layout = match SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius()) {
+        Ok(layout) => layout,
+        Err(e) => return Ok((GridLayout::Dense, format!("grid auto: dense ({e})"))),
+    };
+    let share = layout.stored_share();
+    let (grid, name) =
+        if share < SPARSE_EFFICIENCY { (GridLayout::Sparse { edge }, "sparse") } else { (GridLayout::Dense, "dense") };
+    Ok((
+        grid,
+        format!(
+            "grid auto: {name} ({edge}^3 blocks would store {:.1}% of the box's cells; sparse is the faster below {:.0}%)",
+            100.0 * share,
+            100.0 * SPARSE_EFFICIENCY
+        ),
+    ))
+}
 
 /// A block-sparse grid's tables in host memory, and its shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,10 +105,24 @@ impl SparseLayout {
             (x >> shift) as usize
                 + block_dims[0] as usize * ((y >> shift) as usize + block_dims[1] as usize * (z >> shift_z) as usize)
         };
+        // Every cell a flow cell's populations reach is stored: Esoteric Pull
+        // keeps a bounced population in the wall cell's slots between steps.
+        let r = reach as i64;
+        let wrap = |p: u32, dp: i64, len: u32| (p as i64 + dp).rem_euclid(len as i64) as u32;
+        let rz = if d.nz == 1 { 0 } else { r };
         for (n, &flag) in domain.flags.iter().enumerate() {
+            let (x, y, z) = d.coords(n as u32);
             if flag != WALL {
-                let (x, y, z) = d.coords(n as u32);
                 stored[block_of(x, y, z)] = true;
+            }
+            if is_flow(flag) {
+                for dz in -rz..=rz {
+                    for dy in -r..=r {
+                        for dx in -r..=r {
+                            stored[block_of(wrap(x, dx, d.nx), wrap(y, dy, d.ny), wrap(z, dz, d.nz))] = true;
+                        }
+                    }
+                }
             }
         }
         let count = stored.iter().filter(|&&s| s).count();
@@ -182,6 +235,34 @@ impl SparseLayout {
         out
     }
 
+    /// Share of the box's cells the stored blocks hold.
+    pub fn stored_share(&self) -> f64 {
+        (self.blocks() as usize * self.block_cells()) as f64 / self.dims.cells() as f64
+    }
+
+    /// A line for the set-up report: blocks and cells stored, and memory per
+    /// flow cell against the dense box's.
+    pub fn describe(&self, config: &SolverConfig) -> String {
+        let flow = config.domain.fluid_cells().max(1);
+        let total_blocks = self.block_dims.iter().map(|&n| n as u64).product::<u64>();
+        let bytes = config.state_bytes_on(self.cells()) + self.table_bytes();
+        let dense = config.state_bytes();
+        format!(
+            "grid: sparse, {}^{} blocks: {} of {} stored ({:.1}%), {} cells stored for {} flow cells; memory {:.2} GiB, {:.1} B per flow cell (tables {:.1} B), dense: {:.1} B per flow cell",
+            1 << self.shift,
+            if self.shift_z == 0 { 2 } else { 3 },
+            self.blocks(),
+            total_blocks,
+            100.0 * self.blocks() as f64 / total_blocks as f64,
+            self.blocks() as usize * self.block_cells(),
+            flow,
+            bytes as f64 / (1u64 << 30) as f64,
+            bytes as f64 / flow as f64,
+            self.table_bytes() as f64 / flow as f64,
+            dense as f64 / flow as f64
+        )
+    }
+
     /// Bytes of the tables (neighbour blocks and origins).
     pub fn table_bytes(&self) -> usize {
         self.neighbour.len() * 4 + self.origin.len() * 12
@@ -222,15 +303,16 @@ mod tests {
     use kernels_gpu::grid::Neighbourhood;
     use kernels_gpu::{Lattice, D2Q9, D3Q27};
 
-    /// A box with walls on the y faces and a solid lump, periodic along x and z.
+    /// A box with walls on the y faces and a solid lump filling the low x and
+    /// y corner, periodic along x and z.
     fn lumpy(dims: Dims) -> Domain {
         let mut faces = [FaceBoundary::Periodic; 6];
         faces[2] = FaceBoundary::Wall;
         faces[3] = FaceBoundary::MovingWall([0.05, 0.0, 0.0]);
         let mut d = Domain::with_faces(dims, faces).unwrap();
         for z in 0..dims.nz {
-            for y in 0..dims.ny / 2 {
-                for x in 0..dims.nx / 2 {
+            for y in 0..dims.ny * 3 / 4 {
+                for x in 0..dims.nx * 3 / 4 {
                     d.flags[dims.index(x, y, z)] = CellKind::Wall.to_flag();
                 }
             }
@@ -277,7 +359,7 @@ mod tests {
     #[test]
     fn sparse_neighbours_are_the_dense_ones() {
         check::<D3Q27, 27>(Dims::new(16, 12, 8), 4);
-        check::<D3Q27, 27>(Dims::new(16, 16, 16), 8);
+        check::<D3Q27, 27>(Dims::new(32, 24, 16), 8);
         check::<D2Q9, 9>(Dims::new(16, 12, 1), 4);
     }
 

@@ -30,7 +30,7 @@
 //! Cells come in cubic blocks of edge `B` (4 or 8), `V = B^3` cells each;
 //! only blocks that hold fluid (or a boundary next to it) are stored. Let
 //! `b` be a block's storage number and `(lx, ly, lz)` a cell's place in its
-//! block, `l = lx + B (ly + B lz)`. The grid, passed to kernels by value as
+//! block, `l = lx + B (ly + B lz)`. [`crate::sparse::Sparse`] is this grid. The grid, passed to kernels by value as
 //! [`Dims`] is, holds:
 //!
 //! - `blocks`: the number of stored blocks, numbered `0 .. blocks` in
@@ -44,12 +44,11 @@
 //!   3 (dy + 1) + 9 (dz + 1)` (entry 13 is `b`). Periodic axes wrap in this
 //!   table (the host builds it so), never in the kernels. A neighbour that
 //!   is not stored is the *solid block*, number `blocks`: one block past the
-//!   active ones whose cells are all flagged [`crate::flags::WALL`]. Outside
-//!   the grid is thus a resting wall to halfway bounce-back and to the
-//!   `NEAR_SOLID` rule, with no branch of its own. Its populations are only
-//!   ever written (Esoteric Pull stores into a solid neighbour's slots, which
-//!   nobody reads: bounce-back reads the cell's own), so writes from
-//!   several cells may land on one slot there.
+//!   active ones whose cells are all flagged [`crate::flags::WALL`]. The
+//!   host stores every block a flow cell's populations reach (walls
+//!   included: Esoteric Pull keeps a bounced population in the wall cell's
+//!   slots between steps), so no update reads or writes the solid block;
+//!   it only gives the table an entry for the walls beyond.
 //!
 //! There are no halo layers: a cell at a block face reads its neighbour
 //! block's storage through the table. A partition of a sparse grid over

@@ -4,7 +4,7 @@
 
 use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchGeometry, BenchResult};
 use lbm::host::files::write_atomic;
-use lbm::host::solver::CollisionModel;
+use lbm::host::solver::{CollisionModel, GridLayout};
 use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::{CollisionKind, Streaming};
 use lbm::{BackendKind, Error, Result};
@@ -20,6 +20,7 @@ pub struct BenchOptions {
     pub precisions: Vec<Precision>,
     pub streaming: Vec<Streaming>,
     pub collisions: Vec<CollisionKind>,
+    pub grids: Vec<GridLayout>,
     pub geometries: Vec<BenchGeometry>,
     pub json: Option<PathBuf>,
     pub max_size: bool,
@@ -63,7 +64,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
     println!("{formula}; fraction = MLUPS x bytes per cell update / copy bandwidth");
     if !o.sizes.is_empty() {
         println!(
-            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5} collision",
+            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5} {:<9} {:<7} {:>9} {:>7}",
             "lattice",
             "prec",
             "streaming",
@@ -75,8 +76,13 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             "of copy",
             "regs",
             "block",
-            "occ"
+            "occ",
+            "collision",
+            "grid",
+            "act.MLUPS",
+            "of copy"
         );
+        println!("(act.: per flow cell updated; the first MLUPS counts every cell of the cube)");
     }
     let mut results = Vec::new();
     let mut cases = Vec::new();
@@ -86,8 +92,18 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
                 for &streaming in &o.streaming {
                     for &geometry in &o.geometries {
                         for &kind in &o.collisions {
-                            let collision = CollisionModel::of_kind(kind);
-                            cases.push(BenchCase { lattice, precision, streaming, size, geometry, collision });
+                            for &grid in &o.grids {
+                                let collision = CollisionModel::of_kind(kind);
+                                cases.push(BenchCase {
+                                    lattice,
+                                    precision,
+                                    streaming,
+                                    size,
+                                    geometry,
+                                    collision,
+                                    grid,
+                                });
+                            }
                         }
                     }
                 }
@@ -95,19 +111,20 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
         }
     }
     for case in cases {
-        let BenchCase { lattice, precision, streaming, size, geometry, collision } = case;
+        let BenchCase { lattice, precision, streaming, size, geometry, collision, grid } = case;
         let r = measure(&|c, b| lbm::build_solver(c, b), backend, case, o.steps, copy);
         let r = match r {
             Ok(r) => r,
             Err(Error::OutOfMemory { .. }) => {
                 println!(
-                    "{:<6} {:<4} {:<13} {:<8} {:>5} does not fit ({})",
+                    "{:<6} {:<4} {:<13} {:<8} {:>5} does not fit ({}, {})",
                     lattice.name(),
                     precision.name(),
                     streaming.name(),
                     geometry.name(),
                     size,
-                    collision.kind().name()
+                    collision.kind().name(),
+                    grid.name()
                 );
                 continue;
             }
@@ -115,7 +132,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
         };
         let k = r.kernel.as_ref();
         println!(
-            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9.0} {:>5} {:>8.1} {:>7} {:>5} {:>6} {:>5} {}",
+            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9.0} {:>5} {:>8.1} {:>7} {:>5} {:>6} {:>5} {:<9} {:<7} {:>9.0} {:>7}",
             r.lattice,
             r.precision,
             r.streaming,
@@ -129,6 +146,9 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             k.map(|k| k.block_size.to_string()).unwrap_or_else(|| "-".into()),
             k.map(|k| format!("{:.0}%", 100.0 * k.occupancy)).unwrap_or_else(|| "-".into()),
             r.collision,
+            r.grid,
+            r.mlups_active,
+            r.active_fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
         );
         results.push(r);
     }
@@ -237,6 +257,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
                 size,
                 geometry: BenchGeometry::Cavity,
                 collision: CollisionModel::Bgk,
+                grid: GridLayout::Dense,
             };
             let one = measure(&|c, b| lbm::build_solver(c, b), BackendKind::Gpu(0), case, o.steps, Some(copy))?;
             let of_copy = |mlups: f64, gpus: usize| {

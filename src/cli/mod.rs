@@ -7,6 +7,7 @@ mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use lbm::host::bench::BenchGeometry;
+use lbm::host::solver::GridLayout;
 use lbm::host::{LatticeKind, Named, Precision};
 use lbm::kernels::{CollisionKind, Streaming};
 use lbm::{BackendKind, Result};
@@ -113,6 +114,9 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_values_t = names::names(&[CollisionKind::Bgk]),
               help = help("Collision operators", CollisionKind::all()))]
         collisions: Vec<String>,
+        #[arg(long, value_delimiter = ',', default_values_t = names::names(&[GridLayout::Dense]),
+              help = help("Grid layouts (sparse4, sparse8: blocks of 4^3 or 8^3 cells)", GridLayout::all()))]
+        grids: Vec<String>,
         /// What fills the cube: cavity (walls, a moving lid) or periodic
         /// (fluid only, as published single-GPU figures are measured).
         #[arg(long, value_delimiter = ',', default_values_t = [BenchGeometry::Cavity.name().to_string()])]
@@ -285,6 +289,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             precisions,
             streaming,
             collisions,
+            grids,
             geometry,
             json,
             max_size,
@@ -300,12 +305,18 @@ pub fn execute(cli: Cli) -> Result<()> {
             let streaming =
                 streaming.iter().map(|s| lbm::host::case::parse_streaming(s)).collect::<Result<Vec<_>>>()?;
             let collisions = names::parse(&collisions, CollisionKind::all())?;
+            let grids = names::parse(&grids, GridLayout::all())?;
             let geometries = geometry.iter().map(|g| BenchGeometry::from_name(g)).collect::<Result<Vec<_>>>()?;
             let sizes = sizes.unwrap_or_else(|| if max_size && gpus.is_empty() { vec![] } else { vec![256, 512] });
             if sizes.iter().any(|&n| n < 3) {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
             }
             if !gpus.is_empty() {
+                if grids.iter().any(|&g| g != GridLayout::Dense) {
+                    return Err(lbm::Error::Setup(
+                        "--grids applies to one-GPU benchmarks: --gpus measures dense grids".into(),
+                    ));
+                }
                 if collisions.iter().any(|&c| c != CollisionKind::Bgk) {
                     return Err(lbm::Error::Setup(
                         "--collisions applies to one-GPU benchmarks: --gpus measures BGK only".into(),
@@ -326,6 +337,7 @@ pub fn execute(cli: Cli) -> Result<()> {
                     precisions,
                     streaming,
                     collisions,
+                    grids,
                     geometries,
                     json,
                     max_size,

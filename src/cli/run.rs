@@ -5,6 +5,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lbm::host::case::{Case, Setup};
 use lbm::host::fields::Fields;
 use lbm::host::files::write_atomic;
+use lbm::host::solver::GridLayout;
+use lbm::host::sparse::SparseLayout;
 use lbm::host::{checkpoint, picture, probe, vtk};
 use lbm::{Error, Result, Solver};
 use std::path::{Path, PathBuf};
@@ -311,12 +313,19 @@ fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
             ),
             None => "units: lattice units (give [units] in the case file for SI)".to_string(),
         },
-        format!(
-            "memory: {:.2} GiB of state ({} B per cell)",
-            c.state_bytes() as f64 / (1u64 << 30) as f64,
-            c.state_bytes() / d.cells()
-        ),
+        match c.grid {
+            GridLayout::Dense => format!(
+                "memory: {:.2} GiB of state ({} B per cell)",
+                c.state_bytes() as f64 / (1u64 << 30) as f64,
+                c.state_bytes() / d.cells()
+            ),
+            GridLayout::Sparse { edge } => SparseLayout::build(&c.domain, edge, c.lattice.near_wall_radius())
+                .map_or_else(|e| format!("grid: sparse ({e})"), |layout| layout.describe(c)),
+        },
     ]
+    .into_iter()
+    .chain(s.grid_choice.clone())
+    .collect()
 }
 
 /// Fails on a non-finite value or a runaway velocity, naming the first bad cell.
