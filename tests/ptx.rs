@@ -92,11 +92,17 @@ fn bulk_kernels_load_only_populations_and_flags() {
             let name = entry(kind, GridKind::Dense, id);
             let loads = kernel_body(&name).matches("ld.global").count();
             assert!(loads <= 3 * q, "{name}: {loads} global loads, more than 3 x {q}");
-            let name = entry(kind, GridKind::Sparse, id);
-            let body = kernel_body(&name);
-            let (loads, tables) = (body.matches("ld.global").count(), body.matches("ld.global.nc").count());
-            assert!(loads - tables <= 3 * q, "{name}: {} population and flag loads, more than 3 x {q}", loads - tables);
-            assert!(tables <= q + 3, "{name}: {tables} table loads, more than {q} + 3");
+            for grid in [GridKind::Sparse4, GridKind::Sparse8] {
+                let name = entry(kind, grid, id);
+                let body = kernel_body(&name);
+                let (loads, tables) = (body.matches("ld.global").count(), body.matches("ld.global.nc").count());
+                assert!(
+                    loads - tables <= 3 * q,
+                    "{name}: {} population and flag loads, more than 3 x {q}",
+                    loads - tables
+                );
+                assert!(tables <= q + 3, "{name}: {tables} table loads, more than {q} + 3");
+            }
         }
     }
 }

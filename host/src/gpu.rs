@@ -16,7 +16,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::flags::WALL;
-use kernels_gpu::sparse::Sparse;
+use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::stream::FIELD_COMPONENTS;
 use kernels_gpu::{F16s, Grid, GridKind, KernelKind, Lattice, OpenBoundary, Real, Storage, Streaming};
 use std::marker::PhantomData;
@@ -264,7 +264,7 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
 struct DeviceSparse {
     _neighbour: CudaSlice<u32>,
     _origin: CudaSlice<u32>,
-    grid: Sparse,
+    tables: SparseTables,
 }
 
 impl DeviceSparse {
@@ -275,22 +275,13 @@ impl DeviceSparse {
         let origin = s.clone_htod(&flat).ctx("uploading the block origins")?;
         let (n, _) = neighbour.device_ptr(s);
         let (o, _) = origin.device_ptr(s);
-        let host = layout.grid();
         // SAFETY: the device tables are copies of `layout`'s, which satisfy
-        // `Sparse::new` (built by `SparseLayout::build`), and live as long as
-        // this grid does.
-        let grid = unsafe {
-            Sparse::new(
-                layout.shift,
-                layout.shift_z,
-                host.blocks(),
-                layout.dims.nx,
-                layout.dims.ny,
-                n as *const u32,
-                o as *const [u32; 3],
-            )
+        // `SparseTables::new` (built by `SparseLayout::build`), and live as
+        // long as these tables do.
+        let tables = unsafe {
+            SparseTables::new(layout.blocks(), layout.dims.nx, layout.dims.ny, n as *const u32, o as *const [u32; 3])
         };
-        Ok(Self { _neighbour: neighbour, _origin: origin, grid })
+        Ok(Self { _neighbour: neighbour, _origin: origin, tables })
     }
 }
 
@@ -333,7 +324,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let init = device.kernel::<L, Q, S>(KernelKind::InitEquilibrium, on)?;
         let cfg = with_grid!(&grid, |g| launch_all(&g, block_size(KernelKind::InitEquilibrium)));
         let p = config.step_params::<S::Real>(0);
-        let kernel_grid = sparse.as_ref().map(|d| d.grid);
+        let kernel_grid = sparse.as_ref().map(|d| d.tables);
         launch::init_equilibrium(&s, &init, &mut f, &flags, &planes, p, config.streaming, kernel_grid, cfg)?;
         s.synchronize().ctx("initialising populations")?;
         let step_kind = KernelKind::StreamCollide(config.streaming, config.collision.kind());
@@ -405,8 +396,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
 
     /// The kernel grid argument: the sparse grid's, none for the dense box
     /// (its kernels take the box from the step parameters).
-    fn kernel_grid(&self) -> Option<Sparse> {
-        self.sparse.as_ref().map(|d| d.grid)
+    fn kernel_grid(&self) -> Option<SparseTables> {
+        self.sparse.as_ref().map(|d| d.tables)
     }
 
     /// Queues the stream-collide kernel of step `t` for the local units `units`.
@@ -425,7 +416,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     fn launch_open(&mut self, s: &Arc<CudaStream>, k: usize, t: u64) -> Result<()> {
         let open = &self.open[k];
         let p = self.config.step_params::<S::Real>(t);
-        let grid = self.sparse.as_ref().map(|d| d.grid);
+        let grid = self.sparse.as_ref().map(|d| d.tables);
         let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
         launch::open_boundary(
             s,

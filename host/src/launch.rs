@@ -7,7 +7,7 @@
 use crate::error::{CudaContextExt, Result};
 use crate::solver::CollisionParams;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
-use kernels_gpu::sparse::Sparse;
+use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::{Dims, OpenBoundary, StepParams, Streaming};
 
 /// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
@@ -37,7 +37,7 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     flags: &CudaSlice<u8>,
     p: StepParams<T>,
     collision: CollisionParams<T>,
-    grid: Option<Sparse>,
+    grid: Option<SparseTables>,
     first: u32,
     cfg: LaunchConfig,
 ) -> Result<()> {
@@ -84,7 +84,7 @@ pub(crate) fn open_boundary<E: DeviceRepr, T: DeviceRepr + Copy>(
     p: StepParams<T>,
     open: OpenBoundary<T>,
     scheme: Streaming,
-    grid: Option<Sparse>,
+    grid: Option<SparseTables>,
 ) -> Result<()> {
     let (p, open, scheme, null, grid) = (ByValue(p), ByValue(open), scheme as u32, 0u64, grid.map(ByValue));
     let mut launch = s.launch_builder(kernel);
@@ -114,7 +114,7 @@ pub(crate) fn init_equilibrium<E: DeviceRepr, T: DeviceRepr + Copy>(
     planes: &CudaSlice<T>,
     p: StepParams<T>,
     scheme: Streaming,
-    grid: Option<Sparse>,
+    grid: Option<SparseTables>,
     cfg: LaunchConfig,
 ) -> Result<()> {
     let (p, scheme, grid) = (ByValue(p), scheme as u32, grid.map(ByValue));
@@ -138,7 +138,7 @@ pub(crate) fn fields<E: DeviceRepr, T: DeviceRepr + Copy>(
     out: &mut CudaSlice<T>,
     p: StepParams<T>,
     scheme: Streaming,
-    grid: Option<Sparse>,
+    grid: Option<SparseTables>,
     cfg: LaunchConfig,
 ) -> Result<()> {
     let (p, scheme, grid) = (ByValue(p), scheme as u32, grid.map(ByValue));

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::partition::Slab;
 use crate::plan::Region;
 use crate::solver::{GridLayout, SolverConfig};
-use crate::sparse::SparseLayout;
+use crate::sparse::{with_sparse, SparseLayout};
 use kernels_gpu::layout::population_index;
 use kernels_gpu::{Dims, Grid};
 use std::ops::Range;
@@ -31,10 +31,7 @@ macro_rules! with_grid {
                 let $g = *dims;
                 $body
             }
-            $crate::part_grid::PartGrid::Sparse(layout) => {
-                let $g = layout.grid();
-                $body
-            }
+            $crate::part_grid::PartGrid::Sparse(layout) => $crate::sparse::with_sparse!(layout, |$g| $body),
         }
     };
 }
@@ -74,7 +71,7 @@ impl PartGrid {
             PartGrid::Dense(d) => slab.region_layers(region).into_iter().map(|layers| d.region_cells(layers)).collect(),
             PartGrid::Sparse(s) => match region {
                 Region::Interior => vec![],
-                Region::Whole | Region::Boundary => vec![s.grid().region_cells(0..s.blocks())],
+                Region::Whole | Region::Boundary => vec![0..s.blocks() as usize * s.block_cells()],
             },
         }
     }
@@ -132,9 +129,9 @@ impl PartGrid {
         match self {
             PartGrid::Dense(_) => f.to_vec(),
             PartGrid::Sparse(s) => {
-                let (d, grid) = (s.dims, s.grid());
+                let d = s.dims;
                 let mut out = vec![zero; q * d.cells()];
-                for n in 0..s.cells() as u32 {
+                with_sparse!(s, |grid| for n in 0..s.cells() as u32 {
                     if let Some(m) = s.dense_of(n) {
                         let (x, y, z) = d.coords(m as u32);
                         let cell = grid.cell_of(n);
@@ -143,7 +140,7 @@ impl PartGrid {
                                 f[grid.population(q, cell, slot)];
                         }
                     }
-                }
+                });
                 out
             }
         }
@@ -154,9 +151,9 @@ impl PartGrid {
         match self {
             PartGrid::Dense(_) => dense,
             PartGrid::Sparse(s) => {
-                let (d, grid) = (s.dims, s.grid());
+                let d = s.dims;
                 let mut out = vec![zero; q * s.cells()];
-                for n in 0..s.cells() as u32 {
+                with_sparse!(s, |grid| for n in 0..s.cells() as u32 {
                     if let Some(m) = s.dense_of(n) {
                         let (x, y, z) = d.coords(m as u32);
                         let cell = grid.cell_of(n);
@@ -165,7 +162,7 @@ impl PartGrid {
                                 dense[population_index(d.nx * d.ny, q, x + d.nx * y, z, slot)];
                         }
                     }
-                }
+                });
                 out
             }
         }

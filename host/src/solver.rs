@@ -389,7 +389,8 @@ impl GridLayout {
     pub const fn kind(self) -> kernels_gpu::GridKind {
         match self {
             GridLayout::Dense => kernels_gpu::GridKind::Dense,
-            GridLayout::Sparse { .. } => kernels_gpu::GridKind::Sparse,
+            GridLayout::Sparse { edge: 8 } => kernels_gpu::GridKind::Sparse8,
+            GridLayout::Sparse { .. } => kernels_gpu::GridKind::Sparse4,
         }
     }
 }

@@ -26,8 +26,37 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::flags::{is_flow, WALL};
-use kernels_gpu::sparse::{neighbour_entry, Sparse, NEIGHBOUR_ENTRIES};
-use kernels_gpu::{Dims, Grid};
+use kernels_gpu::sparse::{neighbour_entry, Sparse, SparseTables, NEIGHBOUR_ENTRIES};
+use kernels_gpu::Dims;
+
+/// Runs `$body` with `$g` bound to the kernel grid of the [`SparseLayout`]
+/// `$layout`, whose block shape is a type parameter: one generic body for
+/// every shape.
+macro_rules! with_sparse {
+    ($layout:expr, |$g:ident| $body:expr) => {{
+        let layout: &$crate::sparse::SparseLayout = $layout;
+        match (layout.shift, layout.shift_z) {
+            (2, 2) => {
+                let $g = layout.grid::<2, 2>();
+                $body
+            }
+            (3, 3) => {
+                let $g = layout.grid::<3, 3>();
+                $body
+            }
+            (2, 0) => {
+                let $g = layout.grid::<2, 0>();
+                $body
+            }
+            (3, 0) => {
+                let $g = layout.grid::<3, 0>();
+                $body
+            }
+            _ => unreachable!("blocks are 4 or 8 cells on a side (SparseLayout::build)"),
+        }
+    }};
+}
+pub(crate) use with_sparse;
 
 /// Block edges a sparse grid may have.
 pub const EDGES: [u32; 2] = [4, 8];
@@ -127,7 +156,7 @@ impl SparseLayout {
         }
         let count = stored.iter().filter(|&&s| s).count();
         let cells = (count + 1) << (2 * shift + shift_z);
-        if cells > Sparse::MAX_CELLS {
+        if cells > Sparse::<2, 2>::MAX_CELLS {
             return Err(Error::Setup(format!(
                 "{count} active blocks of {edge}^3 cells number more than 2^32 cells: split the domain over several GPUs"
             )));
@@ -157,23 +186,21 @@ impl SparseLayout {
         Ok(Self { dims: d, shift, shift_z, block_dims, origin, neighbour, index })
     }
 
-    /// The grid, referring to these tables: valid while `self` lives and is
-    /// not changed.
-    pub fn grid(&self) -> Sparse {
+    /// The tables as kernels take them, referring to these ones: valid
+    /// while `self` lives and is not changed.
+    pub fn tables(&self) -> SparseTables {
         // SAFETY: the tables are sized and filled by `build` (one row per
-        // stored block, entries at most `blocks`), and the cell count was
-        // checked there.
+        // stored block, entries at most `blocks`).
         unsafe {
-            Sparse::new(
-                self.shift,
-                self.shift_z,
-                self.blocks(),
-                self.dims.nx,
-                self.dims.ny,
-                self.neighbour.as_ptr(),
-                self.origin.as_ptr(),
-            )
+            SparseTables::new(self.blocks(), self.dims.nx, self.dims.ny, self.neighbour.as_ptr(), self.origin.as_ptr())
         }
+    }
+
+    /// The grid of blocks `2^SHIFT` on a side (`2^SHIFT_Z` along z), which
+    /// must be this layout's, over [`SparseLayout::tables`].
+    pub fn grid<const SHIFT: u32, const SHIFT_Z: u32>(&self) -> Sparse<SHIFT, SHIFT_Z> {
+        assert_eq!((SHIFT, SHIFT_Z), (self.shift, self.shift_z), "the grid type must be the layout's");
+        Sparse::new(self.tables())
     }
 
     /// Stored blocks.
@@ -183,7 +210,7 @@ impl SparseLayout {
 
     /// Cells stored, the solid block's included: the length of per-cell arrays.
     pub fn cells(&self) -> usize {
-        Grid::cells(&self.grid())
+        (self.blocks() as usize + 1) * self.block_cells()
     }
 
     /// Cells in each block.
@@ -207,12 +234,14 @@ impl SparseLayout {
     /// Dense number of the stored cell `n`, if it lies inside the box (not
     /// in the solid block, nor past the box in a block that straddles its end).
     pub fn dense_of(&self, n: u32) -> Option<usize> {
-        let grid = self.grid();
-        let cell = grid.cell_of(n);
-        if cell.b >= self.blocks() {
+        let (b, l) = ((n as usize / self.block_cells()) as u32, n & (self.block_cells() as u32 - 1));
+        if b >= self.blocks() {
             return None;
         }
-        let [x, y, z] = grid.position(cell);
+        let (mask, o) = ((1 << self.shift) - 1, self.origin[b as usize]);
+        let x = (o[0] << self.shift) + (l & mask);
+        let y = (o[1] << self.shift) + ((l >> self.shift) & mask);
+        let z = (o[2] << self.shift_z) + (l >> (2 * self.shift));
         (x < self.dims.nx && y < self.dims.ny && z < self.dims.nz).then(|| self.dims.index(x, y, z))
     }
 
@@ -301,6 +330,7 @@ mod tests {
     use crate::domain::FaceBoundary;
     use kernels_gpu::flags::CellKind;
     use kernels_gpu::grid::Neighbourhood;
+    use kernels_gpu::Grid;
     use kernels_gpu::{Lattice, D2Q9, D3Q27};
 
     /// A box with walls on the y faces and a solid lump filling the low x and
@@ -326,13 +356,26 @@ mod tests {
     fn check<L: Lattice<Q>, const Q: usize>(dims: Dims, edge: u32) {
         let domain = lumpy(dims);
         let layout = SparseLayout::build(&domain, edge, 1).unwrap();
-        let grid = layout.grid();
+        with_sparse!(&layout, |grid| check_grid::<L, Q, _>(&domain, &layout, grid, dims, edge));
+    }
+
+    fn check_grid<L: Lattice<Q>, const Q: usize, G: Grid>(
+        domain: &Domain,
+        layout: &SparseLayout,
+        grid: G,
+        dims: Dims,
+        edge: u32,
+    ) where
+        G::Cell: Copy,
+    {
         assert!(layout.blocks() < layout.block_dims.iter().product::<u32>(), "the lump leaves blocks out");
         for n in 0..layout.cells() as u32 {
             let Some(m) = layout.dense_of(n) else { continue };
             assert_eq!(layout.storage_of(m), Some(n));
             let cell = grid.cell_of(n);
             assert_eq!(grid.index_of(cell), n);
+            let [px, py, pz] = grid.position(cell);
+            assert_eq!(dims.index(px, py, pz), m);
             let nb = grid.neighbours(cell, &L::C);
             let (x, y, z) = dims.coords(m as u32);
             assert_eq!(nb.seed_cell(7), m as u32, "seeds are dense numbers");
@@ -366,7 +409,7 @@ mod tests {
     #[test]
     fn a_launch_covers_each_stored_cell_once() {
         let layout = SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), 4, 1).unwrap();
-        let grid = layout.grid();
+        let grid = layout.grid::<2, 2>();
         for threads in [32, 64, 128] {
             let region = 1..grid.units();
             let shape = grid.launch(region.len() as u32, threads);

@@ -1,15 +1,17 @@
 //! PTX entry points: thin shims that find their cell and call the per-cell
 //! functions of [`crate::stream`]. Names follow [`crate::KernelKind::prefix`].
 //! Each kernel comes for the dense box, the grid [`StepParams::dims`]
-//! gives, and for the block-sparse grid ([`Sparse`], a kernel argument of
-//! its own), named with `_sparse` before the instance.
+//! gives, and for the block-sparse grids of blocks 4 and 8 cells on a side
+//! ([`Sparse`], whose tables are a kernel argument of their own), named
+//! with `sparse4_` or `sparse8_` before the instance.
 
 use crate::collision::{Bgk, Collision, Trt};
 use crate::grid::{Grid, LaunchIndex};
+use crate::lattice::Lattice;
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::Dims;
 use crate::params::{OpenBoundary, StepParams};
-use crate::sparse::Sparse;
+use crate::sparse::{Sparse, SparseTables};
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
@@ -32,6 +34,113 @@ fn this_cell<G: Grid>(grid: &G, first: u32) -> Option<G::Cell> {
 fn thread_index() -> u32 {
     // SAFETY: reading special registers has no preconditions.
     unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() }
+}
+
+/// Block edge along z of a sparse grid of blocks `2^shift` cells on a side
+/// for a lattice of dimension `d`: one layer in 2D.
+const fn z_shift(d: usize, shift: u32) -> u32 {
+    if d == 2 {
+        0
+    } else {
+        shift
+    }
+}
+
+/// The block-sparse kernels of one row for blocks of `2^$shift` cells on a
+/// side (named `..._$grid_<row>`): the grid's tables come after the step
+/// parameters, and a launch starts at block `first`.
+macro_rules! sparse_entries {
+    ($grid:ident, $shift:literal, $id:ident, $lattice:ident, $q:literal, $s:ty) => {
+        pub mod $grid {
+            use super::*;
+            type Grid = Sparse<$shift, { z_shift(<$lattice as Lattice<$q>>::D, $shift) }>;
+
+            #[export_name = concat!("stream_collide_ep_bgk_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ep_bgk(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                tables: SparseTables,
+                first: u32,
+            ) {
+                ep(&Grid::new(tables), f, flags, p, first)
+            }
+
+            #[export_name = concat!("stream_collide_ep_trt_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ep_trt(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                tables: SparseTables,
+                first: u32,
+            ) {
+                ep(&Grid::new(tables), f, flags, p, first)
+            }
+
+            #[export_name = concat!("stream_collide_ab_bgk_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ab_bgk(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                tables: SparseTables,
+                first: u32,
+            ) {
+                ab(&Grid::new(tables), src, dst, flags, p, first)
+            }
+
+            #[export_name = concat!("stream_collide_ab_trt_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ab_trt(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                tables: SparseTables,
+                first: u32,
+            ) {
+                ab(&Grid::new(tables), src, dst, flags, p, first)
+            }
+
+            #[export_name = concat!("open_boundary_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_boundary(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                cells: *const u32,
+                count: u32,
+                p: StepParams<Real>,
+                boundary: OpenBoundary<Real>,
+                scheme: u32,
+                tables: SparseTables,
+            ) {
+                open(&Grid::new(tables), src, dst, flags, cells, count, p, boundary, scheme)
+            }
+
+            #[export_name = concat!("init_equilibrium_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn init_equilibrium(
+                f: *mut $s,
+                flags: *const u8,
+                planes: *const Real,
+                p: StepParams<Real>,
+                scheme: u32,
+                tables: SparseTables,
+            ) {
+                init(&Grid::new(tables), f, flags, planes, p, scheme)
+            }
+
+            #[export_name = concat!("fields_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn fields_sparse(
+                f: *const $s,
+                flags: *const u8,
+                out: *mut Real,
+                p: StepParams<Real>,
+                scheme: u32,
+                tables: SparseTables,
+            ) {
+                fields(&Grid::new(tables), f, flags, out, p, scheme)
+            }
+        }
+    };
 }
 
 /// Stamps the entry points of every row of [`crate::for_each_instance`]:
@@ -166,81 +275,8 @@ macro_rules! entry_points {
                 fields(&{ p.dims }, f, flags, out, p, scheme)
             }
 
-            // The block-sparse grid: passed after the parameters, a launch
-            // starts at block `first`.
-
-            #[export_name = concat!("stream_collide_ep_bgk_sparse_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ep_bgk_sparse(f: *mut $s, flags: *const u8, p: StepParams<Real, Bgk<Real>>, grid: Sparse, first: u32) {
-                ep(&grid, f, flags, p, first)
-            }
-
-            #[export_name = concat!("stream_collide_ep_trt_sparse_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ep_trt_sparse(f: *mut $s, flags: *const u8, p: StepParams<Real, Trt<Real>>, grid: Sparse, first: u32) {
-                ep(&grid, f, flags, p, first)
-            }
-
-            #[export_name = concat!("stream_collide_ab_bgk_sparse_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ab_bgk_sparse(
-                src: *const $s,
-                dst: *mut $s,
-                flags: *const u8,
-                p: StepParams<Real, Bgk<Real>>,
-                grid: Sparse,
-                first: u32,
-            ) {
-                ab(&grid, src, dst, flags, p, first)
-            }
-
-            #[export_name = concat!("stream_collide_ab_trt_sparse_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn ab_trt_sparse(
-                src: *const $s,
-                dst: *mut $s,
-                flags: *const u8,
-                p: StepParams<Real, Trt<Real>>,
-                grid: Sparse,
-                first: u32,
-            ) {
-                ab(&grid, src, dst, flags, p, first)
-            }
-
-            #[export_name = concat!("open_boundary_sparse_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn open_boundary_sparse(
-                src: *const $s,
-                dst: *mut $s,
-                flags: *const u8,
-                cells: *const u32,
-                count: u32,
-                p: StepParams<Real>,
-                boundary: OpenBoundary<Real>,
-                scheme: u32,
-                grid: Sparse,
-            ) {
-                open(&grid, src, dst, flags, cells, count, p, boundary, scheme)
-            }
-
-            #[export_name = concat!("init_equilibrium_sparse_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn init_equilibrium_sparse(
-                f: *mut $s,
-                flags: *const u8,
-                planes: *const Real,
-                p: StepParams<Real>,
-                scheme: u32,
-                grid: Sparse,
-            ) {
-                init(&grid, f, flags, planes, p, scheme)
-            }
-
-            #[export_name = concat!("fields_sparse_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn fields_sparse(
-                f: *const $s,
-                flags: *const u8,
-                out: *mut Real,
-                p: StepParams<Real>,
-                scheme: u32,
-                grid: Sparse,
-            ) {
-                fields(&grid, f, flags, out, p, scheme)
-            }
+            sparse_entries!(sparse4, 2, $id, $lattice, $q, $s);
+            sparse_entries!(sparse8, 3, $id, $lattice, $q, $s);
         }
     )*};
 }

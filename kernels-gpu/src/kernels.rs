@@ -85,28 +85,23 @@ impl KernelKind {
 pub enum GridKind {
     /// The dense box ([`crate::Dims`]).
     Dense,
-    /// The block-sparse grid ([`crate::sparse::Sparse`]).
-    Sparse,
+    /// The block-sparse grid of blocks 4 cells on a side ([`crate::sparse::Sparse`]).
+    Sparse4,
+    /// The block-sparse grid of blocks 8 cells on a side.
+    Sparse8,
 }
 
 impl GridKind {
     /// Both grids.
-    pub const ALL: [GridKind; 2] = [GridKind::Dense, GridKind::Sparse];
+    pub const ALL: [GridKind; 3] = [GridKind::Dense, GridKind::Sparse4, GridKind::Sparse8];
 
     /// What the entry-point name has between the family's prefix and the
-    /// instance: `stream_collide_ep_bgk_sparse_d3q19_f32`.
+    /// instance: `stream_collide_ep_bgk_sparse4_d3q19_f32`.
     pub const fn infix(self) -> &'static str {
         match self {
             GridKind::Dense => "",
-            GridKind::Sparse => "sparse_",
-        }
-    }
-
-    /// Name as users write it (`dense`, `sparse`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            GridKind::Dense => "dense",
-            GridKind::Sparse => "sparse",
+            GridKind::Sparse4 => "sparse4_",
+            GridKind::Sparse8 => "sparse8_",
         }
     }
 }
@@ -139,8 +134,9 @@ pub const INSTANCES: [(&str, usize, usize); 9] = {
 pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usize) -> Option<u32> {
     use CollisionKind::{Bgk, Trt};
     use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
-    // The sparse kernels run as ptxas allocates them.
-    if matches!(grid, GridKind::Sparse) {
+    // The sparse kernels run as ptxas allocates them: at the dense kernels'
+    // caps the 16-bit ones spill.
+    if !matches!(grid, GridKind::Dense) {
         return None;
     }
     // TRT kernels run uncapped at or below BGK's registers, except D3Q27
@@ -198,10 +194,11 @@ pub fn register_cap_for_entry(name: &str) -> Option<u32> {
     // another kernel whose name merely starts the same way.
     let (kind, rest) =
         KernelKind::ALL.into_iter().find_map(|k| Some((k, name.strip_prefix(k.prefix())?.strip_prefix('_')?)))?;
-    let (grid, rest) = match rest.strip_prefix(GridKind::Sparse.infix()) {
-        Some(rest) => (GridKind::Sparse, rest),
-        None => (GridKind::Dense, rest),
-    };
+    let (grid, rest) = GridKind::ALL
+        .into_iter()
+        .rev()
+        .find_map(|g| Some((g, rest.strip_prefix(g.infix())?)))
+        .expect("the dense infix is empty");
     let (_, q, bytes) = INSTANCES.into_iter().find(|(id, _, _)| *id == rest)?;
     register_cap(kind, grid, q, bytes)
 }
@@ -226,6 +223,7 @@ mod tests {
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgkx_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_d3q19_f64"), None);
         assert_eq!(register_cap_for_entry("fields_d3q19_f32"), None);
-        assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse_d3q19_f32"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse8_d3q19_f32"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ab_bgk_sparse4_d3q19_f32"), None);
     }
 }

@@ -69,18 +69,16 @@ impl TableValue for [u32; 3] {
     }
 }
 
-/// A block-sparse grid: sizes and the addresses of its two tables.
+/// A block-sparse grid's sizes and the addresses of its two tables: what a
+/// kernel receives (by value, `#[repr(C)]`). The block edges are not in it:
+/// they are the [`Sparse`] grid's type parameters, so kernels index with
+/// constants.
 ///
-/// Passed to kernels by value (`#[repr(C)]`); the tables live in the memory
-/// of whoever runs the per-cell functions (device memory for a kernel, host
-/// memory on the CPU).
+/// The tables live in the memory of whoever runs the per-cell functions
+/// (device memory for a kernel, host memory on the CPU).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sparse {
-    /// `log2 B`: the block edge along x and y.
-    shift: u32,
-    /// `log2 Bz`: the block edge along z (`shift`, or 0 for 2D).
-    shift_z: u32,
+pub struct SparseTables {
     /// Stored blocks; block number `blocks` is the solid block.
     blocks: u32,
     /// The box the grid covers, in cells along x and y: cells are seeded
@@ -97,63 +95,64 @@ pub struct Sparse {
     origin: *const [u32; 3],
 }
 
-// SAFETY: the tables are read-only for as long as a `Sparse` refers to them
-// (the contract of `Sparse::new`), so sharing the addresses between threads
-// is sharing immutable data.
-unsafe impl Send for Sparse {}
-unsafe impl Sync for Sparse {}
+// SAFETY: the tables are read-only for as long as a `SparseTables` refers
+// to them (the contract of `SparseTables::new`), so sharing the addresses
+// between threads is sharing immutable data.
+unsafe impl Send for SparseTables {}
+unsafe impl Sync for SparseTables {}
 
-impl Sparse {
-    /// Most cells one grid may number: cell numbers are 32-bit (population
-    /// indices are not).
-    pub const MAX_CELLS: usize = u32::MAX as usize;
-
-    /// A grid of `blocks` stored blocks of edge `1 << shift` (`1 << shift_z`
-    /// along z) over a box `nx` cells by `ny`, with its tables at
-    /// `neighbour` and `origin`.
+impl SparseTables {
+    /// The tables of `blocks` stored blocks over a box `nx` cells by `ny`,
+    /// at `neighbour` and `origin`.
     ///
     /// # Safety
     /// `neighbour` must point to [`NEIGHBOUR_ENTRIES`]` * blocks` entries,
     /// each at most `blocks`, and `origin` to `blocks` positions, both valid
-    /// and unchanged while the grid (or a copy) is used; `shift` must be 2 or
-    /// 3 and `shift_z` 0 or `shift`; `(blocks + 1) << (2 shift + shift_z)`
-    /// must not exceed [`Sparse::MAX_CELLS`].
-    pub const unsafe fn new(
-        shift: u32,
-        shift_z: u32,
-        blocks: u32,
-        nx: u32,
-        ny: u32,
-        neighbour: *const u32,
-        origin: *const [u32; 3],
-    ) -> Self {
-        Self { shift, shift_z, blocks, nx, ny, reserved: 0, neighbour, origin }
-    }
-
-    /// The block edge along x and y.
-    pub const fn edge(&self) -> u32 {
-        1 << self.shift
-    }
-
-    /// The block edge along z.
-    pub const fn edge_z(&self) -> u32 {
-        1 << self.shift_z
+    /// and unchanged while the tables (or a copy) are used.
+    pub const unsafe fn new(blocks: u32, nx: u32, ny: u32, neighbour: *const u32, origin: *const [u32; 3]) -> Self {
+        Self { blocks, nx, ny, reserved: 0, neighbour, origin }
     }
 
     /// Stored blocks (the solid block not counted).
     pub const fn blocks(&self) -> u32 {
         self.blocks
     }
+}
 
+/// A block-sparse grid of blocks `2^SHIFT` cells along x and y and
+/// `2^SHIFT_Z` along z (`SHIFT` in 3D, 0 for a one-layer 2D box).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sparse<const SHIFT: u32, const SHIFT_Z: u32> {
+    tables: SparseTables,
+}
+
+impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
+    /// Most cells one grid may number: cell numbers are 32-bit (population
+    /// indices are not).
+    pub const MAX_CELLS: usize = u32::MAX as usize;
+    /// Block edge along x and y.
+    pub const EDGE: u32 = {
+        assert!(SHIFT == 2 || SHIFT == 3, "blocks are 4 or 8 cells on a side");
+        assert!(SHIFT_Z == 0 || SHIFT_Z == SHIFT, "blocks are cubes, or one layer in 2D");
+        1 << SHIFT
+    };
+    /// Block edge along z.
+    pub const EDGE_Z: u32 = 1 << SHIFT_Z;
     /// `log2` of the cells per block.
+    const BLOCK_SHIFT: u32 = 2 * SHIFT + SHIFT_Z;
+    /// Cells per block.
+    pub const BLOCK_CELLS: u32 = 1 << Self::BLOCK_SHIFT;
+
+    /// The grid over `tables` (whose cell count, `(blocks + 1)` blocks,
+    /// must not exceed [`Self::MAX_CELLS`]).
     #[inline(always)]
-    const fn block_shift(&self) -> u32 {
-        2 * self.shift + self.shift_z
+    pub const fn new(tables: SparseTables) -> Self {
+        Self { tables }
     }
 
-    /// Cells per block.
-    pub const fn block_cells(&self) -> u32 {
-        1 << self.block_shift()
+    /// Stored blocks (the solid block not counted).
+    pub const fn blocks(&self) -> u32 {
+        self.tables.blocks
     }
 }
 
@@ -173,25 +172,24 @@ pub struct SparseCell {
 /// The neighbours `x + c_j` of a cell of a [`Sparse`] grid: each one's block
 /// and place in it (local number `x + B (y + B z)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SparseNeighbours<const Q: usize> {
-    block_shift: u32,
+pub struct SparseNeighbours<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> {
     block: [u32; Q],
     local: [u32; Q],
     /// Number of the cell itself in the dense box the grid covers.
     seed: u32,
 }
 
-impl<const Q: usize> Neighbourhood<Q> for SparseNeighbours<Q> {
+impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> Neighbourhood<Q> for SparseNeighbours<Q, SHIFT, SHIFT_Z> {
     #[inline(always)]
     fn cell(&self, j: usize) -> u32 {
-        (self.block[j] << self.block_shift) | self.local[j]
+        (self.block[j] << Sparse::<SHIFT, SHIFT_Z>::BLOCK_SHIFT) | self.local[j]
     }
 
     /// Block `m`'s `Q` planes of `V` values are one run: `m Q V + slot V + l`.
     #[inline(always)]
     fn population(&self, j: usize, slot: usize) -> usize {
-        ((self.block[j] as usize * Q) << self.block_shift)
-            + (((slot as u32) << self.block_shift) | self.local[j]) as usize
+        let shift = Sparse::<SHIFT, SHIFT_Z>::BLOCK_SHIFT;
+        ((self.block[j] as usize * Q) << shift) + (((slot as u32) << shift) | self.local[j]) as usize
     }
 
     /// The cell's number in the dense box: positions are global, so
@@ -202,94 +200,99 @@ impl<const Q: usize> Neighbourhood<Q> for SparseNeighbours<Q> {
     }
 }
 
-impl Grid for Sparse {
+impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
     /// Blocks are at least 4 cells along x and y; a 2D grid has no z offsets.
     const MAX_OFFSET: u32 = 4;
     type Cell = SparseCell;
-    type Neighbours<const Q: usize> = SparseNeighbours<Q>;
+    type Neighbours<const Q: usize> = SparseNeighbours<Q, SHIFT, SHIFT_Z>;
 
     #[inline(always)]
     fn cells(&self) -> usize {
-        ((self.blocks as usize) + 1) << self.block_shift()
+        ((self.tables.blocks as usize) + 1) << Self::BLOCK_SHIFT
     }
 
     #[inline(always)]
     fn index_of(&self, cell: SparseCell) -> u32 {
-        (cell.b << self.block_shift()) | cell.x | (cell.y << self.shift) | (cell.z << (2 * self.shift))
+        (cell.b << Self::BLOCK_SHIFT) | cell.x | (cell.y << SHIFT) | (cell.z << (2 * SHIFT))
     }
 
     #[inline(always)]
     fn cell_of(&self, n: u32) -> SparseCell {
-        let mask = self.edge() - 1;
+        let mask = Self::EDGE - 1;
         SparseCell {
-            b: n >> self.block_shift(),
+            b: n >> Self::BLOCK_SHIFT,
             x: n & mask,
-            y: (n >> self.shift) & mask,
-            z: (n >> (2 * self.shift)) & (self.edge_z() - 1),
+            y: (n >> SHIFT) & mask,
+            z: (n >> (2 * SHIFT)) & (Self::EDGE_Z - 1),
         }
     }
 
     #[inline(always)]
     fn position(&self, cell: SparseCell) -> [u32; 3] {
-        // SAFETY: `origin` holds a position per stored block (`Sparse::new`);
-        // the solid block has none and sits at the origin.
-        let o =
-            if cell.b < self.blocks { unsafe { TableValue::load(self.origin.add(cell.b as usize)) } } else { [0; 3] };
-        [(o[0] << self.shift) + cell.x, (o[1] << self.shift) + cell.y, (o[2] << self.shift_z) + cell.z]
+        // SAFETY: `origin` holds a position per stored block
+        // (`SparseTables::new`); the solid block has none and sits at the origin.
+        let o = if cell.b < self.tables.blocks {
+            unsafe { TableValue::load(self.tables.origin.add(cell.b as usize)) }
+        } else {
+            [0; 3]
+        };
+        [(o[0] << SHIFT) + cell.x, (o[1] << SHIFT) + cell.y, (o[2] << SHIFT_Z) + cell.z]
     }
 
     #[inline(always)]
     fn population(&self, q: usize, cell: SparseCell, slot: usize) -> usize {
-        let local = self.index_of(cell) & (self.block_cells() - 1);
-        ((cell.b as usize * q) << self.block_shift()) + (((slot as u32) << self.block_shift()) | local) as usize
+        let local = self.index_of(cell) & (Self::BLOCK_CELLS - 1);
+        ((cell.b as usize * q) << Self::BLOCK_SHIFT) + (((slot as u32) << Self::BLOCK_SHIFT) | local) as usize
     }
 
     /// Per axis the offset position `p = l + c` leaves the block when
     /// `p < 0` or `p >= B`; the block across is one table entry, the place
-    /// in it `p mod B`. Only cells on a block face load an entry.
+    /// in it `p mod B`. Only cells on a block face load an entry; the local
+    /// number is the cell's own plus a constant, corrected by a block edge
+    /// on the axes crossed.
     #[inline(always)]
-    fn neighbours<const Q: usize>(&self, cell: SparseCell, c: &[[i32; 3]; Q]) -> SparseNeighbours<Q> {
-        let (edge, edge_z) = (self.edge() as i32, self.edge_z() as i32);
-        let (mask, mask_z) = (edge - 1, edge_z - 1);
+    fn neighbours<const Q: usize>(&self, cell: SparseCell, c: &[[i32; 3]; Q]) -> Self::Neighbours<Q> {
+        let (edge, edge_z) = (Self::EDGE as i32, Self::EDGE_Z as i32);
         let step = |p: i32, len: i32| (p >= len) as i32 - (p < 0) as i32;
         let row = cell.b as usize * NEIGHBOUR_ENTRIES;
-        let mut nb = SparseNeighbours { block_shift: self.block_shift(), block: [0; Q], local: [0; Q], seed: 0 };
+        let own = self.index_of(cell) & (Self::BLOCK_CELLS - 1);
+        let mut nb = SparseNeighbours { block: [0; Q], local: [0; Q], seed: 0 };
         for j in 0..Q {
             let [cx, cy, cz] = c[j];
-            let (px, py, pz) = (cell.x as i32 + cx, cell.y as i32 + cy, cell.z as i32 + cz);
-            let k = neighbour_entry(step(px, edge), step(py, edge), step(pz, edge_z));
-            // SAFETY: every stored block has its row of entries (`Sparse::new`).
+            let (sx, sy, sz) =
+                (step(cell.x as i32 + cx, edge), step(cell.y as i32 + cy, edge), step(cell.z as i32 + cz, edge_z));
+            let k = neighbour_entry(sx, sy, sz);
+            // SAFETY: every stored block has its row of entries (`SparseTables::new`).
             nb.block[j] =
-                if k == SELF_ENTRY { cell.b } else { unsafe { TableValue::load(self.neighbour.add(row + k)) } };
-            nb.local[j] = (px & mask) as u32
-                | (((py & mask) as u32) << self.shift)
-                | (((pz & mask_z) as u32) << (2 * self.shift));
+                if k == SELF_ENTRY { cell.b } else { unsafe { TableValue::load(self.tables.neighbour.add(row + k)) } };
+            let shift = (cx - edge * sx) + (cy - edge * sy) * edge + (cz - edge_z * sz) * edge * edge;
+            nb.local[j] = own.wrapping_add(shift as u32);
         }
         let [x, y, z] = self.position(cell);
-        nb.seed = x.wrapping_add(self.nx.wrapping_mul(y.wrapping_add(self.ny.wrapping_mul(z))));
+        nb.seed = x.wrapping_add(self.tables.nx.wrapping_mul(y.wrapping_add(self.tables.ny.wrapping_mul(z))));
         nb
     }
 
     #[inline(always)]
     fn units(&self) -> u32 {
-        self.blocks
+        self.tables.blocks
     }
 
     #[inline(always)]
     fn region_cells(&self, region: Range<u32>) -> Range<usize> {
-        (region.start as usize) << self.block_shift()..(region.end as usize) << self.block_shift()
+        (region.start as usize) << Self::BLOCK_SHIFT..(region.end as usize) << Self::BLOCK_SHIFT
     }
 
     /// One-dimensional: `units V / threads` blocks of `threads` threads,
     /// with `threads` at most `V` (both powers of two, so a CUDA block never
     /// straddles the region's end).
     fn launch(&self, units: u32, threads: u32) -> LaunchShape {
-        let threads = threads.min(self.block_cells());
-        LaunchShape { blocks: [(units << self.block_shift()) / threads, 1, 1], threads }
+        let threads = threads.min(Self::BLOCK_CELLS);
+        LaunchShape { blocks: [(units << Self::BLOCK_SHIFT) / threads, 1, 1], threads }
     }
 
     #[inline(always)]
     fn launch_cell(&self, first: u32, at: LaunchIndex) -> Option<SparseCell> {
-        Some(self.cell_of((first << self.block_shift()) + at.x))
+        Some(self.cell_of((first << Self::BLOCK_SHIFT) + at.x))
     }
 }
