@@ -1160,7 +1160,7 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
             .collect();
         dir.file("shell.raw", &shell);
         let s = dir.setup(CHANNEL, "shape = \"raw\"\nfile = \"shell.raw\"\ndims = [10, 8, 6]").unwrap();
-        assert!(s.notes.iter().any(|n| n.starts_with("1 fluid cells") && n.contains("sealed off")), "{:?}", s.notes);
+        assert!(s.notes.iter().any(|n| n.starts_with("1 fluid cell (") && n.contains("sealed off")), "{:?}", s.notes);
         // Geometry over the whole inlet face.
         let e = dir.setup(CHANNEL, "shape = \"box\"\nmin = [-1.0, -1.0, -1.0]\nmax = [0.5, 9.0, 7.0]").unwrap_err();
         assert!(e.to_string().contains("covers every cell of the open face x_min"), "{e}");

@@ -206,12 +206,13 @@ pub fn check(domain: &Domain, lattice: LatticeKind, periodic: [bool; 3], force: 
             } else {
                 "are sealed off from every inlet and outlet"
             };
+            let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
             warnings.push(format!(
-                "{cells} fluid cells ({:.2}% of the fluid) in {} closed pockets (the largest {} cells) {why}: \
-                 they stay at rest and take no part in the flow",
+                "{} ({:.2}% of the fluid) in {} (the largest {}) {why}: they stay at rest and take no part in the flow",
+                plural(cells, "fluid cell"),
                 100.0 * cells as f64 / flow_cells as f64,
-                sealed.len(),
-                sealed.iter().map(|&k| r.sizes[k]).max().unwrap_or(0)
+                plural(sealed.len(), "closed pocket"),
+                plural(sealed.iter().map(|&k| r.sizes[k]).max().unwrap_or(0), "cell")
             ));
         }
     }
@@ -262,7 +263,10 @@ mod tests {
         }
         let w = check(&d, LatticeKind::D2Q9, [false, false, true], [0.0; 3]).unwrap();
         assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].starts_with("1 fluid cells") && w[0].contains("1 closed pockets"), "{w:?}");
+        assert!(
+            w[0].starts_with("1 fluid cell (") && w[0].contains("in 1 closed pocket (the largest 1 cell)"),
+            "{w:?}"
+        );
         let mut solid = d.clone();
         let all: Vec<u32> = (0..solid.flags.len() as u32).filter(|&n| is_fluid(solid.flags[n as usize])).collect();
         solid.set_cells(&all, CellKind::Wall);
