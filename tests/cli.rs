@@ -83,6 +83,60 @@ fn non_finite_force_is_refused_before_running() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A voxel image whose size does not match its dims, and geometry that
+/// blocks the inlet, are refused with the reason before anything is written.
+#[test]
+fn bad_geometry_is_refused_before_any_output() {
+    let dir = scratch("bad-geometry");
+    std::fs::write(dir.join("bed.raw"), vec![0u8; 1000]).unwrap();
+    let channel = "[simulation]\nlattice = \"D2Q9\"\nsize = [20, 12, 1]\nsteps = 100\n[physics]\nviscosity = 0.1\n\
+                   [boundaries]\nx_min = { velocity_inlet = [0.02, 0.0, 0.0] }\nx_max = { pressure_outlet = 0.0 }\n\
+                   y_min = \"wall\"\ny_max = \"wall\"\n[[geometry]]\nname = \"g\"\n";
+    let cases = [
+        (
+            "shape = \"raw\"\nfile = \"bed.raw\"\ndims = [20, 12, 1]",
+            "bed.raw has 1000 bytes but dims [20, 12, 1] need 240",
+        ),
+        ("shape = \"box\"\nmin = [9.5, -1.0, -1.0]\nmax = [10.5, 13.0, 1.0]", "reaches no outlet"),
+    ];
+    for (geometry, want) in cases {
+        let case = dir.join("g.toml");
+        std::fs::write(&case, format!("{channel}{geometry}\n")).unwrap();
+        let out = dir.join("out");
+        let o = lbm().arg("run").arg(&case).args(["--backend", "cpu", "--output"]).arg(&out).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("g.toml") && err.contains(want) && !err.contains("panicked"), "{err}");
+        assert!(!out.exists(), "a refused case must not create its output directory");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A porous sample (periodic box, body force, packed spheres) reports its
+/// permeability with the Kozeny-Carman estimate, on the terminal and in
+/// summary.json.
+#[test]
+fn packed_bed_reports_its_permeability() {
+    let out = scratch("packed-bed");
+    let o = lbm()
+        .args(["run", "cases/packed-bed.toml", "--backend", "cpu", "--size", "24", "--steps", "20", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains("permeability: k = nu <u> / g = ")
+            && stdout.contains("Kozeny-Carman for spheres of diameter 12.00"),
+        "{stdout}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let k = &summary["permeability"];
+    assert!(k["permeability"].as_f64().unwrap() > 0.0 && k["kozeny_carman"].as_f64().unwrap() > 0.0, "{k}");
+    std::fs::remove_dir_all(&out).ok();
+}
+
 #[test]
 fn bad_input_is_an_error_not_a_panic() {
     let dir = scratch("bad");

@@ -468,6 +468,10 @@ pub struct Setup {
     pub geometry: Vec<crate::geometry::GeometrySpec>,
     /// Why `grid = "auto"` chose the grid it did.
     pub grid_choice: Option<String>,
+    /// Warnings about the fluid the geometry leaves (closed pockets...).
+    pub notes: Vec<String>,
+    /// When the case is a porous sample: what the permeability report needs.
+    pub porous: Option<PorousSample>,
 }
 
 impl Case {
@@ -528,6 +532,7 @@ impl Case {
             n.opt3(&key("moving_wall"), g.moving_wall);
             n.opt(key("reference_area"), g.reference_area);
             n.opt(key("reference_velocity"), g.reference_velocity);
+            n.opt(key("porosity"), g.porosity);
         }
         for (k, picture) in self.output.pictures.iter().enumerate() {
             n.one(format!("[[output.picture]] #{}: position", k + 1), picture.position);
@@ -637,13 +642,34 @@ impl Case {
             .map_err(in_case(path, "[simulation] size / [boundaries]"))?;
         let case_dir = path.parent().unwrap_or(Path::new("."));
         let cell_size = units.map_or(1.0, |u| u.dx);
+        let periodic: [bool; 3] = std::array::from_fn(|a| faces[2 * a] == FaceBoundary::Periodic);
+        let context = crate::geometry::Context { case_dir, cell_size, periodic, dimension: sim.lattice.dimension() };
+        let open_faces: Vec<[i32; 3]> = domain.open.iter().map(|g| g.state.normal).collect();
         let mut objects = Vec::new();
         for g in &self.geometry {
-            objects.push(
-                g.apply(&mut domain, case_dir, cell_size, to_lattice_velocity)
-                    .map_err(in_case(path, "[[geometry]]"))?,
-            );
+            objects.push(g.apply(&mut domain, &context, to_lattice_velocity).map_err(in_case(path, "[[geometry]]"))?);
         }
+        let force = p_force(&self.physics, units);
+        let mut notes = Vec::new();
+        if !self.geometry.is_empty() {
+            if let Some(normal) = open_faces.iter().find(|n| !domain.open.iter().any(|g| g.state.normal == **n)) {
+                let face = b.faces()[open_faces_index(*normal)].0;
+                return Err(bad(format!(
+                    "[[geometry]] covers every cell of the open face {face}: nothing can flow through it; move or \
+                     shrink the geometry (for a voxel image: `offset`), or make {face} a wall"
+                )));
+            }
+            notes = crate::flowpath::check(&domain, sim.lattice, periodic, force)
+                .map_err(in_case(path, "[[geometry]] / [boundaries]"))?;
+        }
+        let porous = (periodic == [true; 3]
+            && force != [0.0; 3]
+            && domain.flags.iter().any(|&f| kernels_gpu::flags::is_solid(f)))
+        .then(|| {
+            let radii: Vec<f64> = objects.iter().filter_map(|o| o.packing.as_ref().map(|p| p.spec.radius)).collect();
+            let same = objects.iter().all(|o| o.packing.is_some()) && radii.windows(2).all(|w| w[0] == w[1]);
+            PorousSample { diameter: radii.first().filter(|_| same).map(|r| 2.0 * r / cell_size) }
+        });
         let speed = domain.max_wall_speed().unwrap_or(0.0);
         let boundary_speed = domain.max_boundary_speed();
         let mach = boundary_speed * 3f64.sqrt();
@@ -696,7 +722,7 @@ impl Case {
             grid: crate::solver::GridLayout::Dense,
             tau,
             collision,
-            force: p.force.map(|a| units.map_or(a, |c| a * c.dt * c.dt / c.dx)),
+            force,
             domain,
             initial: match &self.initial {
                 None => Initial::Uniform { rho: 1.0, u: [0.0; 3] },
@@ -793,8 +819,28 @@ impl Case {
             units,
             objects,
             geometry: self.geometry.clone(),
+            notes,
+            porous,
         })
     }
+}
+
+/// The body force in lattice units.
+fn p_force(p: &PhysicsSection, units: Option<UnitConversion>) -> [f64; 3] {
+    p.force.map(|a| units.map_or(a, |c| a * c.dt * c.dt / c.dx))
+}
+
+/// Index in [`crate::domain::Face::ALL`] of the face whose inward normal is `normal`.
+fn open_faces_index(normal: [i32; 3]) -> usize {
+    crate::domain::Face::ALL.iter().position(|f| f.inward_normal() == normal).unwrap_or(0)
+}
+
+/// A porous sample: a periodic box with solid cells, driven by a body
+/// force, whose permeability `lbm run` reports (see [`crate::porous`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PorousSample {
+    /// Grain diameter (cells), when every object is a packing of spheres of one radius.
+    pub diameter: Option<f64>,
 }
 
 /// Fluid cells between the moving wall and the face opposite to it.
@@ -809,6 +855,7 @@ fn lid_length(faces: &[FaceBoundary; 6], size: [u32; 3]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::domain::OpenKind;
+    use crate::image::ImageError;
     use kernels_gpu::CellKind;
 
     const CAVITY: &str = r#"
@@ -975,6 +1022,242 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let wrong_type = try_case(CAVITY.replace("steps = 10", "steps = \"ten\""));
         assert!(wrong_type.contains("steps") && wrong_type.contains("line"), "{wrong_type}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A `.npy` file of version 1.0 with `descr`, the order and the shape as
+    /// numpy writes them, then `data`.
+    fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
+        let shape = shape.iter().map(|n| format!("{n}, ")).collect::<String>();
+        let shape = if shape.matches(',').count() == 1 {
+            shape.trim_end().to_string()
+        } else {
+            shape.trim_end_matches(", ").to_string()
+        };
+        let mut header = format!(
+            "{{'descr': '{descr}', 'fortran_order': {}, 'shape': ({shape}), }}",
+            if fortran { "True" } else { "False" }
+        );
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend((header.len() as u16).to_le_bytes());
+        out.extend(header.as_bytes());
+        out.extend(data);
+        out
+    }
+
+    /// A 3D periodic box 10 x 8 x 6 with one `[[geometry]]` entry read from
+    /// files in a fresh directory; the case's error text, or the set-up.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!("lbm-case-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            Self(dir)
+        }
+        fn file(&self, name: &str, bytes: &[u8]) {
+            std::fs::write(self.0.join(name), bytes).unwrap();
+        }
+        fn setup(&self, boundaries: &str, geometry: &str) -> Result<Setup> {
+            let text = format!(
+                "[simulation]\nlattice = \"D3Q19\"\nsize = [10, 8, 6]\nsteps = 10\n[physics]\nviscosity = 0.1\n\
+                 force = [1e-6, 0.0, 0.0]\n[boundaries]\n{boundaries}\n[[geometry]]\nname = \"rock\"\n{geometry}\n"
+            );
+            let path = self.0.join("case.toml");
+            std::fs::write(&path, text).unwrap();
+            Case::load(&path)?.setup(&path, None)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            std::fs::remove_dir_all(&self.0).ok();
+        }
+    }
+
+    const PERIODIC: &str = "x_min = \"periodic\"\nx_max = \"periodic\"\ny_min = \"periodic\"\ny_max = \"periodic\"";
+    const CHANNEL: &str = "x_min = { velocity_inlet = [0.02, 0.0, 0.0] }\nx_max = { pressure_outlet = 0.0 }\n\
+                           y_min = \"wall\"\ny_max = \"wall\"";
+
+    fn solid_cells(s: &Setup) -> Vec<(u32, u32, u32)> {
+        let d = s.config.domain.dims;
+        (0..d.cells() as u32).filter(|&n| s.objects[0].cells[n as usize]).map(|n| d.coords(n)).collect()
+    }
+
+    #[test]
+    fn raw_volumes_are_read_x_fastest_at_an_offset() {
+        let dir = Scratch::new("raw");
+        // 3 x 2 x 2 voxels: voxel (x, y, z) = x + 3 (y + 2 z); solid where 5 or 7.
+        let bytes: Vec<u8> = (0..12).collect();
+        dir.file("v.raw", &bytes);
+        let s = dir
+            .setup(
+                PERIODIC,
+                "shape = \"raw\"\nfile = \"v.raw\"\ndims = [3, 2, 2]\noffset = [4, 1, 2]\nsolid_values = [5, 7]",
+            )
+            .unwrap();
+        // 5 = (2, 1, 0) and 7 = (1, 0, 1), moved by the offset.
+        assert_eq!(solid_cells(&s), vec![(6, 2, 2), (5, 1, 3)]);
+        // Default: every non-zero voxel.
+        let s = dir.setup(PERIODIC, "shape = \"raw\"\nfile = \"v.raw\"\ndims = [3, 2, 2]").unwrap();
+        assert_eq!(solid_cells(&s).len(), 11);
+        assert_eq!(s.porous, Some(PorousSample { diameter: None }), "a periodic box with a force is a porous sample");
+        // Too far: the image reaches x = 11 of a 10-cell box.
+        let e = dir
+            .setup(PERIODIC, "shape = \"raw\"\nfile = \"v.raw\"\ndims = [3, 2, 2]\noffset = [8, 0, 0]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reaches cell [11, 2, 2]") && e.contains("size at least [11, 8, 6]"), "{e}");
+        let e = dir.setup(PERIODIC, "shape = \"raw\"\nfile = \"v.raw\"\ndims = [3, 2, 2]\naxes = \"zyx\"").unwrap_err();
+        assert!(e.to_string().contains("does not read `axes`: a raw file is x fastest"), "{e}");
+    }
+
+    #[test]
+    fn raw_size_mismatch_says_expected_and_actual_bytes_and_writes_nothing() {
+        let dir = Scratch::new("raw-size");
+        dir.file("v.raw", &[1u8; 12]);
+        let e = dir.setup(PERIODIC, "shape = \"raw\"\nfile = \"v.raw\"\ndims = [3, 2, 3]").unwrap_err();
+        let Error::CaseEntry { key: "[[geometry]]", source, .. } = &e else { panic!("{e}") };
+        let Error::Geometry { name, source } = source.as_ref() else { panic!("{e}") };
+        assert_eq!(name, "rock");
+        assert!(
+            matches!(source.as_ref(), Error::Image(ImageError::SizeMismatch { expected: 18, actual: 12, .. })),
+            "{e}"
+        );
+        let m = e.to_string();
+        assert!(m.contains("has 12 bytes but dims [3, 2, 3] need 18") && m.contains("2 layers"), "{m}");
+        // 16-bit data: twice the bytes.
+        dir.file("w.raw", &[1u8; 24]);
+        let m = dir.setup(PERIODIC, "shape = \"raw\"\nfile = \"w.raw\"\ndims = [3, 2, 2]").unwrap_err().to_string();
+        assert!(m.contains("2 bytes per voxel") && m.contains("astype(np.uint8)"), "{m}");
+        // A .npy file read as raw.
+        dir.file("a.npy", &npy("|u1", false, &[3, 2, 2], &[0; 12]));
+        let m = dir.setup(PERIODIC, "shape = \"raw\"\nfile = \"a.npy\"\ndims = [3, 2, 2]").unwrap_err().to_string();
+        assert!(m.contains("use shape = \"npy\""), "{m}");
+        assert!(!dir.0.join("output").exists());
+    }
+
+    #[test]
+    fn npy_arrays_map_their_first_index_to_x_in_either_order() {
+        let dir = Scratch::new("npy");
+        // vol[x, y, z] with shape (3, 2, 2), solid at (2, 1, 0) and (0, 1, 1).
+        let solid = |x: usize, y: usize, z: usize| (x, y, z) == (2, 1, 0) || (x, y, z) == (0, 1, 1);
+        let mut c_order = Vec::new();
+        for x in 0..3 {
+            for y in 0..2 {
+                for z in 0..2 {
+                    c_order.push(solid(x, y, z));
+                }
+            }
+        }
+        let mut f_order = Vec::new();
+        for z in 0..2 {
+            for y in 0..2 {
+                for x in 0..3 {
+                    f_order.push(solid(x, y, z));
+                }
+            }
+        }
+        let want = vec![(2, 1, 0), (0, 1, 1)];
+        let as_u8 = |v: &[bool]| v.iter().map(|&b| b as u8).collect::<Vec<_>>();
+        dir.file("c.npy", &npy("|b1", false, &[3, 2, 2], &as_u8(&c_order)));
+        dir.file("f.npy", &npy("|b1", true, &[3, 2, 2], &as_u8(&f_order)));
+        // Big-endian 16-bit integers, 300 marking solid.
+        let be: Vec<u8> = c_order.iter().flat_map(|&b| if b { 300u16 } else { 7 }.to_be_bytes()).collect();
+        dir.file("be.npy", &npy(">u2", false, &[3, 2, 2], &be));
+        for geometry in [
+            "shape = \"npy\"\nfile = \"c.npy\"",
+            "shape = \"npy\"\nfile = \"f.npy\"",
+            "shape = \"npy\"\nfile = \"be.npy\"\nsolid_values = [300]",
+        ] {
+            assert_eq!(solid_cells(&dir.setup(PERIODIC, geometry).unwrap()), want, "{geometry}");
+        }
+        // The same array read as vol[z, y, x]: shape (3, 2, 2) is 2 x 2 x 3 cells.
+        let s = dir.setup(PERIODIC, "shape = \"npy\"\nfile = \"c.npy\"\naxes = \"zyx\"").unwrap();
+        assert_eq!(solid_cells(&s), vec![(1, 1, 0), (0, 1, 2)]);
+        let e = dir.setup(PERIODIC, "shape = \"npy\"\nfile = \"c.npy\"\naxes = \"xxz\"").unwrap_err().to_string();
+        assert!(e.contains("axes = \"xxz\"") && e.contains("\"xyz\""), "{e}");
+        // Truncated data, and a dtype that is not a number.
+        let mut short = npy("<i4", false, &[3, 2, 2], &[0; 48]);
+        short.truncate(short.len() - 8);
+        dir.file("short.npy", &short);
+        let e = dir.setup(PERIODIC, "shape = \"npy\"\nfile = \"short.npy\"").unwrap_err().to_string();
+        assert!(e.contains("(48 bytes of data) but 40 bytes follow it"), "{e}");
+        dir.file("s.npy", &npy("<U1", false, &[3], &[0; 12]));
+        let e = dir.setup(PERIODIC, "shape = \"npy\"\nfile = \"s.npy\"").unwrap_err().to_string();
+        assert!(e.contains("<U1 is not supported"), "{e}");
+        let e = dir.setup(PERIODIC, "shape = \"npy\"\nfile = \"c.npy\"\ndims = [3, 2, 2]").unwrap_err().to_string();
+        assert!(e.contains("a .npy file gives its own dimensions"), "{e}");
+    }
+
+    #[test]
+    fn geometry_that_leaves_no_fluid_or_blocks_the_inlet_is_refused() {
+        let dir = Scratch::new("flow");
+        dir.file("full.raw", &[1u8; 480]);
+        let e = dir.setup(PERIODIC, "shape = \"raw\"\nfile = \"full.raw\"\ndims = [10, 8, 6]").unwrap_err().to_string();
+        assert!(e.contains("no fluid cell (480 of 480 cells are solid)"), "{e}");
+        // A plate across the channel at x = 5 blocks the inlet.
+        let plate = "shape = \"box\"\nmin = [4.6, -1.0, -1.0]\nmax = [5.4, 9.0, 7.0]";
+        let e = dir.setup(CHANNEL, plate).unwrap_err().to_string();
+        assert!(
+            e.contains("velocity inlet at x_min (36 of its 36 cells, 180 fluid cells in all) reaches no outlet"),
+            "{e}"
+        );
+        // A hole in the plate opens the path.
+        let holed: Vec<u8> = (0..480).map(|n| (n % 10 == 5 && n != 5 + 10 * (3 + 8 * 2)) as u8).collect();
+        dir.file("plate.raw", &holed);
+        assert!(dir.setup(CHANNEL, "shape = \"raw\"\nfile = \"plate.raw\"\ndims = [10, 8, 6]").is_ok());
+        // A closed box of walls around cell (7, 4, 3): a sealed pocket, warned.
+        let shell: Vec<u8> = (0..480u32)
+            .map(|n| {
+                let (x, y, z) = (n % 10, (n / 10) % 8, n / 80);
+                let d = [x.abs_diff(7), y.abs_diff(4), z.abs_diff(3)];
+                (d.iter().all(|&d| d <= 1) && d != [0, 0, 0]) as u8
+            })
+            .collect();
+        dir.file("shell.raw", &shell);
+        let s = dir.setup(CHANNEL, "shape = \"raw\"\nfile = \"shell.raw\"\ndims = [10, 8, 6]").unwrap();
+        assert!(s.notes.iter().any(|n| n.starts_with("1 fluid cell (") && n.contains("sealed off")), "{:?}", s.notes);
+        // Geometry over the whole inlet face.
+        let e = dir.setup(CHANNEL, "shape = \"box\"\nmin = [-1.0, -1.0, -1.0]\nmax = [0.5, 9.0, 7.0]").unwrap_err();
+        assert!(e.to_string().contains("covers every cell of the open face x_min"), "{e}");
+    }
+
+    #[test]
+    fn packed_spheres_reach_the_porosity_and_repeat_with_the_seed() {
+        let dir = Scratch::new("packed");
+        let text = |seed: u64| {
+            format!(
+                "[simulation]\nlattice = \"D3Q19\"\nsize = [40, 40, 40]\nsteps = 10\n[physics]\nviscosity = 0.1\n\
+                 force = [1e-5, 0.0, 0.0]\n[boundaries]\n{PERIODIC}\n[[geometry]]\nname = \"bed\"\n\
+                 shape = \"packed-spheres\"\nradius = 5.0\nporosity = 0.4\nseed = {seed}\n"
+            )
+        };
+        let path = dir.0.join("bed.toml");
+        let run = |seed| {
+            std::fs::write(&path, text(seed)).unwrap();
+            Case::load(&path).unwrap().setup(&path, None).unwrap()
+        };
+        let s = run(3);
+        let packing = s.objects[0].packing.as_ref().unwrap();
+        // round(0.6 * 40^3 / (4/3 pi 5^3)) = 73 spheres: solid fraction 0.5973.
+        assert_eq!(packing.centres.len(), 73);
+        let continuum = 1.0 - packing.spec.solid_fraction();
+        let porosity = s.config.domain.fluid_cells() as f64 / 64000.0;
+        // The sphere count is rounded (half a sphere is 0.004 of the box) and
+        // cell centres sample each sphere's volume to a few cells in 524.
+        assert!((continuum - 0.4).abs() <= 0.5 * packing.spec.sphere_volume() / 64000.0, "{continuum}");
+        assert!((porosity - continuum).abs() < 0.005, "voxel porosity {porosity} vs {continuum}");
+        assert_eq!(s.porous, Some(PorousSample { diameter: Some(10.0) }));
+        assert_eq!(run(3).config.domain.flags, s.config.domain.flags, "same seed, same bed");
+        assert_ne!(run(4).config.domain.flags, s.config.domain.flags, "another seed, another bed");
+        let bad = text(1).replace("porosity = 0.4", "porosity = 0.3");
+        std::fs::write(&path, bad).unwrap();
+        let e = Case::load(&path).unwrap().setup(&path, None).unwrap_err().to_string();
+        assert!(e.contains("geometry `bed`") && e.contains("porosity of at least 0.38"), "{e}");
     }
 
     /// The cause of a case error from a lower layer travels as its source.

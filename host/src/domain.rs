@@ -273,6 +273,15 @@ impl Domain {
         self.leave_open_groups(&[n as u32]);
     }
 
+    /// Sets the ascending `cells` to `kind`, taking them out of any open
+    /// group (open boundaries: [`Self::add_open_face`]).
+    pub fn set_cells(&mut self, cells: &[u32], kind: CellKind) {
+        for &n in cells {
+            self.flags[n as usize] = kind.to_flag();
+        }
+        self.leave_open_groups(cells);
+    }
+
     /// Takes the ascending `cells` out of every open group.
     fn leave_open_groups(&mut self, cells: &[u32]) {
         for g in &mut self.open {

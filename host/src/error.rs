@@ -47,6 +47,9 @@ pub enum Error {
     /// A shape or grid that cannot be voxelised.
     #[error(transparent)]
     Voxel(#[from] crate::voxel::VoxelError),
+    /// A voxel image (raw or `.npy`) that cannot be used.
+    #[error(transparent)]
+    Image(#[from] crate::image::ImageError),
     /// A `[[geometry]]` object that cannot be built.
     #[error("geometry `{name}`: {source}")]
     Geometry {

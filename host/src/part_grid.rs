@@ -71,7 +71,7 @@ impl PartGrid {
             PartGrid::Dense(d) => slab.region_layers(region).into_iter().map(|layers| d.region_cells(layers)).collect(),
             PartGrid::Sparse(s) => match region {
                 Region::Interior => vec![],
-                Region::Whole | Region::Boundary => vec![0..s.blocks() as usize * s.block_cells()],
+                Region::Whole | Region::Boundary => std::iter::once(0..s.blocks() as usize * s.block_cells()).collect(),
             },
         }
     }

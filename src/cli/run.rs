@@ -7,7 +7,7 @@ use lbm::host::fields::Fields;
 use lbm::host::files::write_atomic;
 use lbm::host::solver::GridLayout;
 use lbm::host::sparse::SparseLayout;
-use lbm::host::{checkpoint, picture, probe, vtk};
+use lbm::host::{checkpoint, picture, porous, probe, vtk};
 use lbm::{Error, Result, Solver};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,6 +86,9 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         for note in o.notes.iter().filter(|_| root) {
             eprintln!("warning: {note}");
         }
+    }
+    for note in setup.notes.iter().filter(|_| root) {
+        eprintln!("warning: {note}");
     }
     let interrupted = Arc::new(AtomicBool::new(false));
     {
@@ -253,6 +256,19 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     }
     bar.finish_and_clear();
     let mlups = if stepping > 0.0 { cells * steps_run as f64 / stepping / 1e6 } else { 0.0 };
+    let permeability = match &setup.porous {
+        Some(sample) => {
+            let fields = solver.fields()?;
+            let c = &setup.config;
+            porous::measure(&fields, &c.domain.flags, c.force, setup.viscosity, sample.diameter)
+        }
+        None => None,
+    };
+    if let Some(k) = &permeability {
+        for line in describe_permeability(k, setup.units) {
+            println!("{line}");
+        }
+    }
     write_summary(
         &dir.join("summary.json"),
         &name,
@@ -261,6 +277,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         solver.as_mut(),
         start.elapsed().as_secs_f64(),
         mlups,
+        permeability.as_ref(),
     )?;
     match outcome {
         Outcome::Finished => println!(
@@ -328,6 +345,24 @@ fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
     .collect()
 }
 
+/// The permeability report of a porous sample (lattice units, and m^2 with `[units]`).
+fn describe_permeability(k: &porous::Permeability, units: Option<lbm::host::case::UnitConversion>) -> Vec<String> {
+    let si = units.map(|u| format!(" = {:.4e} m^2", k.permeability * u.dx * u.dx)).unwrap_or_default();
+    let mut lines = vec![format!(
+        "permeability: k = nu <u> / g = {:.4e} cells^2{si} (porosity {:.4}, superficial velocity {:.4e})",
+        k.permeability, k.porosity, k.superficial_velocity
+    )];
+    if let (Some(d), Some(kc), Some(re)) = (k.diameter, k.kozeny_carman, k.reynolds) {
+        lines.push(format!(
+            "Kozeny-Carman for spheres of diameter {d:.2} cells at this porosity: {kc:.4e} cells^2; measured / \
+             Kozeny-Carman = {:.3} (the correlation holds to about 20-30% for random packings); Reynolds <u> d / nu = {re:.2e}{}",
+            k.permeability / kc,
+            if re > 1.0 { " (above 1: inertia matters, Darcy's law no longer holds: lower the force)" } else { "" }
+        ));
+    }
+    lines
+}
+
 /// Fails on a non-finite value or a runaway velocity, naming the first bad cell.
 fn check_health(f: &Fields, step: u64) -> Result<()> {
     let bad = f.rho.iter().zip(&f.u).position(|(r, u)| {
@@ -362,6 +397,7 @@ fn write_summary(
     solver: &mut dyn Solver,
     wall_seconds: f64,
     mlups: f64,
+    permeability: Option<&porous::Permeability>,
 ) -> Result<()> {
     let c = &s.config;
     let d = c.domain.dims;
@@ -384,6 +420,7 @@ fn write_summary(
         "wall_time_s": wall_seconds,
         "mlups": mlups,
         "device": device,
+        "permeability": permeability,
         "lbm_version": env!("CARGO_PKG_VERSION"),
     });
     let text =
