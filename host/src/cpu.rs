@@ -181,7 +181,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             // SAFETY: buffers sized for the domain; init writes disjoint slots per cell.
             unsafe { stream::init_equilibrium::<L, Q, S>(&dims, scheme, &p, fp.get(), fl.get(), pl.get(), cell) }
         });
-        let open = config.domain.open.iter().map(|g| (g.cells.clone(), g.state.kernel_params())).collect();
+        let collision = config.collision_params();
+        let open = config.domain.open.iter().map(|g| (g.cells.clone(), g.state.kernel_params(collision))).collect();
         Ok(Self { config, slab, flags, f, f_next, open, t: 0, _lattice: PhantomData })
     }
 
