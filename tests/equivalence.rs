@@ -86,7 +86,8 @@ fn gpu_matches_cpu_bit_for_bit() {
     let channel = channel_config(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, spec);
     // Regularized open boundaries collide: TRT with a force, 16-bit two-lattice.
     let regularized = Channel { scheme: OpenScheme::Regularized, ..spec };
-    let mut regularized = channel_config(LatticeKind::D3Q27, Precision::F16, Streaming::TwoLattice, regularized).unwrap();
+    let mut regularized =
+        channel_config(LatticeKind::D3Q27, Precision::F16, Streaming::TwoLattice, regularized).unwrap();
     regularized.collision = lbm::host::solver::CollisionModel::Trt { magic: 0.1 };
     regularized.force = [1e-5, -2e-5, 0.0];
     let runs = cases

@@ -4,6 +4,7 @@
 mod common;
 
 use common::factory;
+use lbm::host::domain::OpenScheme;
 use lbm::host::reference::{CAVITY3D_RE100_U, GHIA_RE1000_U, GHIA_RE1000_V, GHIA_RE100_U, GHIA_RE100_V};
 use lbm::host::validation::*;
 use lbm::host::{LatticeKind, Precision, Profile};
@@ -31,9 +32,11 @@ fn poiseuille_second_order(backend: BackendKind) {
 on_backends!(poiseuille_second_order);
 
 /// A channel between a velocity inlet and a pressure outlet settles to plane
-/// Poiseuille flow. Tolerances: equilibrium boundaries drop the
-/// non-equilibrium populations, a first-order error: the inflow is 1.3% high
-/// at 20 cells and 0.67% at 40 (measured; 2% allowed at 20), and the
+/// Poiseuille flow. Tolerances: the mass inflow is 1.3% above `u_in H` at 20
+/// cells and 0.67% at 40 with the inflow speed fixed (measured; 2% allowed at
+/// 20), because the inlet imposes the velocity at a density raised by the
+/// pressure that drives the flow (`36 nu u L / H^2` = 1.1% here); at a fixed
+/// Reynolds number it falls as 1/H^2, with either open-boundary scheme. The
 /// cell-centred flux next to the outlet differs from the conserved interface
 /// flux by the non-equilibrium stress (0.08% of it). The developed profile
 /// and the pressure gradient carry the O(1/H^2) wall error of halfway
@@ -45,26 +48,28 @@ fn channel_inlet_outlet(backend: BackendKind) {
         (LatticeKind::D3Q19, Precision::F64),
         (LatticeKind::D3Q19, Precision::F32),
     ] {
-        let r = channel(factory(), backend, lattice, precision, VALIDATION_CHANNEL).unwrap();
-        println!("{lattice:?} {precision:?} channel: {r:?}");
-        assert!(r.converged, "{lattice:?} {precision:?}: no steady state");
-        assert!(
-            r.flux_spread < 1e-3,
-            "{lattice:?} {precision:?}: mass flux varies by {} along the channel",
-            r.flux_spread
-        );
-        assert!(r.flux_error.abs() < 0.02, "{lattice:?} {precision:?}: flux off the inflow by {}", r.flux_error);
-        assert!(r.profile_error < 0.01, "{lattice:?} {precision:?}: profile off Poiseuille by {}", r.profile_error);
-        assert!(
-            r.gradient_error.abs() < 0.02,
-            "{lattice:?} {precision:?}: pressure gradient off by {}",
-            r.gradient_error
-        );
-        assert!(
-            r.outlet_density_error.abs() < 1e-3,
-            "{lattice:?} {precision:?}: outlet density off by {}",
-            r.outlet_density_error
-        );
+        for scheme in OpenScheme::ALL {
+            let r = channel(factory(), backend, lattice, precision, Channel { scheme, ..VALIDATION_CHANNEL }).unwrap();
+            println!("{lattice:?} {precision:?} {scheme:?} channel: {r:?}");
+            assert!(r.converged, "{lattice:?} {precision:?}: no steady state");
+            assert!(
+                r.flux_spread < 1e-3,
+                "{lattice:?} {precision:?}: mass flux varies by {} along the channel",
+                r.flux_spread
+            );
+            assert!(r.flux_error.abs() < 0.02, "{lattice:?} {precision:?}: flux off the inflow by {}", r.flux_error);
+            assert!(r.profile_error < 0.01, "{lattice:?} {precision:?}: profile off Poiseuille by {}", r.profile_error);
+            assert!(
+                r.gradient_error.abs() < 0.02,
+                "{lattice:?} {precision:?}: pressure gradient off by {}",
+                r.gradient_error
+            );
+            assert!(
+                r.outlet_density_error.abs() < 1e-3,
+                "{lattice:?} {precision:?}: outlet density off by {}",
+                r.outlet_density_error
+            );
+        }
     }
 }
 on_backends!(channel_inlet_outlet);
@@ -87,7 +92,6 @@ on_backends!(channel_inlet_outlet);
 /// and "about 2", with room for a three-point fit), the equilibrium outlet
 /// below first order, the regularized outlet 30 times below it.
 fn regularized_open_boundaries_are_second_order(backend: BackendKind) {
-    use lbm::host::domain::OpenScheme;
     use lbm::host::solver::{CollisionModel, DEFAULT_MAGIC};
     let widths = [10u32, 20, 40];
     let run = |scheme| -> Vec<DevelopedChannelResult> {
