@@ -2,6 +2,7 @@
 
 mod common;
 
+use lbm::host::domain::OpenScheme;
 use lbm::host::validation::{cavity_config, channel_config, Channel};
 use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::layout::population_index;
@@ -29,16 +30,33 @@ fn esoteric_pull_matches_two_lattice(on: common::On) {
             assert_eq!(fe, fa, "{lattice:?}: fields differ after {} steps", ep.time());
         }
     }
-    // Open boundaries: a channel with a velocity inlet and a pressure outlet.
-    for lattice in [LatticeKind::D2Q9, LatticeKind::D3Q27] {
-        let spec = Channel { width: 12, length: 40, tau: 0.7, u_in: 0.05 };
-        let channel = |s| channel_config(lattice, Precision::F64, s, spec).unwrap();
+    // Open boundaries: a channel with a velocity inlet and a pressure outlet,
+    // of either scheme; the regularized one with TRT and a force, which its
+    // cells collide with.
+    let open = [
+        (LatticeKind::D2Q9, Precision::F64, OpenScheme::Equilibrium),
+        (LatticeKind::D3Q27, Precision::F64, OpenScheme::Equilibrium),
+        (LatticeKind::D2Q9, Precision::F64, OpenScheme::Regularized),
+        (LatticeKind::D3Q27, Precision::F32, OpenScheme::Regularized),
+        (LatticeKind::D3Q19, Precision::F16, OpenScheme::Regularized),
+    ];
+    for (lattice, precision, scheme) in open {
+        let spec = Channel { width: 12, length: 40, tau: 0.7, u_in: 0.05, scheme };
+        let channel = |s| {
+            let mut c = channel_config(lattice, precision, s, spec).unwrap();
+            if scheme == OpenScheme::Regularized {
+                c.collision = lbm::host::solver::CollisionModel::Trt { magic: 0.1 };
+                c.force = [1e-5, -2e-5, 0.0];
+            }
+            c
+        };
         let mut ep = on.build(channel(Streaming::EsotericPull));
         let mut ab = on.build(channel(Streaming::TwoLattice));
         for steps in [1, 100, 231] {
             ep.step(steps).unwrap();
             ab.step(steps).unwrap();
-            assert_eq!(ep.fields().unwrap(), ab.fields().unwrap(), "{lattice:?} channel: fields differ");
+            let (fe, fa) = (ep.fields().unwrap(), ab.fields().unwrap());
+            assert_eq!(fe, fa, "{lattice:?} {precision:?} {scheme:?} channel: fields differ");
         }
     }
 }
@@ -64,14 +82,21 @@ fn gpu_matches_cpu_bit_for_bit() {
         (LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull, 37, 301),
         (LatticeKind::D3Q27, Precision::F32, Streaming::EsotericPull, 45, 200),
     ];
-    let spec = Channel { width: 30, length: 100, tau: 0.6, u_in: 0.05 };
+    let spec = Channel { width: 30, length: 100, tau: 0.6, u_in: 0.05, scheme: OpenScheme::Equilibrium };
     let channel = channel_config(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, spec);
+    // Regularized open boundaries collide: TRT with a force, 16-bit two-lattice.
+    let regularized = Channel { scheme: OpenScheme::Regularized, ..spec };
+    let mut regularized =
+        channel_config(LatticeKind::D3Q27, Precision::F16, Streaming::TwoLattice, regularized).unwrap();
+    regularized.collision = lbm::host::solver::CollisionModel::Trt { magic: 0.1 };
+    regularized.force = [1e-5, -2e-5, 0.0];
     let runs = cases
         .into_iter()
         .map(|(lattice, precision, streaming, side, steps)| {
             (forced_cavity(lattice, precision, streaming, side), format!("{}^3 cavity", side + 2), steps)
         })
-        .chain([(channel.unwrap(), "channel with inlet and outlet".to_string(), 1001)]);
+        .chain([(channel.unwrap(), "channel with inlet and outlet".to_string(), 1001)])
+        .chain([(regularized, "channel with regularized inlet and outlet".to_string(), 1001)]);
     for (c, name, steps) in runs {
         let (lattice, precision, streaming) = (c.lattice, c.precision, c.streaming);
         let mut cpu = lbm::build_solver(c.clone(), BackendKind::Cpu).unwrap();

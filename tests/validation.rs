@@ -4,6 +4,7 @@
 mod common;
 
 use common::factory;
+use lbm::host::domain::OpenScheme;
 use lbm::host::reference::{CAVITY3D_RE100_U, GHIA_RE1000_U, GHIA_RE1000_V, GHIA_RE100_U, GHIA_RE100_V};
 use lbm::host::validation::*;
 use lbm::host::{LatticeKind, Precision, Profile};
@@ -31,9 +32,11 @@ fn poiseuille_second_order(backend: BackendKind) {
 on_backends!(poiseuille_second_order);
 
 /// A channel between a velocity inlet and a pressure outlet settles to plane
-/// Poiseuille flow. Tolerances: equilibrium boundaries drop the
-/// non-equilibrium populations, a first-order error: the inflow is 1.3% high
-/// at 20 cells and 0.67% at 40 (measured; 2% allowed at 20), and the
+/// Poiseuille flow. Tolerances: the mass inflow is 1.3% above `u_in H` at 20
+/// cells and 0.67% at 40 with the inflow speed fixed (measured; 2% allowed at
+/// 20), because the inlet imposes the velocity at a density raised by the
+/// pressure that drives the flow (`36 nu u L / H^2` = 1.1% here); at a fixed
+/// Reynolds number it falls as 1/H^2, with either open-boundary scheme. The
 /// cell-centred flux next to the outlet differs from the conserved interface
 /// flux by the non-equilibrium stress (0.08% of it). The developed profile
 /// and the pressure gradient carry the O(1/H^2) wall error of halfway
@@ -45,29 +48,96 @@ fn channel_inlet_outlet(backend: BackendKind) {
         (LatticeKind::D3Q19, Precision::F64),
         (LatticeKind::D3Q19, Precision::F32),
     ] {
-        let r = channel(factory(), backend, lattice, precision, VALIDATION_CHANNEL).unwrap();
-        println!("{lattice:?} {precision:?} channel: {r:?}");
-        assert!(r.converged, "{lattice:?} {precision:?}: no steady state");
-        assert!(
-            r.flux_spread < 1e-3,
-            "{lattice:?} {precision:?}: mass flux varies by {} along the channel",
-            r.flux_spread
-        );
-        assert!(r.flux_error.abs() < 0.02, "{lattice:?} {precision:?}: flux off the inflow by {}", r.flux_error);
-        assert!(r.profile_error < 0.01, "{lattice:?} {precision:?}: profile off Poiseuille by {}", r.profile_error);
-        assert!(
-            r.gradient_error.abs() < 0.02,
-            "{lattice:?} {precision:?}: pressure gradient off by {}",
-            r.gradient_error
-        );
-        assert!(
-            r.outlet_density_error.abs() < 1e-3,
-            "{lattice:?} {precision:?}: outlet density off by {}",
-            r.outlet_density_error
-        );
+        for scheme in OpenScheme::ALL {
+            let r = channel(factory(), backend, lattice, precision, Channel { scheme, ..VALIDATION_CHANNEL }).unwrap();
+            println!("{lattice:?} {precision:?} {scheme:?} channel: {r:?}");
+            assert!(r.converged, "{lattice:?} {precision:?}: no steady state");
+            assert!(
+                r.flux_spread < 1e-3,
+                "{lattice:?} {precision:?}: mass flux varies by {} along the channel",
+                r.flux_spread
+            );
+            assert!(r.flux_error.abs() < 0.02, "{lattice:?} {precision:?}: flux off the inflow by {}", r.flux_error);
+            assert!(r.profile_error < 0.01, "{lattice:?} {precision:?}: profile off Poiseuille by {}", r.profile_error);
+            assert!(
+                r.gradient_error.abs() < 0.02,
+                "{lattice:?} {precision:?}: pressure gradient off by {}",
+                r.gradient_error
+            );
+            assert!(
+                r.outlet_density_error.abs() < 1e-3,
+                "{lattice:?} {precision:?}: outlet density off by {}",
+                r.outlet_density_error
+            );
+        }
     }
 }
 on_backends!(channel_inlet_outlet);
+
+/// The channel with developed Poiseuille inflow at widths 10, 20 and 40 and
+/// a fixed Reynolds number (2: `tau` fixed, the inflow speed halving as the
+/// width doubles, so the compressibility error falls as fast as a
+/// second-order one). TRT with the magic parameter 3/16 makes the walls
+/// exact, so the first and last fluid columns deviate from the imposed
+/// profile by the open boundaries' errors. An equilibrium boundary drops the
+/// non-equilibrium stress, a first-order error at the inlet; a regularized
+/// one keeps it (Latt et al. 2008). Measured (f64, CPU), inlet: equilibrium
+/// 8.7e-3, 3.9e-3, 1.5e-3 (order 1.24), regularized 6.8e-4, 9.1e-5, 1.2e-5
+/// (order 2.9: what remains is the speed-up over one cell as the density
+/// drops, `36 nu u / H^2` relative, third order in this scaling). Outlet:
+/// equilibrium 4.6e-3, 5.3e-3, 3.8e-3 (order 0.15: at a fixed Reynolds
+/// number the dropped stress distorts the profile by a fixed fraction),
+/// regularized 6.8e-5, 5.0e-5, 2.3e-5, 70 to 160 times smaller. Bounds:
+/// the inlet orders within 0.3 of 1 and above 1.7 (the brief's "about 1"
+/// and "about 2", with room for a three-point fit), the equilibrium outlet
+/// below first order, the regularized outlet 30 times below it.
+fn regularized_open_boundaries_are_second_order(backend: BackendKind) {
+    use lbm::host::solver::{CollisionModel, DEFAULT_MAGIC};
+    let widths = [10u32, 20, 40];
+    let run = |scheme| -> Vec<DevelopedChannelResult> {
+        widths
+            .iter()
+            .map(|&width| {
+                let tau = 0.8;
+                let u_in = 2.0 * (tau - 0.5) / 3.0 / width as f64;
+                let spec = Channel { width, length: 3 * width, tau, u_in, scheme };
+                let trt = CollisionModel::Trt { magic: DEFAULT_MAGIC };
+                let r = developed_channel(factory(), backend, LatticeKind::D2Q9, Precision::F64, spec, trt).unwrap();
+                assert!(r.converged, "{scheme:?} width {width}: no steady state");
+                r
+            })
+            .collect()
+    };
+    let order = |errors: Vec<f64>| {
+        let fit: Vec<PoiseuilleResult> =
+            widths.iter().zip(errors).map(|(&width, l2_error)| PoiseuilleResult { width, l2_error }).collect();
+        convergence_order(&fit)
+    };
+    let (eq, reg) = (run(OpenScheme::Equilibrium), run(OpenScheme::Regularized));
+    let orders = |r: &[DevelopedChannelResult]| {
+        let (inlet, outlet): (Vec<f64>, Vec<f64>) = r.iter().map(|r| (r.inlet_error, r.outlet_error)).unzip();
+        println!("inlet errors {inlet:?}, outlet errors {outlet:?}");
+        (order(inlet), order(outlet))
+    };
+    let ((eq_in, eq_out), (reg_in, reg_out)) = (orders(&eq), orders(&reg));
+    println!(
+        "orders: equilibrium inlet {eq_in:.2}, outlet {eq_out:.2}; regularized inlet {reg_in:.2}, outlet {reg_out:.2}"
+    );
+    assert!((0.7..1.3).contains(&eq_in), "equilibrium inlet order {eq_in}, expected about 1");
+    assert!(eq_out < 1.0, "equilibrium outlet order {eq_out}, expected below 1");
+    assert!(reg_in > 1.7, "regularized inlet order {reg_in}, expected 2 or more");
+    for (k, (e, r)) in eq.iter().zip(&reg).enumerate() {
+        let width = widths[k];
+        assert!(
+            r.outlet_error < e.outlet_error / 30.0,
+            "width {width}: outlet {} against {}",
+            r.outlet_error,
+            e.outlet_error
+        );
+    }
+    println!("regularized outlet order {reg_out:.2} (not asserted)");
+}
+on_backends!(regularized_open_boundaries_are_second_order);
 
 /// Taylor-Green decay gives back nu = (tau - 1/2)/3 within 1% (the
 /// discretisation error at 64 cells per wavelength is O((k dx)^2) ~ 1e-2 at most).

@@ -1,7 +1,7 @@
 //! Case files (TOML): what a user writes to run a simulation without code.
 //! The schema is documented in `cases/README.md`.
 
-use crate::domain::{Domain, FaceBoundary};
+use crate::domain::{Domain, FaceBoundary, OpenScheme};
 use crate::error::{Error, Result};
 use crate::solver::{CollisionModel, GridLayout, Initial, LatticeKind, Named, Precision, SolverConfig, DEFAULT_MAGIC};
 use kernels_gpu::{CollisionKind, Dims, Streaming};
@@ -189,7 +189,8 @@ pub struct PhysicsSection {
 }
 
 /// One face: `"wall"`, `"periodic"`, `{ moving_wall = [ux, uy, uz] }`,
-/// `{ velocity_inlet = [ux, uy, uz] }` or `{ pressure_outlet = p }`.
+/// `{ velocity_inlet = [ux, uy, uz] }` or `{ pressure_outlet = p }`; inlets
+/// and outlets may name their scheme, `scheme = "regularized"`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
 pub enum FaceSpec {
@@ -200,15 +201,19 @@ pub enum FaceSpec {
         /// Wall velocity.
         moving_wall: [f64; 3],
     },
-    /// An equilibrium velocity inlet.
+    /// A velocity inlet.
     Inlet {
         /// Inflow velocity.
         velocity_inlet: [f64; 3],
+        /// [`OpenScheme`] name (default `"equilibrium"`).
+        scheme: Option<String>,
     },
-    /// An equilibrium pressure outlet.
+    /// A pressure outlet.
     Outlet {
         /// Gauge pressure (relative to the reference density's pressure).
         pressure_outlet: f64,
+        /// [`OpenScheme`] name (default `"equilibrium"`).
+        scheme: Option<String>,
     },
 }
 
@@ -498,10 +503,10 @@ impl Case {
             match face {
                 FaceSpec::Named(_) => {}
                 FaceSpec::Moving { moving_wall } => n.three(&format!("[boundaries] {name}.moving_wall"), *moving_wall),
-                FaceSpec::Inlet { velocity_inlet } => {
+                FaceSpec::Inlet { velocity_inlet, .. } => {
                     n.three(&format!("[boundaries] {name}.velocity_inlet"), *velocity_inlet)
                 }
-                FaceSpec::Outlet { pressure_outlet } => {
+                FaceSpec::Outlet { pressure_outlet, .. } => {
                     n.one(format!("[boundaries] {name}.pressure_outlet"), *pressure_outlet)
                 }
             }
@@ -623,10 +628,12 @@ impl Case {
                 FaceSpec::Named(s) if s == "periodic" => FaceBoundary::Periodic,
                 FaceSpec::Named(s) => return Err(bad(format!("[boundaries] {name} = \"{s}\": use {FACE_CHOICES}"))),
                 FaceSpec::Moving { moving_wall } => FaceBoundary::MovingWall(moving_wall.map(to_lattice_velocity)),
-                FaceSpec::Inlet { velocity_inlet } => {
-                    FaceBoundary::VelocityInlet(velocity_inlet.map(to_lattice_velocity))
+                FaceSpec::Inlet { velocity_inlet, scheme } => {
+                    let scheme = open_scheme(scheme).map_err(|e| bad(format!("[boundaries] {name}.scheme: {e}")))?;
+                    FaceBoundary::VelocityInlet(velocity_inlet.map(to_lattice_velocity), scheme)
                 }
-                FaceSpec::Outlet { pressure_outlet } => {
+                FaceSpec::Outlet { pressure_outlet, scheme } => {
+                    let scheme = open_scheme(scheme).map_err(|e| bad(format!("[boundaries] {name}.scheme: {e}")))?;
                     let rho = to_lattice_density(*pressure_outlet);
                     if !(rho.is_finite() && (rho - 1.0).abs() < 0.1) {
                         return Err(bad(format!(
@@ -634,7 +641,7 @@ impl Case {
                              keep it within 10% of the reference (1): lower the gauge pressure"
                         )));
                     }
-                    FaceBoundary::PressureOutlet(rho)
+                    FaceBoundary::PressureOutlet(rho, scheme)
                 }
             };
         }
@@ -843,6 +850,11 @@ pub struct PorousSample {
     pub diameter: Option<f64>,
 }
 
+/// The open-boundary scheme a face names, [`OpenScheme::Equilibrium`] when none.
+fn open_scheme(name: &Option<String>) -> Result<OpenScheme> {
+    name.as_deref().map_or(Ok(OpenScheme::default()), OpenScheme::from_name)
+}
+
 /// Fluid cells between the moving wall and the face opposite to it.
 fn lid_length(faces: &[FaceBoundary; 6], size: [u32; 3]) -> Option<f64> {
     let k = faces.iter().position(|f| matches!(f, FaceBoundary::MovingWall(_)))?;
@@ -929,6 +941,19 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         assert!(setup(&reynolds).unwrap_err().to_string().contains("viscosity"));
         let overpressure = channel.replace("pressure_outlet = 0.003", "pressure_outlet = 0.1");
         assert!(setup(&overpressure).unwrap_err().to_string().contains("pressure_outlet"));
+        // Equilibrium unless a face names its scheme.
+        assert_eq!((inlet.scheme, outlet.scheme), (OpenScheme::Equilibrium, OpenScheme::Equilibrium));
+        let regularized = channel.replace("0.0, 0.0] }", "0.0, 0.0], scheme = \"regularized\" }");
+        let d = setup(&regularized).unwrap().config.domain;
+        assert_eq!(
+            (d.open[0].state.scheme, d.open[1].state.scheme),
+            (OpenScheme::Regularized, OpenScheme::Equilibrium)
+        );
+        let both = regularized.replace("0.003 }", "0.003, scheme = \"Regularized\" }");
+        assert_eq!(setup(&both).unwrap().config.domain.open[1].state.scheme, OpenScheme::Regularized);
+        let typo = channel.replace("0.003 }", "0.003, scheme = \"regularised\" }");
+        let e = setup(&typo).unwrap_err().to_string();
+        assert!(e.contains("x_max.scheme") && e.contains("equilibrium, regularized"), "{e}");
     }
 
     #[test]

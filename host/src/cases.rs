@@ -1,7 +1,7 @@
 //! Standard set-ups: the lid-driven cavity and the open duct that
 //! benchmarks, scaling runs, validation and tests build on.
 
-use crate::domain::{Domain, FaceBoundary};
+use crate::domain::{Domain, FaceBoundary, OpenScheme};
 use crate::error::Result;
 use crate::solver::{CollisionModel, Initial, LatticeKind, Precision, SolverConfig};
 use kernels_gpu::{Dims, Streaming};
@@ -63,20 +63,20 @@ pub fn duct_config(
         grid: crate::solver::GridLayout::Dense,
         tau: 0.8,
         force: [0.0; 3],
-        domain: Domain::with_faces(dims, duct_faces(axis, 0.02))?,
+        domain: Domain::with_faces(dims, duct_faces(axis, 0.02, OpenScheme::Equilibrium))?,
         initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
     })
 }
 
 /// The faces of a duct along `axis`: a velocity inlet (speed `u_in`) on the
-/// min face, a pressure outlet at rest density on the max face, walls across
-/// the next axis, periodic along the third.
-pub(crate) fn duct_faces(axis: usize, u_in: f64) -> [FaceBoundary; 6] {
+/// min face, a pressure outlet at rest density on the max face (both of
+/// `scheme`), walls across the next axis, periodic along the third.
+pub(crate) fn duct_faces(axis: usize, u_in: f64, scheme: OpenScheme) -> [FaceBoundary; 6] {
     let mut faces = [FaceBoundary::Periodic; 6];
     let mut u = [0.0; 3];
     u[axis] = u_in;
-    faces[2 * axis] = FaceBoundary::VelocityInlet(u);
-    faces[2 * axis + 1] = FaceBoundary::PressureOutlet(1.0);
+    faces[2 * axis] = FaceBoundary::VelocityInlet(u, scheme);
+    faces[2 * axis + 1] = FaceBoundary::PressureOutlet(1.0, scheme);
     let walls = (axis + 1) % 3;
     faces[2 * walls] = FaceBoundary::Wall;
     faces[2 * walls + 1] = FaceBoundary::Wall;

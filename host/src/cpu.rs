@@ -185,7 +185,13 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             // SAFETY: buffers sized for the grid; init writes disjoint slots per cell.
             unsafe { stream::init_equilibrium::<L, Q, S, _>(&g, scheme, &p, fp.get(), fl.get(), pl.get(), cell) }
         }));
-        let open = config.domain.open.iter().map(|o| (grid.stored_cells(&o.cells), o.state.kernel_params())).collect();
+        let collision = config.collision_params();
+        let open = config
+            .domain
+            .open
+            .iter()
+            .map(|o| (grid.stored_cells(&o.cells), o.state.kernel_params(collision)))
+            .collect();
         Ok(Self { config, slab, grid, flags, f, f_next, open, t: 0, _lattice: PhantomData })
     }
 

@@ -2,6 +2,7 @@
 //! and the open-boundary states.
 
 use crate::error::{Error, Result};
+use crate::solver::CollisionParams;
 use kernels_gpu::flags::{CellKind, MAX_MOVING_WALLS};
 use kernels_gpu::Dims;
 
@@ -57,13 +58,13 @@ pub enum FaceBoundary {
     Wall,
     /// A wall moving with the given velocity (lattice units), one cell thick.
     MovingWall([f64; 3]),
-    /// Equilibrium velocity inlet (lattice units), one cell thick: the cells
-    /// take the equilibrium of this velocity and their arriving density.
-    VelocityInlet([f64; 3]),
-    /// Equilibrium pressure outlet with this density (lattice units; the
-    /// pressure is `rho / 3`), one cell thick: the cells take the equilibrium
-    /// of this density and their arriving velocity.
-    PressureOutlet(f64),
+    /// Velocity inlet (lattice units), one cell thick: the cells impose this
+    /// velocity, with the density that follows from their arriving populations.
+    VelocityInlet([f64; 3], OpenScheme),
+    /// Pressure outlet with this density (lattice units; the pressure is
+    /// `rho / 3`), one cell thick: the cells impose this density, with the
+    /// normal velocity that follows from their arriving populations.
+    PressureOutlet(f64, OpenScheme),
 }
 
 impl FaceBoundary {
@@ -72,7 +73,7 @@ impl FaceBoundary {
     /// an inlet and a moving lid covers the edges it shares with walls.
     const fn fill_order(&self) -> u8 {
         match self {
-            FaceBoundary::Periodic | FaceBoundary::VelocityInlet(_) | FaceBoundary::PressureOutlet(_) => 0,
+            FaceBoundary::Periodic | FaceBoundary::VelocityInlet(..) | FaceBoundary::PressureOutlet(..) => 0,
             FaceBoundary::Wall => 1,
             FaceBoundary::MovingWall(_) => 2,
         }
@@ -114,11 +115,39 @@ pub enum OpenKind {
     PressureOutlet,
 }
 
+/// How an open boundary rebuilds its cells from the density and velocity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OpenScheme {
+    /// The equilibrium of the density and velocity, without colliding:
+    /// first-order accurate (the non-equilibrium stress is dropped).
+    #[default]
+    Equilibrium,
+    /// Regularized (Latt et al. 2008): the equilibrium plus the
+    /// non-equilibrium stress of the arriving populations, then a collision
+    /// with the bulk's operator; second-order accurate.
+    Regularized,
+}
+
+impl OpenScheme {
+    /// Both schemes.
+    pub const ALL: [OpenScheme; 2] = [OpenScheme::Equilibrium, OpenScheme::Regularized];
+
+    /// Name in case files (`equilibrium`, `regularized`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            OpenScheme::Equilibrium => "equilibrium",
+            OpenScheme::Regularized => "regularized",
+        }
+    }
+}
+
 /// What an inlet or outlet face imposes (lattice units).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OpenState {
     /// Which of density and velocity it imposes.
     pub kind: OpenKind,
+    /// How its cells are rebuilt.
+    pub scheme: OpenScheme,
     /// Density an outlet imposes.
     pub density: f64,
     /// Velocity an inlet imposes.
@@ -128,9 +157,10 @@ pub struct OpenState {
 }
 
 impl OpenState {
-    /// The open-boundary kernel's parameters for a group imposing this state.
-    pub fn kernel_params<T: kernels_gpu::Real>(&self) -> kernels_gpu::OpenBoundary<T> {
-        use kernels_gpu::{INLET, OUTLET};
+    /// The open-boundary kernel's parameters for a group imposing this state
+    /// in a simulation whose bulk collides with `collision`.
+    pub fn kernel_params<T: kernels_gpu::Real>(&self, collision: CollisionParams<T>) -> kernels_gpu::OpenBoundary<T> {
+        use kernels_gpu::{EQUILIBRIUM, INLET, OUTLET, REGULARIZED};
         kernels_gpu::OpenBoundary {
             rho: T::from_f64(self.density),
             u: self.velocity.map(T::from_f64),
@@ -139,7 +169,11 @@ impl OpenState {
                 OpenKind::VelocityInlet => INLET,
                 OpenKind::PressureOutlet => OUTLET,
             },
-            reserved: 0,
+            scheme: match self.scheme {
+                OpenScheme::Equilibrium => EQUILIBRIUM,
+                OpenScheme::Regularized => REGULARIZED,
+            },
+            rates: collision.rates(),
         }
     }
 }
@@ -211,14 +245,14 @@ impl Domain {
                 FaceBoundary::Periodic => continue,
                 FaceBoundary::Wall => CellKind::Wall,
                 FaceBoundary::MovingWall(u) => d.add_moving_wall(u)?,
-                FaceBoundary::VelocityInlet(velocity) => {
+                FaceBoundary::VelocityInlet(velocity, scheme) => {
                     let kind = OpenKind::VelocityInlet;
-                    d.add_open_face(face, OpenState { kind, density: 1.0, velocity, normal });
+                    d.add_open_face(face, OpenState { kind, scheme, density: 1.0, velocity, normal });
                     continue;
                 }
-                FaceBoundary::PressureOutlet(density) => {
+                FaceBoundary::PressureOutlet(density, scheme) => {
                     let kind = OpenKind::PressureOutlet;
-                    d.add_open_face(face, OpenState { kind, density, velocity: [0.0; 3], normal });
+                    d.add_open_face(face, OpenState { kind, scheme, density, velocity: [0.0; 3], normal });
                     continue;
                 }
             };

@@ -334,7 +334,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
                     cells: s.clone_htod(&grid.stored_cells(&g.cells)).ctx("uploading the open-boundary cells")?,
                     count: g.cells.len() as u32,
                     kernel: device.kernel::<L, Q, S>(KernelKind::OpenBoundary, on)?,
-                    params: g.state.kernel_params(),
+                    params: g.state.kernel_params(config.collision_params()),
                 })
             })
             .collect::<Result<_>>()?;

@@ -1,7 +1,7 @@
 //! The backend seam: one [`Solver`] trait with CPU and GPU siblings, and the
 //! run-time choice of lattice, precision and streaming scheme.
 
-use crate::domain::Domain;
+use crate::domain::{Domain, OpenScheme};
 use crate::error::{Error, Result};
 use crate::fields::Fields;
 use kernels_gpu::{Bgk, CollisionKind, F16s, Lattice, Real, StepParams, Storage, Streaming, Trt, D2Q9, D3Q19, D3Q27};
@@ -113,6 +113,7 @@ named! {
     Precision => "precision",
     Streaming => "streaming scheme",
     CollisionKind => "collision operator",
+    OpenScheme => "open-boundary scheme",
 }
 
 /// How populations are stored (and computed).
@@ -197,6 +198,18 @@ pub enum CollisionParams<T> {
     Bgk(Bgk<T>),
     /// [`kernels_gpu::Trt`].
     Trt(Trt<T>),
+}
+
+impl<T: Copy> CollisionParams<T> {
+    /// The operator's rates as TRT's: BGK's `omega` as both (TRT with equal
+    /// rates gives BGK's populations bit for bit). Regularized open
+    /// boundaries collide with these.
+    pub fn rates(self) -> Trt<T> {
+        match self {
+            CollisionParams::Bgk(Bgk { omega }) => Trt { omega_plus: omega, omega_minus: omega },
+            CollisionParams::Trt(t) => t,
+        }
+    }
 }
 
 /// Which backend runs the simulation.
@@ -632,6 +645,7 @@ mod tests {
         round_trip::<Precision>();
         round_trip::<Streaming>();
         round_trip::<CollisionKind>();
+        round_trip::<OpenScheme>();
 
         let three_d: Vec<LatticeKind> = LatticeKind::ALL.into_iter().filter(|l| l.dimension() == 3).collect();
         assert_eq!(LatticeKind::from_name_in("D3Q27", &three_d).unwrap(), LatticeKind::D3Q27);

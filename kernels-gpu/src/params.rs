@@ -1,5 +1,6 @@
 //! Parameter structs passed by value to the kernels (`#[repr(C)]`, `Copy`).
 
+use crate::collision::Trt;
 use crate::flags::MAX_MOVING_WALLS;
 use crate::layout::Dims;
 
@@ -53,23 +54,34 @@ pub struct OpenBoundary<T> {
     pub normal: [T; 3],
     /// [`INLET`] (imposes `u`) or [`OUTLET`] (imposes `rho`).
     pub kind: u32,
-    /// Zero: no implicit padding for f64.
-    pub reserved: u32,
+    /// [`EQUILIBRIUM`] or [`REGULARIZED`]: how the cells are rebuilt.
+    pub scheme: u32,
+    /// The rates a regularized cell collides at, the bulk's operator: TRT's
+    /// own, or BGK's `omega` as both (TRT with equal rates is BGK bit for
+    /// bit). An equilibrium cell does not collide.
+    pub rates: Trt<T>,
 }
 
 /// [`OpenBoundary::kind`] of a velocity inlet.
 pub const INLET: u32 = 0;
 /// [`OpenBoundary::kind`] of a pressure outlet.
 pub const OUTLET: u32 = 1;
+/// [`OpenBoundary::scheme`] of an equilibrium boundary: its cells store the
+/// equilibrium of their density and velocity, without colliding (first order).
+pub const EQUILIBRIUM: u32 = 0;
+/// [`OpenBoundary::scheme`] of a regularized boundary
+/// ([`crate::regularized`]): its cells keep the non-equilibrium stress and
+/// collide (second order).
+pub const REGULARIZED: u32 = 1;
 
 // The host sends these bytes verbatim: pin the sizes so a layout change is seen.
 const _: () =
     assert!(core::mem::size_of::<StepParams<f32, crate::collision::Bgk<f32>>>() == 24 + 4 + 12 + 12 * MAX_MOVING_WALLS);
 const _: () = assert!(core::mem::size_of::<StepParams<f32>>() == 24 + 12 + 12 * MAX_MOVING_WALLS);
-const _: () = assert!(core::mem::size_of::<OpenBoundary<f32>>() == 36);
+const _: () = assert!(core::mem::size_of::<OpenBoundary<f32>>() == 44);
 const _: () =
     assert!(core::mem::size_of::<StepParams<f64, crate::collision::Bgk<f64>>>() == 24 + 8 + 24 + 24 * MAX_MOVING_WALLS);
 const _: () = assert!(core::mem::size_of::<StepParams<f64>>() == 24 + 24 + 24 * MAX_MOVING_WALLS);
-const _: () = assert!(core::mem::size_of::<OpenBoundary<f64>>() == 64);
+const _: () = assert!(core::mem::size_of::<OpenBoundary<f64>>() == 80);
 const _: () = assert!(core::mem::size_of::<crate::collision::Bgk<f32>>() == 4);
 const _: () = assert!(core::mem::size_of::<crate::collision::Trt<f64>>() == 16);

@@ -44,8 +44,9 @@ use crate::collision::Collision;
 use crate::flags::{flag_of, is_flow, is_fluid, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
 use crate::grid::{Grid, Neighbourhood};
 use crate::lattice::{opposite, Lattice};
-use crate::params::{OpenBoundary, StepParams, INLET};
+use crate::params::{OpenBoundary, StepParams, INLET, REGULARIZED};
 use crate::real::Real;
+use crate::regularized::regularized_collided;
 use crate::storage::{cell_noise, store_noise, Storage};
 use crate::warp::any_in_warp;
 
@@ -428,10 +429,11 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
 
 /// Step of an open-boundary cell of the group `open`: streams like a fluid
 /// cell, then takes the equilibrium of the moments [`open_boundary_moments`]
-/// gives instead of colliding. Open cells are few, so they run in their own
-/// kernel over their group's list of cells, which keeps this code out of the
-/// bulk kernels. Any order against the bulk update is fine: in both schemes
-/// a cell reads and writes only slots no other cell touches in the same step.
+/// gives instead of colliding, or for a [`REGULARIZED`] group collides their
+/// regularized state ([`regularized_collided`]). Open cells are few, so they
+/// run in their own kernel over their group's list of cells, which keeps this
+/// code out of the bulk kernels. Any order against the bulk update is fine:
+/// in both schemes a cell reads and writes only slots no other cell touches in the same step.
 ///
 /// # Safety
 /// As [`stream_collide_esoteric`] (`src == dst`) or
@@ -451,8 +453,12 @@ pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage, G:
     let nb = neighbours::<L, Q, G>(grid, cell);
     let fi = rescaled(load::<L, Q, S, true>(scheme, p, src, flags, &nb), 1.0 / S::SCALE);
     let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, open, open.kind == INLET);
-    let feq = equilibrium::<L, Q, S::Real>(rho, u);
-    store::<L, Q, S>(scheme, p, dst, &nb, &rescaled(feq, S::SCALE));
+    let post = if open.scheme == REGULARIZED {
+        regularized_collided::<L, Q, S::Real>(&fi, rho, u, open.normal, &open.rates, p.force)
+    } else {
+        equilibrium::<L, Q, S::Real>(rho, u)
+    };
+    store::<L, Q, S>(scheme, p, dst, &nb, &rescaled(post, S::SCALE));
 }
 
 /// Number of values per cell in a fields buffer: `rho, ux, uy, uz`, each a
