@@ -227,8 +227,8 @@ mod tests {
 
     fn channel(dims: Dims) -> Domain {
         let mut faces = [FaceBoundary::Periodic; 6];
-        faces[0] = FaceBoundary::VelocityInlet([0.05, 0.0, 0.0]);
-        faces[1] = FaceBoundary::PressureOutlet(1.0);
+        faces[0] = FaceBoundary::VelocityInlet([0.05, 0.0, 0.0], crate::domain::OpenScheme::Equilibrium);
+        faces[1] = FaceBoundary::PressureOutlet(1.0, crate::domain::OpenScheme::Equilibrium);
         faces[2] = FaceBoundary::Wall;
         faces[3] = FaceBoundary::Wall;
         Domain::with_faces(dims, faces).unwrap()
