@@ -130,7 +130,8 @@ pub struct SimulationSection {
     /// the faster of the two for this geometry).
     #[serde(default = "default_grid")]
     pub grid: String,
-    /// Block edge of a sparse grid, 4 (default) or 8.
+    /// Block edge of a sparse grid, 4 or 8 (default 4 for `"sparse"`;
+    /// `"auto"` tries both unless one is given).
     pub block: Option<u32>,
     /// Cells along x, y, z, boundary layers included (z = 1 for 2D lattices).
     pub size: [u32; 3],
@@ -401,10 +402,10 @@ fn periodic() -> FaceSpec {
 enum GridRequest {
     /// This layout.
     Fixed(GridLayout),
-    /// The faster layout for the geometry, sparse with blocks of `edge`.
+    /// The faster layout for the geometry, sparse with blocks of one of `edges`.
     Auto {
-        /// Block edge if sparse.
-        edge: u32,
+        /// Block edges to consider.
+        edges: &'static [u32],
     },
 }
 
@@ -420,7 +421,13 @@ fn parse_grid(name: &str, block: Option<u32>) -> Result<GridRequest> {
         )),
         "dense" => Ok(GridRequest::Fixed(GridLayout::Dense)),
         "sparse" => Ok(GridRequest::Fixed(GridLayout::Sparse { edge })),
-        "auto" => Ok(GridRequest::Auto { edge }),
+        "auto" => Ok(GridRequest::Auto {
+            edges: match block {
+                None => &crate::sparse::EDGES,
+                Some(4) => &crate::sparse::EDGES[..1],
+                Some(_) => &crate::sparse::EDGES[1..],
+            },
+        }),
         _ => Err(Error::UnknownName { what: "grid", name: name.into(), choices: "dense, sparse, auto".into() }),
     }
 }
@@ -757,8 +764,8 @@ impl Case {
                 config.grid = layout;
                 None
             }
-            GridRequest::Auto { edge } => {
-                let (layout, why) = crate::sparse::choose(&config, edge, sim.devices.len())
+            GridRequest::Auto { edges } => {
+                let (layout, why) = crate::sparse::choose(&config, edges, sim.devices.len())
                     .map_err(in_case(path, "[simulation] grid"))?;
                 config.grid = layout;
                 Some(why)
@@ -888,6 +895,33 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let case: Case =
             toml::from_str(text).map_err(|e| Error::Case { path: "t.toml".into(), message: e.to_string() })?;
         case.setup(Path::new("t.toml"), None)
+    }
+
+    #[test]
+    fn the_grid_is_chosen_by_name_and_auto_says_why() {
+        let with = |keys: &str| setup(&CAVITY.replace("steps = 10", &format!("steps = 10\n{keys}")));
+        assert_eq!(setup(CAVITY).unwrap().config.grid, GridLayout::Dense);
+        assert_eq!(with("grid = \"sparse\"").unwrap().config.grid, GridLayout::Sparse { edge: 4 });
+        assert_eq!(with("grid = \"Sparse\"\nblock = 8").unwrap().config.grid, GridLayout::Sparse { edge: 8 });
+        for (keys, says) in [
+            ("grid = \"tree\"", "dense, sparse, auto"),
+            ("grid = \"dense\"\nblock = 4", "block applies to"),
+            ("grid = \"sparse\"\nblock = 5", "4 or 8"),
+        ] {
+            let e = with(keys).unwrap_err().to_string();
+            assert!(e.contains("[simulation] grid") || e.contains(says), "{keys}: {e}");
+            assert!(format!("{e:?} {e}").contains(says), "{keys}: {e}");
+        }
+        // The open cavity is all flow: auto keeps it dense, and says so.
+        let dense = with("grid = \"auto\"").unwrap();
+        assert_eq!(dense.config.grid, GridLayout::Dense);
+        assert!(dense.grid_choice.as_deref().unwrap().starts_with("grid auto: dense"));
+        // A solid filling most of it leaves few blocks: auto takes sparse.
+        let lump = "[[geometry]]\nname = \"lump\"\nshape = \"box\"\nmin = [1.0, 1.0, 0.0]\nmax = [30.0, 30.0, 0.0]";
+        let text = format!("{}\n{lump}", CAVITY.replace("steps = 10", "steps = 10\ngrid = \"auto\""));
+        let sparse = setup(&text).unwrap();
+        assert!(matches!(sparse.config.grid, GridLayout::Sparse { .. }), "{:?}", sparse.grid_choice);
+        assert!(sparse.grid_choice.as_deref().unwrap().starts_with("grid auto: sparse"));
     }
 
     #[test]

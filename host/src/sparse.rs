@@ -64,36 +64,60 @@ pub const EDGES: [u32; 2] = [4, 8];
 /// The block edge when a case names none.
 pub const DEFAULT_EDGE: u32 = 4;
 
-/// Speed of the sparse kernels per stored cell, as a fraction of the dense
-/// kernels' per cell: `grid = "auto"` picks sparse when the stored cells
-/// are a smaller fraction of the box than this.
-pub const SPARSE_EFFICIENCY: f64 = 0.85;
+/// Speed per stored cell of the sparse kernels with blocks of each edge of
+/// [`EDGES`], as a fraction of the dense kernels' per cell: the slowest
+/// ratio measured in a fully active periodic box on an H100 (D3Q27 16-bit
+/// Esoteric Pull; two-lattice f32 runs at dense speed,
+/// `docs/bench/h100-2026-11-24-1864fa6-sparse.txt`). `grid = "auto"` takes
+/// the sparse grid when it stores a smaller share of the box than this.
+pub const SPARSE_EFFICIENCY: [f64; 2] = [0.70, 0.81];
 
-/// The grid `grid = "auto"` picks for `config` on `partitions` partitions
-/// (sparse with blocks of `edge` when it stores a small enough share of the
-/// box, see [`SPARSE_EFFICIENCY`]), and why, in a sentence.
-pub fn choose(config: &SolverConfig, edge: u32, partitions: usize) -> Result<(GridLayout, String)> {
+/// The grid `grid = "auto"` picks for `config` on `partitions` partitions,
+/// and why, in a sentence: the sparse grid of the edge in `edges` whose
+/// stored share of the box over its [`SPARSE_EFFICIENCY`] is least, if
+/// that is below 1 (the dense box's cost).
+pub fn choose(config: &SolverConfig, edges: &[u32], partitions: usize) -> Result<(GridLayout, String)> {
     if partitions > 1 {
         return Ok((
             GridLayout::Dense,
             format!("grid auto: dense (sparse grids run on one partition, not {partitions})"),
         ));
     }
-    let layout = match SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius()) {
-        Ok(layout) => layout,
-        Err(e) => return Ok((GridLayout::Dense, format!("grid auto: dense ({e})"))),
-    };
-    let share = layout.stored_share();
-    let (grid, name) =
-        if share < SPARSE_EFFICIENCY { (GridLayout::Sparse { edge }, "sparse") } else { (GridLayout::Dense, "dense") };
-    Ok((
-        grid,
-        format!(
-            "grid auto: {name} ({edge}^3 blocks would store {:.1}% of the box's cells; sparse is the faster below {:.0}%)",
-            100.0 * share,
-            100.0 * SPARSE_EFFICIENCY
+    // (cost against dense, edge, stored share, efficiency)
+    let mut best: Option<(f64, u32, f64, f64)> = None;
+    let mut refused = None;
+    for &edge in edges {
+        match SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius()) {
+            Ok(layout) => {
+                let share = layout.stored_share();
+                let k = EDGES.iter().position(|&e| e == edge).expect("an edge of EDGES");
+                let cost = share / SPARSE_EFFICIENCY[k];
+                if best.is_none_or(|(c, ..)| cost < c) {
+                    best = Some((cost, edge, share, SPARSE_EFFICIENCY[k]));
+                }
+            }
+            Err(e) => refused = Some(e),
+        }
+    }
+    Ok(match (best, refused) {
+        (Some((cost, edge, share, efficiency)), _) if cost < 1.0 => (
+            GridLayout::Sparse { edge },
+            format!(
+                "grid auto: sparse, {edge}^3 blocks (they store {:.1}% of the box's cells, and run at {:.0}% of the dense speed per cell or better)",
+                100.0 * share,
+                100.0 * efficiency
+            ),
         ),
-    ))
+        (Some((_, edge, share, _)), _) => (
+            GridLayout::Dense,
+            format!(
+                "grid auto: dense ({edge}^3 blocks would store {:.1}% of the box's cells, too many for the sparse kernels to be faster)",
+                100.0 * share
+            ),
+        ),
+        (None, Some(e)) => (GridLayout::Dense, format!("grid auto: dense ({e})")),
+        (None, None) => (GridLayout::Dense, "grid auto: dense".into()),
+    })
 }
 
 /// A block-sparse grid's tables in host memory, and its shape.
