@@ -432,29 +432,35 @@ fn bench_help_lists_collisions() {
     assert!(err.contains("--collisions applies to one-GPU benchmarks"), "{err}");
 }
 
-/// `--collisions bgk,trt` runs each case once per operator, and each row of
-/// the table and of the JSON says which one it ran (the new column last).
+/// `--collisions bgk,trt` and `--grids dense,sparse4` run each case once per
+/// operator and grid, and each row of the table and of the JSON says which
+/// (the columns after `occ`).
 #[test]
-fn bench_runs_each_collision_and_names_it() {
+fn bench_runs_each_collision_and_grid_and_names_them() {
     let dir = scratch("bench-collisions");
     let json = dir.join("bench.json");
     let o = lbm()
-        .args(["bench", "--backend", "cpu", "--sizes", "6", "--steps", "2", "--lattices", "d3q19", "--precisions"])
-        .args(["f32", "--streaming", "esoteric-pull", "--collisions", "bgk,trt", "--json"])
+        .args(["bench", "--backend", "cpu", "--sizes", "8", "--steps", "2", "--lattices", "d3q19", "--precisions"])
+        .args(["f32", "--streaming", "esoteric-pull", "--collisions", "bgk,trt", "--grids", "dense,sparse4", "--json"])
         .arg(&json)
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
-    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("d3q19")).collect();
-    assert_eq!(rows.len(), 2, "{out}");
-    assert!(rows[0].ends_with(" bgk") && rows[1].ends_with(" trt"), "{out}");
+    let rows: Vec<Vec<&str>> =
+        out.lines().filter(|l| l.starts_with("d3q19")).map(|l| l.split_whitespace().collect()).collect();
+    let ran: Vec<(&str, &str)> = rows.iter().map(|r| (r[12], r[13])).collect();
+    assert_eq!(ran, [("bgk", "dense"), ("bgk", "sparse4"), ("trt", "dense"), ("trt", "sparse4")], "{out}");
     let header = out.lines().find(|l| l.starts_with("lattice")).unwrap();
-    assert!(header.ends_with(" occ collision"), "{header}");
+    assert!(header.contains(" occ collision grid "), "{header}");
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let ran: Vec<&str> =
-        report["results"].as_array().unwrap().iter().map(|r| r["collision"].as_str().unwrap()).collect();
-    assert_eq!(ran, ["bgk", "trt"]);
+    let ran: Vec<(&str, &str)> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["collision"].as_str().unwrap(), r["grid"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ran, [("bgk", "dense"), ("bgk", "sparse4"), ("trt", "dense"), ("trt", "sparse4")]);
     std::fs::remove_dir_all(&dir).ok();
 }
 

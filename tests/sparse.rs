@@ -170,3 +170,32 @@ fn sparse_matches_dense(backend: BackendKind) {
     }
 }
 on_backends!(sparse_matches_dense);
+
+/// A checkpoint is the dense layout whatever the grid: a dense run's state
+/// resumes on a sparse grid and the other way round, and each continues bit
+/// for bit as an unbroken run.
+fn checkpoints_cross_grids(backend: BackendKind) {
+    let on = common::On::from(backend);
+    for (name, config) in geometries(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull) {
+        let sparse = SolverConfig { grid: GridLayout::Sparse { edge: 4 }, ..config.clone() };
+        for (from, to) in [(config.clone(), sparse.clone()), (sparse.clone(), config.clone())] {
+            let mut first = on.build(from.clone());
+            first.step(7).unwrap();
+            let state = first.save_state().unwrap();
+            let mut resumed = on.build(to);
+            resumed.restore_state(&state).unwrap();
+            first.step(6).unwrap();
+            resumed.step(6).unwrap();
+            assert_eq!(resumed.time(), 13);
+            let (a, b) = (first.fields().unwrap(), resumed.fields().unwrap());
+            let d = config.domain.dims;
+            for n in 0..d.cells() {
+                let flag = config.domain.flags[n];
+                if flag & OPEN == 0 || d.nx % 4 == 0 {
+                    assert_eq!(a.rho[n].to_bits(), b.rho[n].to_bits(), "{name} {:?} -> other: cell {n}", from.grid);
+                }
+            }
+        }
+    }
+}
+on_backends!(checkpoints_cross_grids);

@@ -30,8 +30,9 @@
 //! Cells come in cubic blocks of edge `B` (4 or 8), `V = B^3` cells each;
 //! only blocks that hold fluid (or a boundary next to it) are stored. Let
 //! `b` be a block's storage number and `(lx, ly, lz)` a cell's place in its
-//! block, `l = lx + B (ly + B lz)`. [`crate::sparse::Sparse`] is this grid. The grid, passed to kernels by value as
-//! [`Dims`] is, holds:
+//! block, `l = lx + B (ly + B lz)`. The grid is [`crate::sparse::Sparse`]: its
+//! block edges are type parameters (so kernels index with constants), and
+//! what it holds travels to kernels by value, as [`Dims`] does:
 //!
 //! - `blocks`: the number of stored blocks, numbered `0 .. blocks` in
 //!   storage order, grouped by the region they launch in (a partition's
