@@ -66,11 +66,12 @@ pub const DEFAULT_EDGE: u32 = 4;
 
 /// Speed per stored cell of the sparse kernels with blocks of each edge of
 /// [`EDGES`], as a fraction of the dense kernels' per cell: the slowest
-/// ratio measured in a fully active periodic box on an H100 (D3Q27 16-bit
-/// Esoteric Pull; two-lattice f32 runs at dense speed,
-/// `docs/bench/h100-2026-11-24-1864fa6-sparse.txt`). `grid = "auto"` takes
-/// the sparse grid when it stores a smaller share of the box than this.
-pub const SPARSE_EFFICIENCY: [f64; 2] = [0.70, 0.81];
+/// ratio measured in a fully active periodic box, on an H100 and an H200
+/// (D3Q27 16-bit Esoteric Pull on the H200; two-lattice f32 runs within 5%
+/// of dense with 8^3 blocks, `docs/bench/h*-2026-11-24-1864fa6-sparse.txt`).
+/// `grid = "auto"` takes the sparse grid when it stores a smaller share of
+/// the box than this.
+pub const SPARSE_EFFICIENCY: [f64; 2] = [0.65, 0.73];
 
 /// The grid `grid = "auto"` picks for `config` on `partitions` partitions,
 /// and why, in a sentence: the sparse grid of the edge in `edges` whose
