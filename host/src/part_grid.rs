@@ -129,18 +129,8 @@ impl PartGrid {
         match self {
             PartGrid::Dense(_) => f.to_vec(),
             PartGrid::Sparse(s) => {
-                let d = s.dims;
-                let mut out = vec![zero; q * d.cells()];
-                with_sparse!(s, |grid| for n in 0..s.cells() as u32 {
-                    if let Some(m) = s.dense_of(n) {
-                        let (x, y, z) = d.coords(m as u32);
-                        let cell = grid.cell_of(n);
-                        for slot in 0..q {
-                            out[population_index(d.nx * d.ny, q, x + d.nx * y, z, slot)] =
-                                f[grid.population(q, cell, slot)];
-                        }
-                    }
-                });
+                let mut out = vec![zero; q * s.dims.cells()];
+                for_each_slot(s, q, |dense, stored| out[dense] = f[stored]);
                 out
             }
         }
@@ -151,18 +141,8 @@ impl PartGrid {
         match self {
             PartGrid::Dense(_) => dense,
             PartGrid::Sparse(s) => {
-                let d = s.dims;
                 let mut out = vec![zero; q * s.cells()];
-                with_sparse!(s, |grid| for n in 0..s.cells() as u32 {
-                    if let Some(m) = s.dense_of(n) {
-                        let (x, y, z) = d.coords(m as u32);
-                        let cell = grid.cell_of(n);
-                        for slot in 0..q {
-                            out[grid.population(q, cell, slot)] =
-                                dense[population_index(d.nx * d.ny, q, x + d.nx * y, z, slot)];
-                        }
-                    }
-                });
+                for_each_slot(s, q, |at, stored| out[stored] = dense[at]);
                 out
             }
         }
@@ -184,4 +164,20 @@ impl PartGrid {
             PartGrid::Sparse(s) => Some(s),
         }
     }
+}
+
+/// Calls `pair(dense, stored)` with the index of every slot of every stored
+/// cell in the box in a dense population buffer of `q` per cell and in the
+/// sparse grid's.
+fn for_each_slot(s: &SparseLayout, q: usize, mut pair: impl FnMut(usize, usize)) {
+    let d = s.dims;
+    with_sparse!(s, |grid| for n in 0..s.cells() as u32 {
+        if let Some(m) = s.dense_of(n) {
+            let (x, y, z) = d.coords(m as u32);
+            let cell = grid.cell_of(n);
+            for slot in 0..q {
+                pair(population_index(d.nx * d.ny, q, x + d.nx * y, z, slot), grid.population(q, cell, slot));
+            }
+        }
+    });
 }

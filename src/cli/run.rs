@@ -105,6 +105,15 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         });
     }
     let masks: Vec<Vec<bool>> = setup.objects.iter().map(|o| o.cells.clone()).collect();
+    // A sparse grid's VTK files hold its stored blocks only, when that is
+    // the smaller file.
+    let sparse = match setup.config.grid {
+        GridLayout::Dense => None,
+        GridLayout::Sparse { edge } => {
+            Some(SparseLayout::build(&setup.config.domain, edge, setup.config.lattice.near_wall_radius())?)
+                .filter(vtk::sparse_file_is_smaller)
+        }
+    };
     let mut force_rows = String::new();
     let dir = setup.output.directory.clone();
     if root {
@@ -213,12 +222,20 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             if write_fields {
                 let flags = &setup.config.domain.flags;
                 if setup.output.vtk {
-                    let file = dir.join(format!("{name}_{t:08}.vtk"));
                     let view = vtk::View {
                         region: setup.output.region.map(|r| (r.min, r.max)),
                         si: if setup.output.vtk_units == "physical" { setup.units } else { None },
                     };
-                    vtk::write_fields(&file, &fields, flags, &format!("{name} step {t}"), &view)?;
+                    let title = format!("{name} step {t}");
+                    match &sparse {
+                        None => {
+                            vtk::write_fields(&dir.join(format!("{name}_{t:08}.vtk")), &fields, flags, &title, &view)?
+                        }
+                        Some(layout) => {
+                            let file = dir.join(format!("{name}_{t:08}.vtu"));
+                            vtk::write_sparse_fields(&file, &fields, flags, layout, &title, &view)?
+                        }
+                    }
                 }
                 for p in &setup.output.pictures {
                     let slice = p.slice(fields.dims)?;
