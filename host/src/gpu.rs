@@ -242,6 +242,8 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     f_next: Option<CudaSlice<S::Elem>>,
     /// Flag bytes in storage order.
     flags: CudaSlice<u8>,
+    /// The same flag bytes on the host, for read-backs computed there.
+    host_flags: Vec<u8>,
     /// The grid, as the host sees it.
     grid: PartGrid,
     /// A sparse grid's tables on the device, and the grid referring to them.
@@ -316,7 +318,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             Streaming::TwoLattice => Some(alloc("the second population buffer")?),
             Streaming::EsotericPull => None,
         };
-        let flags = s.clone_htod(&grid.stored(config.kernel_flags(), WALL)).ctx("uploading cell flags")?;
+        let host_flags = grid.stored(config.kernel_flags(), WALL);
+        let flags = s.clone_htod(&host_flags).ctx("uploading cell flags")?;
         let planes = grid.stored_planes(&config.initial_planes::<S::Real>(), FIELD_COMPONENTS);
         let planes = s.clone_htod(&planes).ctx("uploading initial fields")?;
         let sparse = grid.sparse().map(|layout| DeviceSparse::upload(&s, layout)).transpose()?;
@@ -349,6 +352,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             f,
             f_next,
             flags,
+            host_flags,
             grid,
             sparse,
             open,
@@ -374,7 +378,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     /// Queues `region`'s groups of step `t` on stream `s`: the bulk over its
     /// layers, then (except in the interior) the open-boundary group.
     pub(crate) fn launch(&mut self, s: &Arc<CudaStream>, region: Region, t: u64) -> Result<()> {
-        for units in self.region_units(region) {
+        for units in self.grid.region_units(&self.slab, region) {
             self.launch_bulk(s, units, t)?;
         }
         if region != Region::Interior {
@@ -383,15 +387,6 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             }
         }
         Ok(())
-    }
-
-    /// The launch units (local layers of a box, blocks of a sparse grid) of `region`.
-    fn region_units(&self, region: Region) -> Vec<Range<u32>> {
-        match &self.grid {
-            PartGrid::Dense(_) => self.slab.region_layers(region),
-            PartGrid::Sparse(_) if region == Region::Interior => vec![],
-            PartGrid::Sparse(layout) => std::iter::once(0..layout.blocks()).collect(),
-        }
     }
 
     /// The kernel grid argument: the sparse grid's, none for the dense box
@@ -495,16 +490,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         self.grid.region_cells(&self.slab, Region::Whole)
     }
 
-    /// Flag bytes in storage order, read back.
-    fn read_flags(&self) -> Result<Vec<u8>> {
-        self.device.stream().clone_dtoh(&self.flags).ctx("reading flags back")
-    }
-
     /// The fluid mass of the own cells at step `t`, from the populations
     /// read back (summed in f64 on the host: output intervals, not steps).
     pub(crate) fn mass(&self, t: u64) -> Result<f64> {
-        let (f, flags) = (self.read_populations()?, self.read_flags()?);
-        Ok(mass_of::<L, Q, S>(&self.config, &self.grid, &flags, &f, t, &self.own_cells()))
+        let f = self.read_populations()?;
+        Ok(mass_of::<L, Q, S>(&self.config, &self.grid, &self.host_flags, &f, t, &self.own_cells()))
     }
 
     /// Momentum-exchange forces through the own cells' links at step `t`
@@ -516,8 +506,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
 
     /// As [`Self::forces`], with the objects already cut to the partition's layers.
     pub(crate) fn forces_local(&self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
-        let (f, flags) = (self.read_populations()?, self.read_flags()?);
-        Ok(momentum_exchange::<L, Q, S>(&self.config, &self.grid, &flags, &f, t, objects, &self.own_cells()))
+        let f = self.read_populations()?;
+        Ok(momentum_exchange::<L, Q, S>(&self.config, &self.grid, &self.host_flags, &f, t, objects, &self.own_cells()))
     }
 
     /// Sets the populations (halos included) from a saved state of the whole

@@ -59,21 +59,21 @@ impl PartGrid {
         with_grid!(self, |g| g.cells())
     }
 
-    /// Launch units (layers of the box, stored blocks).
-    pub fn units(&self) -> u32 {
-        with_grid!(self, |g| g.units())
+    /// The launch units (local layers of the box, blocks of a sparse grid)
+    /// of a partition's `region` (`slab` for the dense box; a sparse grid is
+    /// one unsplit region, all boundary).
+    pub fn region_units(&self, slab: &Slab, region: Region) -> Vec<Range<u32>> {
+        match self {
+            PartGrid::Dense(_) => slab.region_layers(region),
+            PartGrid::Sparse(_) if region == Region::Interior => vec![],
+            PartGrid::Sparse(s) => std::iter::once(0..s.blocks()).collect(),
+        }
     }
 
-    /// The storage numbers of the cells of a partition's `region` (`slab`
-    /// for the dense box; a sparse grid is one unsplit region).
+    /// The storage numbers of the cells of [`PartGrid::region_units`].
     pub fn region_cells(&self, slab: &Slab, region: Region) -> Vec<Range<usize>> {
-        match self {
-            PartGrid::Dense(d) => slab.region_layers(region).into_iter().map(|layers| d.region_cells(layers)).collect(),
-            PartGrid::Sparse(s) => match region {
-                Region::Interior => vec![],
-                Region::Whole | Region::Boundary => std::iter::once(0..s.blocks() as usize * s.block_cells()).collect(),
-            },
-        }
+        let units = self.region_units(slab, region);
+        with_grid!(self, |g| units.into_iter().map(|u| g.region_cells(u)).collect())
     }
 
     /// Per-cell values (flags, say) in storage order from the dense ones;
@@ -145,15 +145,6 @@ impl PartGrid {
                 for_each_slot(s, q, |at, stored| out[stored] = dense[at]);
                 out
             }
-        }
-    }
-
-    /// The dense number (in the partition's box) of every stored cell in
-    /// the box, for per-cell masks given densely.
-    pub fn dense_of(&self, n: u32) -> Option<usize> {
-        match self {
-            PartGrid::Dense(_) => Some(n as usize),
-            PartGrid::Sparse(s) => s.dense_of(n),
         }
     }
 

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::flags::{is_flow, WALL};
 use kernels_gpu::sparse::{neighbour_entry, Sparse, SparseTables, NEIGHBOUR_ENTRIES};
-use kernels_gpu::Dims;
+use kernels_gpu::{Dims, Grid};
 
 /// Runs `$body` with `$g` bound to the kernel grid of the [`SparseLayout`]
 /// `$layout`, whose block shape is a type parameter: one generic body for
@@ -235,12 +235,12 @@ impl SparseLayout {
 
     /// Cells stored, the solid block's included: the length of per-cell arrays.
     pub fn cells(&self) -> usize {
-        (self.blocks() as usize + 1) * self.block_cells()
+        with_sparse!(self, |g| g.cells())
     }
 
     /// Cells in each block.
     pub fn block_cells(&self) -> usize {
-        1 << (2 * self.shift + self.shift_z)
+        self.cells() / (self.blocks() as usize + 1)
     }
 
     /// Storage number of the dense cell `n`, if its block is stored.
@@ -249,25 +249,15 @@ impl SparseLayout {
         let [nbx, nby, _] = self.block_dims.map(|n| n as usize);
         let k = (x >> self.shift) as usize + nbx * ((y >> self.shift) as usize + nby * (z >> self.shift_z) as usize);
         let b = self.index[k];
-        (b != u32::MAX).then(|| {
-            let mask = (1 << self.shift) - 1;
-            let local = (x & mask) | ((y & mask) << self.shift) | ((z & ((1 << self.shift_z) - 1)) << (2 * self.shift));
-            (b << (2 * self.shift + self.shift_z)) | local
-        })
+        (b != u32::MAX).then(|| with_sparse!(self, |g| g.index_of(g.cell_at(b, [x, y, z]))))
     }
 
     /// Dense number of the stored cell `n`, if it lies inside the box (not
     /// in the solid block, nor past the box in a block that straddles its end).
     pub fn dense_of(&self, n: u32) -> Option<usize> {
-        let (b, l) = ((n as usize / self.block_cells()) as u32, n & (self.block_cells() as u32 - 1));
-        if b >= self.blocks() {
-            return None;
-        }
-        let (mask, o) = ((1 << self.shift) - 1, self.origin[b as usize]);
-        let x = (o[0] << self.shift) + (l & mask);
-        let y = (o[1] << self.shift) + ((l >> self.shift) & mask);
-        let z = (o[2] << self.shift_z) + (l >> (2 * self.shift));
-        (x < self.dims.nx && y < self.dims.ny && z < self.dims.nz).then(|| self.dims.index(x, y, z))
+        let [x, y, z] = with_sparse!(self, |g| g.position(g.cell_of(n)));
+        let stored = (n as usize) < self.blocks() as usize * self.block_cells();
+        (stored && x < self.dims.nx && y < self.dims.ny && z < self.dims.nz).then(|| self.dims.index(x, y, z))
     }
 
     /// Per-cell values in storage order from dense ones: each stored cell
@@ -355,7 +345,6 @@ mod tests {
     use crate::domain::FaceBoundary;
     use kernels_gpu::flags::CellKind;
     use kernels_gpu::grid::Neighbourhood;
-    use kernels_gpu::Grid;
     use kernels_gpu::{Lattice, D2Q9, D3Q27};
 
     /// A box with walls on the y faces and a solid lump filling the low x and
@@ -417,7 +406,7 @@ mod tests {
                     }
                     None => {
                         assert_eq!(domain.flags[there], WALL);
-                        assert_eq!(nb.cell(j) >> (2 * layout.shift + layout.shift_z), layout.blocks(), "solid block");
+                        assert_eq!(nb.cell(j) as usize / layout.block_cells(), layout.blocks() as usize, "solid block");
                     }
                 }
             }

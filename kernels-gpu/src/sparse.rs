@@ -112,11 +112,6 @@ impl SparseTables {
     pub const unsafe fn new(blocks: u32, nx: u32, ny: u32, neighbour: *const u32, origin: *const [u32; 3]) -> Self {
         Self { blocks, nx, ny, reserved: 0, neighbour, origin }
     }
-
-    /// Stored blocks (the solid block not counted).
-    pub const fn blocks(&self) -> u32 {
-        self.blocks
-    }
 }
 
 /// A block-sparse grid of blocks `2^SHIFT` cells along x and y and
@@ -150,9 +145,12 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
         Self { tables }
     }
 
-    /// Stored blocks (the solid block not counted).
-    pub const fn blocks(&self) -> u32 {
-        self.tables.blocks
+    /// The cell of block `b` at `position` in the box (the block's own:
+    /// the local coordinates are the position modulo the block edges).
+    #[inline(always)]
+    pub const fn cell_at(&self, b: u32, position: [u32; 3]) -> SparseCell {
+        let mask = Self::EDGE - 1;
+        SparseCell { b, x: position[0] & mask, y: position[1] & mask, z: position[2] & (Self::EDGE_Z - 1) }
     }
 }
 
