@@ -133,6 +133,14 @@ pub struct SimulationSection {
     /// Block edge of a sparse grid, 4 or 8 (default 4 for `"sparse"`;
     /// `"auto"` tries both unless one is given).
     pub block: Option<u32>,
+    /// How inlets and outlets are updated: `"lists"` (default: one kernel
+    /// per inlet or outlet over its cells, after the bulk), `"naive"` (one
+    /// kernel for every cell), or on a sparse grid `"memory"` (boundary
+    /// blocks stored first, a kernel each for them and the rest) or
+    /// `"bitmask"` (a bit per block chooses the kernel). Results are the
+    /// same bit for bit; only speed differs.
+    #[serde(default = "default_boundary_groups")]
+    pub boundary_groups: String,
     /// Cells along x, y, z, boundary layers included (z = 1 for 2D lattices).
     pub size: [u32; 3],
     /// Time steps to run (at most, with `steady_tolerance`).
@@ -380,6 +388,10 @@ fn default_streaming() -> String {
 }
 fn default_grid() -> String {
     "dense".into()
+}
+
+fn default_boundary_groups() -> String {
+    crate::groups::BoundaryGroups::Lists.name().into()
 }
 fn default_collision() -> String {
     "bgk".into()
@@ -729,11 +741,14 @@ impl Case {
             )));
         }
         let grid_request = parse_grid(&sim.grid, sim.block).map_err(in_case(path, "[simulation] grid"))?;
+        let groups = crate::groups::BoundaryGroups::from_name(&sim.boundary_groups)
+            .map_err(in_case(path, "[simulation] boundary_groups"))?;
         let mut config = SolverConfig {
             lattice: sim.lattice,
             precision: sim.precision,
             streaming,
             grid: crate::solver::GridLayout::Dense,
+            groups: crate::groups::BoundaryGroups::Lists,
             tau,
             collision,
             force,
@@ -771,8 +786,10 @@ impl Case {
                 Some(why)
             }
         };
+        config.groups = groups;
+        config.validate().map_err(in_case(path, "[simulation] boundary_groups"))?;
         if let GridLayout::Sparse { edge } = config.grid {
-            crate::sparse::SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius())
+            crate::sparse::SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups)
                 .map_err(in_case(path, "[simulation] grid"))?;
         }
         for p in &self.output.pictures {
@@ -895,6 +912,23 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let case: Case =
             toml::from_str(text).map_err(|e| Error::Case { path: "t.toml".into(), message: e.to_string() })?;
         case.setup(Path::new("t.toml"), None)
+    }
+
+    #[test]
+    fn boundary_groups_are_chosen_by_name_and_block_variants_need_blocks() {
+        use crate::groups::BoundaryGroups;
+        let with = |keys: &str| setup(&CAVITY.replace("steps = 10", &format!("steps = 10\n{keys}")));
+        assert_eq!(setup(CAVITY).unwrap().config.groups, BoundaryGroups::Lists);
+        assert_eq!(with("boundary_groups = \"naive\"").unwrap().config.groups, BoundaryGroups::Naive);
+        let sparse = with("grid = \"sparse\"\nboundary_groups = \"Bitmask\"").unwrap();
+        assert_eq!(
+            (sparse.config.grid, sparse.config.groups),
+            (GridLayout::Sparse { edge: 4 }, BoundaryGroups::Bitmask)
+        );
+        let e = with("boundary_groups = \"memory\"").unwrap_err().to_string();
+        assert!(e.contains("boundary_groups") && e.contains("grid = \"sparse\""), "{e}");
+        let e = with("boundary_groups = \"tiles\"").unwrap_err();
+        assert!(format!("{e:?} {e}").contains("lists, naive, memory, bitmask"), "{e}");
     }
 
     #[test]

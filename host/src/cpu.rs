@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::forces::momentum_exchange;
+use crate::groups::{passes, OpenTables, Pass};
 use crate::halo::halo_copies;
 use crate::part_grid::{with_grid, PartGrid};
 use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
@@ -11,6 +12,7 @@ use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
 use crate::solver::{mass_of, BackendKind, CollisionParams, SavedState, SolverConfig};
 use kernels_gpu::flags::WALL;
+use kernels_gpu::groups::OpenCells;
 use kernels_gpu::lattice::z_pairs;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
 use kernels_gpu::{Collision, Grid, Lattice, OpenBoundary, Real, StepParams, Storage};
@@ -78,6 +80,9 @@ struct StepArgs<'a, S: Storage, C, G> {
     /// Second buffer of two-lattice pull (unused by Esoteric Pull).
     dst: Shared<S>,
     flags: Shared<u8>,
+    /// The open cells' tables and `log2` of the cells per block, for the
+    /// update of open cells with the fluid ones; `None`: the bulk update.
+    open: Option<(OpenCells<S::Real>, u32)>,
 }
 
 /// The bulk update of the cells in `range` for one time step (both
@@ -91,7 +96,24 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
     range: Range<u32>,
 ) {
     let (p, flags, grid) = (a.p, a.flags, &a.grid);
-    for n in range {
+    if let Some((open, shift)) = a.open {
+        let (src, dst) = match a.scheme {
+            Streaming::EsotericPull => (a.f.get(), a.f.get()),
+            Streaming::TwoLattice => (a.f.get(), a.dst.get()),
+        };
+        for n in range {
+            let cell = grid.cell_of(n);
+            if grid.runs(cell, true) {
+                // SAFETY: as below; `open` covers every open cell (`OpenTables::build`).
+                let group = |m| unsafe { open.group(m, shift) };
+                unsafe {
+                    stream::stream_collide_any::<L, Q, S, C, _>(grid, a.scheme, p, src, dst, flags.get(), cell, group)
+                }
+            }
+        }
+        return;
+    }
+    for n in range.filter(|&n| grid.runs(grid.cell_of(n), false)) {
         let cell = grid.cell_of(n);
         // SAFETY (both): each slot is read and written by exactly one cell per
         // step (Esoteric Pull); f is only read and each cell writes its own
@@ -160,6 +182,9 @@ struct CpuPart<L: Lattice<Q>, const Q: usize, S: Storage> {
     /// The open-boundary groups (own cells' storage numbers, and what each
     /// imposes), updated after the bulk.
     open: Vec<(Vec<u32>, OpenBoundary<S::Real>)>,
+    /// What the kernel that updates open cells too reads (every
+    /// boundary-group variant but `lists`).
+    open_tables: Option<OpenTables<S::Real>>,
     /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
@@ -192,7 +217,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             .iter()
             .map(|o| (grid.stored_cells(&o.cells), o.state.kernel_params(collision)))
             .collect();
-        Ok(Self { config, slab, grid, flags, f, f_next, open, t: 0, _lattice: PhantomData })
+        let open_tables = OpenTables::build(&config, &grid)?;
+        Ok(Self { config, slab, grid, flags, f, f_next, open, open_tables, t: 0, _lattice: PhantomData })
     }
 
     fn plane(&self) -> u32 {
@@ -204,31 +230,42 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         self.grid.region_cells(&self.slab, Region::Whole)
     }
 
-    /// Runs `region`'s groups for step `t`: the bulk over its cells, then
-    /// (except in the interior) the open-boundary group.
+    /// Runs `region`'s update for step `t`: the passes of the
+    /// boundary-group variant ([`passes`]) over its units.
     fn update(&mut self, region: Region, t: u64) {
-        for cells in self.grid.region_cells(&self.slab, region) {
-            self.update_bulk(cells, t);
-        }
-        if region != Region::Interior {
-            self.update_open(t);
+        let units = self.grid.region_units(&self.slab, region);
+        let boundary_blocks = self.grid.sparse().map_or(0, |s| s.boundary_blocks().len() as u32);
+        for pass in passes(self.config.groups, &units, region != Region::Interior, boundary_blocks) {
+            match pass {
+                Pass::Bulk(u) => self.update_units(u, t, None),
+                Pass::Any(u) => {
+                    let tables = self.open_tables.as_ref().expect("built for every variant but lists");
+                    let shift = self.grid.sparse().map_or(0, |s| s.block_cells().trailing_zeros());
+                    self.update_units(u, t, Some((tables.host_cells(), shift)))
+                }
+                Pass::Lists => self.update_open(t),
+            }
         }
     }
 
-    /// The bulk update of the cells `cells` for step `t`.
-    fn update_bulk(&mut self, cells: Range<usize>, t: u64) {
+    /// The update of the launch units `units` for step `t`: the bulk one, or
+    /// with `open` the one of open cells too.
+    fn update_units(&mut self, units: Range<u32>, t: u64, open: Option<(OpenCells<S::Real>, u32)>) {
         let flags = Shared::new(self.flags.as_ptr());
         let p = self.config.step_params::<S::Real>(t);
         let scheme = self.config.streaming;
         let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
-        with_grid!(&self.grid, |grid| match self.config.collision_params::<S::Real>() {
-            CollisionParams::Bgk(c) => {
-                let p = &p.with_collision(c);
-                update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags })
-            }
-            CollisionParams::Trt(c) => {
-                let p = &p.with_collision(c);
-                update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags })
+        with_grid!(&self.grid, |grid| {
+            let cells = grid.region_cells(units);
+            match self.config.collision_params::<S::Real>() {
+                CollisionParams::Bgk(c) => {
+                    let p = &p.with_collision(c);
+                    update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags, open })
+                }
+                CollisionParams::Trt(c) => {
+                    let p = &p.with_collision(c);
+                    update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags, open })
+                }
             }
         })
     }

@@ -97,6 +97,7 @@ mod tests {
                 precision: Precision::F64,
                 streaming,
                 grid: crate::solver::GridLayout::Dense,
+                groups: crate::groups::BoundaryGroups::Lists,
                 tau: tau_for_viscosity(0.1),
                 force: [g, 0.0, 0.0],
                 domain,

@@ -5,6 +5,7 @@
 
 use crate::error::{CudaContextExt, Error, Result};
 use crate::forces::momentum_exchange;
+use crate::groups::{passes, OpenTables, Pass};
 use crate::launch::{self, Buffers};
 use crate::part_grid::{with_grid, PartGrid};
 use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
@@ -16,6 +17,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::flags::WALL;
+use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::stream::FIELD_COMPONENTS;
 use kernels_gpu::{F16s, Grid, GridKind, KernelKind, Lattice, OpenBoundary, Real, Storage, Streaming};
@@ -256,6 +258,9 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     fields_kernel: CudaFunction,
     /// The open-boundary groups (own cells), updated after the bulk.
     open: Vec<OpenGroup<S::Real>>,
+    /// The kernel that updates open cells with the fluid ones, and the
+    /// tables it reads (every boundary-group variant but `lists`).
+    with_open: Option<(CudaFunction, DeviceOpenCells<S::Real>)>,
     /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
@@ -266,6 +271,7 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
 struct DeviceSparse {
     _neighbour: CudaSlice<u32>,
     _origin: CudaSlice<u32>,
+    _mask: Option<CudaSlice<u32>>,
     tables: SparseTables,
 }
 
@@ -275,15 +281,65 @@ impl DeviceSparse {
         let neighbour = s.clone_htod(&layout.neighbour).ctx("uploading the neighbour-block table")?;
         let flat: Vec<u32> = layout.origin.iter().flatten().copied().collect();
         let origin = s.clone_htod(&flat).ctx("uploading the block origins")?;
+        let mask =
+            layout.mask.as_ref().map(|m| s.clone_htod(m)).transpose().ctx("uploading the boundary-block bitmask")?;
         let (n, _) = neighbour.device_ptr(s);
         let (o, _) = origin.device_ptr(s);
         // SAFETY: the device tables are copies of `layout`'s, which satisfy
-        // `SparseTables::new` (built by `SparseLayout::build`), and live as
-        // long as these tables do.
+        // `SparseTables::new` and `with_boundary_mask` (built by
+        // `SparseLayout::build`), and live as long as these tables do.
         let tables = unsafe {
-            SparseTables::new(layout.blocks(), layout.dims.nx, layout.dims.ny, n as *const u32, o as *const [u32; 3])
+            let t = SparseTables::new(
+                layout.blocks(),
+                layout.dims.nx,
+                layout.dims.ny,
+                n as *const u32,
+                o as *const [u32; 3],
+            );
+            match &mask {
+                Some(m) => t.with_boundary_mask(m.device_ptr(s).0 as *const u32),
+                None => t,
+            }
         };
-        Ok(Self { _neighbour: neighbour, _origin: origin, tables })
+        Ok(Self { _neighbour: neighbour, _origin: origin, _mask: mask, tables })
+    }
+}
+
+/// The open cells' tables ([`OpenTables`]) in device memory, and the kernel
+/// argument that refers to them (valid while they live).
+struct DeviceOpenCells<T> {
+    _groups: CudaSlice<u8>,
+    _group_of: CudaSlice<u16>,
+    _slot: Option<CudaSlice<u32>>,
+    cells: OpenCells<T>,
+}
+
+impl<T: Real> DeviceOpenCells<T> {
+    /// Uploads `tables`.
+    fn upload(s: &Arc<CudaStream>, tables: &OpenTables<T>) -> Result<Self> {
+        // SAFETY: `OpenBoundary` is `#[repr(C)]` plain data without padding
+        // (its size is pinned in `kernels_gpu::params`), so its bytes are
+        // initialised; the kernels read them back as the same type.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                tables.groups.as_ptr() as *const u8,
+                std::mem::size_of_val(tables.groups.as_slice()),
+            )
+        };
+        // Allocations are never empty: a grid with no open cell still passes valid addresses.
+        let groups = s.clone_htod(&[bytes, &[0; 1]].concat()).ctx("uploading the open-boundary groups")?;
+        let group_of = s.clone_htod(&[&tables.group_of[..], &[0]].concat()).ctx("uploading the open cells' groups")?;
+        let slot = (!tables.slot.is_empty())
+            .then(|| s.clone_htod(&tables.slot))
+            .transpose()
+            .ctx("uploading the boundary blocks' slots")?;
+        let at = |p: u64| p as usize;
+        let (g, o) = (at(groups.device_ptr(s).0), at(group_of.device_ptr(s).0));
+        let sl = slot.as_ref().map_or(0, |x| at(x.device_ptr(s).0));
+        // SAFETY: copies of `tables`, which satisfy `OpenCells::new`
+        // (`OpenTables::build`), living as long as these cells do.
+        let cells = unsafe { OpenCells::new(g as *const OpenBoundary<T>, o as *const u16, sl as *const u32) };
+        Ok(Self { _groups: groups, _group_of: group_of, _slot: slot, cells })
     }
 }
 
@@ -341,7 +397,15 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
                 })
             })
             .collect::<Result<_>>()?;
+        let with_open = match OpenTables::<S::Real>::build(&config, &grid)? {
+            Some(tables) => {
+                let kind = KernelKind::StreamCollideOpen(config.streaming, config.collision.kind());
+                Some((device.kernel::<L, Q, S>(kind, on)?, DeviceOpenCells::upload(&s, &tables)?))
+            }
+            None => None,
+        };
         Ok(Self {
+            with_open,
             step_kernel: device.kernel::<L, Q, S>(step_kind, on)?,
             step_block: block_size(step_kind),
             collision: config.collision_params::<S::Real>(),
@@ -375,15 +439,20 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         self.config.domain.dims.nx * self.config.domain.dims.ny
     }
 
-    /// Queues `region`'s groups of step `t` on stream `s`: the bulk over its
-    /// layers, then (except in the interior) the open-boundary group.
+    /// Queues `region`'s update of step `t` on stream `s`: the passes of
+    /// the boundary-group variant ([`passes`]) over its units.
     pub(crate) fn launch(&mut self, s: &Arc<CudaStream>, region: Region, t: u64) -> Result<()> {
-        for units in self.grid.region_units(&self.slab, region) {
-            self.launch_bulk(s, units, t)?;
-        }
-        if region != Region::Interior {
-            for k in 0..self.open.len() {
-                self.launch_open(s, k, t)?;
+        let units = self.grid.region_units(&self.slab, region);
+        let boundary_blocks = self.grid.sparse().map_or(0, |l| l.boundary_blocks().len() as u32);
+        for pass in passes(self.config.groups, &units, region != Region::Interior, boundary_blocks) {
+            match pass {
+                Pass::Bulk(units) => self.launch_bulk(s, units, t, false)?,
+                Pass::Any(units) => self.launch_bulk(s, units, t, true)?,
+                Pass::Lists => {
+                    for k in 0..self.open.len() {
+                        self.launch_open(s, k, t)?;
+                    }
+                }
             }
         }
         Ok(())
@@ -395,16 +464,22 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         self.sparse.as_ref().map(|d| d.tables)
     }
 
-    /// Queues the stream-collide kernel of step `t` for the local units `units`.
-    fn launch_bulk(&mut self, s: &Arc<CudaStream>, units: Range<u32>, t: u64) -> Result<()> {
+    /// Queues the stream-collide kernel of step `t` for the local units
+    /// `units`: the bulk one, or with `with_open` the one of open cells too.
+    fn launch_bulk(&mut self, s: &Arc<CudaStream>, units: Range<u32>, t: u64, with_open: bool) -> Result<()> {
         if units.is_empty() {
             return Ok(());
         }
         let cfg = with_grid!(&self.grid, |g| launch_config(&g, units.len() as u32, self.step_block));
         let p = self.config.step_params::<S::Real>(t);
         let grid = self.kernel_grid();
+        let (kernel, open) = match (&self.with_open, with_open) {
+            (Some((kernel, tables)), true) => (kernel, Some(tables.cells)),
+            (None, true) => unreachable!("the open cells' kernel is loaded for every variant that runs it"),
+            (_, false) => (&self.step_kernel, None),
+        };
         let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
-        launch::stream_collide(s, &self.step_kernel, b, &self.flags, p, self.collision, grid, units.start, cfg)
+        launch::stream_collide(s, kernel, b, &self.flags, p, self.collision, grid, open, units.start, cfg)
     }
 
     /// Queues open-boundary group `k` for step `t`.
@@ -526,15 +601,25 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         Ok(())
     }
 
-    /// Registers and occupancy of the stream-collide kernel as launched.
+    /// Registers and occupancy of the stream-collide kernels as launched.
     pub(crate) fn kernel_report(&self) -> Option<KernelReport> {
         use cudarc::driver::sys::CUdevice_attribute as A;
+        use cudarc::driver::sys::CUfunction_attribute as F;
         // As launched: narrow boxes get narrower blocks.
         let block = with_grid!(&self.grid, |g| launch_all(&g, self.step_block).block_dim.0);
-        let registers = self.step_kernel.num_regs().ok()? as u32;
-        let blocks = self.step_kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
         let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
-        Some(KernelReport { registers, block_size: block, occupancy: (blocks * block) as f64 / max_threads as f64 })
+        let report = |k: &CudaFunction| -> Option<KernelReport> {
+            let blocks = k.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
+            Some(KernelReport {
+                registers: k.num_regs().ok()? as u32,
+                block_size: block,
+                occupancy: (blocks * block) as f64 / max_threads as f64,
+                local_bytes: k.get_attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES).ok()? as u32,
+                with_open: None,
+            })
+        };
+        let with_open = self.with_open.as_ref().and_then(|(k, _)| report(k)).map(Box::new);
+        Some(KernelReport { with_open, ..report(&self.step_kernel)? })
     }
 }
 

@@ -7,6 +7,7 @@
 use crate::error::{CudaContextExt, Result};
 use crate::solver::CollisionParams;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::{Dims, OpenBoundary, StepParams, Streaming};
 
@@ -28,7 +29,8 @@ pub(crate) struct Buffers<'a, E> {
 }
 
 /// `stream_collide_{ep|ab}_{bgk|trt}_*` over the units `first ..` (layers
-/// of the box, or blocks of the sparse `grid`) that `cfg` covers.
+/// of the box, or blocks of the sparse `grid`) that `cfg` covers; with
+/// `open`, `stream_collide_open_*`, which updates open cells too.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     s: &CudaStream,
@@ -38,6 +40,7 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     p: StepParams<T>,
     collision: CollisionParams<T>,
     grid: Option<SparseTables>,
+    open: Option<OpenCells<T>>,
     first: u32,
     cfg: LaunchConfig,
 ) -> Result<()> {
@@ -58,13 +61,17 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
             launch.arg(&trt)
         }
     };
-    let grid = grid.map(ByValue);
+    let (grid, open) = (grid.map(ByValue), open.map(ByValue));
     if let Some(grid) = &grid {
         launch.arg(grid);
     }
+    if let Some(open) = &open {
+        launch.arg(open);
+    }
     launch.arg(&first);
     // SAFETY: the argument list of the `stream_collide_*` entry points (the
-    // sparse ones take the grid before the first unit).
+    // sparse ones take the grid before the first unit, the `_open_` ones the
+    // open cells' tables after the grid).
     unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
     Ok(())
 }

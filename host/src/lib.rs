@@ -15,6 +15,7 @@ pub mod flowpath;
 pub mod forces;
 pub mod geometry;
 pub mod gpu;
+pub mod groups;
 pub mod halo;
 pub mod image;
 mod launch;

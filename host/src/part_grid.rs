@@ -49,7 +49,7 @@ impl PartGrid {
             )),
             GridLayout::Sparse { edge } => {
                 let reach = config.lattice.near_wall_radius();
-                Ok(PartGrid::Sparse(Box::new(SparseLayout::build(&config.domain, edge, reach)?)))
+                Ok(PartGrid::Sparse(Box::new(SparseLayout::build(&config.domain, edge, reach, config.groups)?)))
             }
         }
     }

@@ -251,6 +251,8 @@ pub struct SolverConfig {
     pub streaming: Streaming,
     /// How the cells are stored: a dense box or a block-sparse grid.
     pub grid: GridLayout,
+    /// How the inlets and outlets are updated ([`crate::groups`]).
+    pub groups: crate::groups::BoundaryGroups,
     /// Relaxation time `tau` (lattice units); `nu = (tau - 1/2) / 3`.
     pub tau: f64,
     /// Collision operator.
@@ -278,6 +280,12 @@ impl SolverConfig {
                     "TRT magic parameter {magic} must be a positive number (3/16 puts walls half way along links)"
                 )));
             }
+        }
+        if self.groups.needs_blocks() && self.grid == GridLayout::Dense {
+            return Err(Error::Setup(format!(
+                "boundary_groups = \"{}\" groups the blocks of a sparse grid, and the dense box has none: use grid = \"sparse\", or boundary_groups = \"lists\" or \"naive\"",
+                self.groups.name()
+            )));
         }
         if self.lattice.dimension() == 2 && self.domain.dims.nz != 1 {
             return Err(Error::Setup(format!(
@@ -510,6 +518,12 @@ pub struct KernelReport {
     pub block_size: u32,
     /// Resident threads per multiprocessor over the hardware maximum.
     pub occupancy: f64,
+    /// Local memory per thread, bytes: registers ptxas spilled (0 for
+    /// kernels that fit their registers).
+    pub local_bytes: u32,
+    /// The kernel that updates open cells with the fluid ones, for the
+    /// boundary-group variants that run it ([`crate::groups`]).
+    pub with_open: Option<Box<KernelReport>>,
 }
 
 /// A running simulation on some backend.

@@ -24,6 +24,7 @@
 
 use crate::domain::Domain;
 use crate::error::{Error, Result};
+use crate::groups::BoundaryGroups;
 use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::flags::{is_flow, WALL};
 use kernels_gpu::sparse::{neighbour_entry, Sparse, SparseTables, NEIGHBOUR_ENTRIES};
@@ -88,7 +89,7 @@ pub fn choose(config: &SolverConfig, edges: &[u32], partitions: usize) -> Result
     let mut best: Option<(f64, u32, f64, f64)> = None;
     let mut refused = None;
     for &edge in edges {
-        match SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius()) {
+        match SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups) {
             Ok(layout) => {
                 let share = layout.stored_share();
                 let k = EDGES.iter().position(|&e| e == edge).expect("an edge of EDGES");
@@ -122,6 +123,10 @@ pub fn choose(config: &SolverConfig, edges: &[u32], partitions: usize) -> Result
 }
 
 /// A block-sparse grid's tables in host memory, and its shape.
+///
+/// Blocks are numbered in the dense order of their positions, except that
+/// the `memory` boundary-group variant ([`BoundaryGroups`]) numbers the
+/// boundary blocks (those with an open cell) first.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SparseLayout {
     /// The dense box the grid covers.
@@ -138,12 +143,18 @@ pub struct SparseLayout {
     pub neighbour: Vec<u32>,
     /// Storage number of each block of the box, `u32::MAX` where none.
     pub index: Vec<u32>,
+    /// Storage numbers of the boundary blocks, ascending.
+    pub boundary: Vec<u32>,
+    /// A bit per stored block, set on boundary blocks, when the kernels
+    /// choose blocks by it (the `bitmask` variant).
+    pub mask: Option<Vec<u32>>,
 }
 
 impl SparseLayout {
     /// The grid of blocks of edge `edge` (4 or 8) that `domain` needs,
-    /// for a lattice whose populations travel up to `reach` cells per axis.
-    pub fn build(domain: &Domain, edge: u32, reach: u32) -> Result<Self> {
+    /// for a lattice whose populations travel up to `reach` cells per axis,
+    /// laid out for the boundary-group variant `groups`.
+    pub fn build(domain: &Domain, edge: u32, reach: u32, groups: BoundaryGroups) -> Result<Self> {
         if !EDGES.contains(&edge) {
             return Err(Error::Setup(format!("a sparse grid's block edge is 4 or 8, not {edge}")));
         }
@@ -186,13 +197,35 @@ impl SparseLayout {
                 "{count} active blocks of {edge}^3 cells number more than 2^32 cells: split the domain over several GPUs"
             )));
         }
+        let mut open = vec![false; total];
+        for n in domain.open_cells() {
+            let (x, y, z) = d.coords(n);
+            open[block_of(x, y, z)] = true;
+        }
+        // Storage order: dense order, boundary blocks first for `memory`.
+        let first = groups == BoundaryGroups::Memory;
+        let order = (stored.iter().zip(&open).enumerate())
+            .filter(|(_, (&s, &o))| s && o == first)
+            .chain(stored.iter().zip(&open).enumerate().filter(|(_, (&s, &o))| s && o != first));
         let mut index = vec![u32::MAX; total];
         let mut origin = Vec::with_capacity(count);
-        for (k, _) in stored.iter().enumerate().filter(|(_, s)| **s) {
+        let mut boundary = Vec::new();
+        for (k, (_, &o)) in order {
             index[k] = origin.len() as u32;
+            if o {
+                boundary.push(index[k]);
+            }
             let [nbx, nby, _] = block_dims.map(|n| n as usize);
             origin.push([(k % nbx) as u32, ((k / nbx) % nby) as u32, (k / (nbx * nby)) as u32]);
         }
+        boundary.sort_unstable();
+        let mask = (groups == BoundaryGroups::Bitmask).then(|| {
+            let mut words = vec![0u32; count.div_ceil(32)];
+            for &b in &boundary {
+                words[(b / 32) as usize] |= 1 << (b % 32);
+            }
+            words
+        });
         let solid = count as u32;
         let mut neighbour = Vec::with_capacity(NEIGHBOUR_ENTRIES * count);
         for o in &origin {
@@ -208,17 +241,32 @@ impl SparseLayout {
                 }
             }
         }
-        Ok(Self { dims: d, shift, shift_z, block_dims, origin, neighbour, index })
+        Ok(Self { dims: d, shift, shift_z, block_dims, origin, neighbour, index, boundary, mask })
     }
 
     /// The tables as kernels take them, referring to these ones: valid
     /// while `self` lives and is not changed.
     pub fn tables(&self) -> SparseTables {
         // SAFETY: the tables are sized and filled by `build` (one row per
-        // stored block, entries at most `blocks`).
+        // stored block, entries at most `blocks`; a bit per stored block).
         unsafe {
-            SparseTables::new(self.blocks(), self.dims.nx, self.dims.ny, self.neighbour.as_ptr(), self.origin.as_ptr())
+            let t = SparseTables::new(
+                self.blocks(),
+                self.dims.nx,
+                self.dims.ny,
+                self.neighbour.as_ptr(),
+                self.origin.as_ptr(),
+            );
+            match &self.mask {
+                Some(mask) => t.with_boundary_mask(mask.as_ptr()),
+                None => t,
+            }
         }
+    }
+
+    /// Storage numbers of the boundary blocks (with an open cell), ascending.
+    pub fn boundary_blocks(&self) -> &[u32] {
+        &self.boundary
     }
 
     /// The grid of blocks `2^SHIFT` on a side (`2^SHIFT_Z` along z), which
@@ -307,9 +355,9 @@ impl SparseLayout {
         )
     }
 
-    /// Bytes of the tables (neighbour blocks and origins).
+    /// Bytes of the tables (neighbour blocks, origins and any bitmask).
     pub fn table_bytes(&self) -> usize {
-        self.neighbour.len() * 4 + self.origin.len() * 12
+        self.neighbour.len() * 4 + self.origin.len() * 12 + self.mask.as_ref().map_or(0, |m| m.len() * 4)
     }
 }
 
@@ -369,7 +417,7 @@ mod tests {
     /// where that neighbour is a resting wall whose block is not stored.
     fn check<L: Lattice<Q>, const Q: usize>(dims: Dims, edge: u32) {
         let domain = lumpy(dims);
-        let layout = SparseLayout::build(&domain, edge, 1).unwrap();
+        let layout = SparseLayout::build(&domain, edge, 1, BoundaryGroups::Lists).unwrap();
         with_sparse!(&layout, |grid| check_grid::<L, Q, _>(&domain, &layout, grid, dims, edge));
     }
 
@@ -422,7 +470,7 @@ mod tests {
 
     #[test]
     fn a_launch_covers_each_stored_cell_once() {
-        let layout = SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), 4, 1).unwrap();
+        let layout = SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), 4, 1, BoundaryGroups::Lists).unwrap();
         let grid = layout.grid::<2, 2>();
         for threads in [32, 64, 128] {
             let region = 1..grid.units();
@@ -443,17 +491,18 @@ mod tests {
 
     #[test]
     fn flow_across_a_face_that_is_not_whole_blocks_is_refused() {
-        let err = SparseLayout::build(&lumpy(Dims::new(18, 12, 8)), 4, 1).unwrap_err().to_string();
+        let err =
+            SparseLayout::build(&lumpy(Dims::new(18, 12, 8)), 4, 1, BoundaryGroups::Lists).unwrap_err().to_string();
         assert!(err.contains("18 cells along x") && err.contains("multiple of 4"), "{err}");
         // Along y the faces are walls: 14 cells are fine.
-        SparseLayout::build(&lumpy(Dims::new(16, 14, 8)), 4, 1).unwrap();
-        assert!(SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), 5, 1).is_err());
+        SparseLayout::build(&lumpy(Dims::new(16, 14, 8)), 4, 1, BoundaryGroups::Lists).unwrap();
+        assert!(SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), 5, 1, BoundaryGroups::Lists).is_err());
     }
 
     #[test]
     fn gather_and_scatter_invert_each_other_on_stored_cells() {
         let dims = Dims::new(16, 14, 8);
-        let layout = SparseLayout::build(&lumpy(dims), 4, 1).unwrap();
+        let layout = SparseLayout::build(&lumpy(dims), 4, 1, BoundaryGroups::Lists).unwrap();
         let dense: Vec<u32> = (0..dims.cells() as u32).collect();
         let stored = layout.gather(&dense, u32::MAX);
         let back = layout.scatter(&stored, u32::MAX);

@@ -194,6 +194,7 @@ pub fn write_sparse_fields(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::groups::BoundaryGroups;
     use kernels_gpu::Dims;
 
     #[test]
@@ -293,7 +294,7 @@ mod tests {
                 }
             }
         }
-        let layout = SparseLayout::build(&domain, 4, 1).unwrap();
+        let layout = SparseLayout::build(&domain, 4, 1, BoundaryGroups::Lists).unwrap();
         let n = dims.cells();
         let f = Fields { dims, rho: (0..n).map(|k| 1.0 + k as f64 * 1e-4).collect(), u: vec![[0.01, 0.0, 0.0]; n] };
         let dir = std::env::temp_dir().join(format!("lbm-vtu-{}", std::process::id()));
@@ -334,8 +335,8 @@ mod tests {
             }
             d
         };
-        let thin = SparseLayout::build(&domain(2), 4, 1).unwrap();
-        let full = SparseLayout::build(&domain(11), 4, 1).unwrap();
+        let thin = SparseLayout::build(&domain(2), 4, 1, BoundaryGroups::Lists).unwrap();
+        let full = SparseLayout::build(&domain(11), 4, 1, BoundaryGroups::Lists).unwrap();
         assert!(thin.stored_share() < 0.1 && sparse_file_is_smaller(&thin), "{}", thin.stored_share());
         assert!(!sparse_file_is_smaller(&full));
     }

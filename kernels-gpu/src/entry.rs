@@ -7,6 +7,7 @@
 
 use crate::collision::{Bgk, Collision, Trt};
 use crate::grid::{Grid, LaunchIndex};
+use crate::groups::OpenCells;
 use crate::lattice::Lattice;
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::Dims;
@@ -101,6 +102,56 @@ macro_rules! sparse_entries {
                 ab(&Grid::new(tables), src, dst, flags, p, first)
             }
 
+            #[export_name = concat!("stream_collide_open_ep_bgk_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ep_bgk(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                tables: SparseTables,
+                open: OpenCells<Real>,
+                first: u32,
+            ) {
+                any(&Grid::new(tables), Streaming::EsotericPull, f, f, flags, p, open, Grid::BLOCK_SHIFT, first)
+            }
+
+            #[export_name = concat!("stream_collide_open_ep_trt_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ep_trt(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                tables: SparseTables,
+                open: OpenCells<Real>,
+                first: u32,
+            ) {
+                any(&Grid::new(tables), Streaming::EsotericPull, f, f, flags, p, open, Grid::BLOCK_SHIFT, first)
+            }
+
+            #[export_name = concat!("stream_collide_open_ab_bgk_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ab_bgk(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                tables: SparseTables,
+                open: OpenCells<Real>,
+                first: u32,
+            ) {
+                any(&Grid::new(tables), Streaming::TwoLattice, src, dst, flags, p, open, Grid::BLOCK_SHIFT, first)
+            }
+
+            #[export_name = concat!("stream_collide_open_ab_trt_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ab_trt(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                tables: SparseTables,
+                open: OpenCells<Real>,
+                first: u32,
+            ) {
+                any(&Grid::new(tables), Streaming::TwoLattice, src, dst, flags, p, open, Grid::BLOCK_SHIFT, first)
+            }
+
             #[export_name = concat!("open_boundary_", stringify!($grid), "_", stringify!($id))]
             pub unsafe extern "ptx-kernel" fn open_boundary(
                 src: *const $s,
@@ -152,15 +203,17 @@ macro_rules! entry_points {
             use super::*;
             type Real = <$s as Storage>::Real;
 
-            /// Esoteric Pull stream-collide with `C`, one thread per cell of the units `first ..`.
+            /// Esoteric Pull stream-collide with `C`, one thread per cell of
+            /// the units `first ..` that the bulk kernel runs ([`Grid::runs`]).
             #[inline(always)]
             unsafe fn ep<C: Collision<Real>, G: Grid>(grid: &G, f: *mut $s, flags: *const u8, p: StepParams<Real, C>, first: u32) {
-                if let Some(cell) = this_cell(grid, first) {
+                if let Some(cell) = this_cell(grid, first).filter(|&c| grid.runs(c, false)) {
                     stream::stream_collide_esoteric::<$lattice, $q, $s, C, G>(grid, &p, f, flags, cell);
                 }
             }
 
-            /// Two-lattice stream-collide with `C`, one thread per cell of the units `first ..`.
+            /// Two-lattice stream-collide with `C`, one thread per cell of
+            /// the units `first ..` that the bulk kernel runs ([`Grid::runs`]).
             #[inline(always)]
             unsafe fn ab<C: Collision<Real>, G: Grid>(
                 grid: &G,
@@ -170,8 +223,32 @@ macro_rules! entry_points {
                 p: StepParams<Real, C>,
                 first: u32,
             ) {
-                if let Some(cell) = this_cell(grid, first) {
+                if let Some(cell) = this_cell(grid, first).filter(|&c| grid.runs(c, false)) {
                     stream::stream_collide_two_lattice::<$lattice, $q, $s, C, G>(grid, &p, src, dst, flags, cell);
+                }
+            }
+
+            /// Stream-collide of fluid and open cells together
+            /// ([`crate::groups`]), one thread per cell of the units
+            /// `first ..` that it runs ([`Grid::runs`]), on a grid of blocks of
+            /// `2^shift` cells (0 for the dense box). Esoteric Pull passes
+            /// `src == dst`.
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn any<C: Collision<Real>, G: Grid>(
+                grid: &G,
+                scheme: Streaming,
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, C>,
+                open: OpenCells<Real>,
+                shift: u32,
+                first: u32,
+            ) {
+                if let Some(cell) = this_cell(grid, first).filter(|&c| grid.runs(c, true)) {
+                    let group = |n| open.group(n, shift);
+                    stream::stream_collide_any::<$lattice, $q, $s, C, G>(grid, scheme, &p, src, dst, flags, cell, group);
                 }
             }
 
@@ -249,6 +326,52 @@ macro_rules! entry_points {
                 z0: u32,
             ) {
                 ab(&{ p.dims }, src, dst, flags, p, z0)
+            }
+
+            #[export_name = concat!("stream_collide_open_ep_bgk_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ep_bgk(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                open: OpenCells<Real>,
+                z0: u32,
+            ) {
+                any(&{ p.dims }, Streaming::EsotericPull, f, f, flags, p, open, 0, z0)
+            }
+
+            #[export_name = concat!("stream_collide_open_ep_trt_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ep_trt(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                open: OpenCells<Real>,
+                z0: u32,
+            ) {
+                any(&{ p.dims }, Streaming::EsotericPull, f, f, flags, p, open, 0, z0)
+            }
+
+            #[export_name = concat!("stream_collide_open_ab_bgk_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ab_bgk(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                open: OpenCells<Real>,
+                z0: u32,
+            ) {
+                any(&{ p.dims }, Streaming::TwoLattice, src, dst, flags, p, open, 0, z0)
+            }
+
+            #[export_name = concat!("stream_collide_open_ab_trt_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ab_trt(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                open: OpenCells<Real>,
+                z0: u32,
+            ) {
+                any(&{ p.dims }, Streaming::TwoLattice, src, dst, flags, p, open, 0, z0)
             }
 
             #[export_name = concat!("open_boundary_", stringify!($id))]

@@ -167,6 +167,16 @@ pub trait Grid: Copy {
     /// the region that starts at unit `first`; `None` for threads past the
     /// grid's cells.
     fn launch_cell(&self, first: u32, at: LaunchIndex) -> Option<Self::Cell>;
+    /// Whether a launch of the bulk kernel (`heavy` false) or of the kernel
+    /// that updates open cells too (`heavy` true) updates `cell`: a grid
+    /// that marks its boundary units ([`crate::groups`], the `bitmask`
+    /// variant) gives each unit to one of them; by default both update
+    /// every cell they are launched over.
+    #[inline(always)]
+    fn runs(&self, cell: Self::Cell, heavy: bool) -> bool {
+        let _ = (cell, heavy);
+        true
+    }
 }
 
 /// A cell's gathered neighbours (see [`Grid::neighbours`]).

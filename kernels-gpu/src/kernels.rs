@@ -38,6 +38,9 @@ pub enum KernelKind {
     /// [`crate::stream::stream_collide_esoteric`] or
     /// [`crate::stream::stream_collide_two_lattice`], with a collision operator.
     StreamCollide(Streaming, CollisionKind),
+    /// [`crate::stream::stream_collide_any`]: fluid and open cells in one
+    /// kernel, for the boundary-group variants of [`crate::groups`].
+    StreamCollideOpen(Streaming, CollisionKind),
     /// [`crate::stream::open_boundary_update`], over a list of cells.
     OpenBoundary,
     /// [`crate::stream::init_equilibrium`].
@@ -48,11 +51,15 @@ pub enum KernelKind {
 
 impl KernelKind {
     /// Every kernel family.
-    pub const ALL: [KernelKind; 7] = [
+    pub const ALL: [KernelKind; 11] = [
         KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Bgk),
         KernelKind::StreamCollide(Streaming::TwoLattice, CollisionKind::Bgk),
         KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Trt),
         KernelKind::StreamCollide(Streaming::TwoLattice, CollisionKind::Trt),
+        KernelKind::StreamCollideOpen(Streaming::EsotericPull, CollisionKind::Bgk),
+        KernelKind::StreamCollideOpen(Streaming::TwoLattice, CollisionKind::Bgk),
+        KernelKind::StreamCollideOpen(Streaming::EsotericPull, CollisionKind::Trt),
+        KernelKind::StreamCollideOpen(Streaming::TwoLattice, CollisionKind::Trt),
         KernelKind::OpenBoundary,
         KernelKind::InitEquilibrium,
         KernelKind::Fields,
@@ -68,15 +75,20 @@ impl KernelKind {
             KernelKind::StreamCollide(Ab, Bgk) => "stream_collide_ab_bgk",
             KernelKind::StreamCollide(Ep, Trt) => "stream_collide_ep_trt",
             KernelKind::StreamCollide(Ab, Trt) => "stream_collide_ab_trt",
+            KernelKind::StreamCollideOpen(Ep, Bgk) => "stream_collide_open_ep_bgk",
+            KernelKind::StreamCollideOpen(Ab, Bgk) => "stream_collide_open_ab_bgk",
+            KernelKind::StreamCollideOpen(Ep, Trt) => "stream_collide_open_ep_trt",
+            KernelKind::StreamCollideOpen(Ab, Trt) => "stream_collide_open_ab_trt",
             KernelKind::OpenBoundary => "open_boundary",
             KernelKind::InitEquilibrium => "init_equilibrium",
             KernelKind::Fields => "fields",
         }
     }
 
-    /// Whether this is a stream-collide kernel (the timed bulk update).
+    /// Whether this is a stream-collide kernel (the timed bulk update, alone
+    /// or with the open cells).
     pub const fn is_stream_collide(self) -> bool {
-        matches!(self, KernelKind::StreamCollide(..))
+        matches!(self, KernelKind::StreamCollide(..) | KernelKind::StreamCollideOpen(..))
     }
 }
 
@@ -167,7 +179,7 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
 /// fastest in the cavity.
 pub const fn block_size(kind: KernelKind) -> u32 {
     match kind {
-        KernelKind::StreamCollide(..) => 128,
+        KernelKind::StreamCollide(..) | KernelKind::StreamCollideOpen(..) => 128,
         _ => DEFAULT_BLOCK_SIZE,
     }
 }
@@ -225,5 +237,7 @@ mod tests {
         assert_eq!(register_cap_for_entry("fields_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse8_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ab_bgk_sparse4_d3q19_f32"), None);
+        // The kernels that update open cells too run uncapped.
+        assert_eq!(register_cap_for_entry("stream_collide_open_ep_bgk_d3q19_f32"), None);
     }
 }

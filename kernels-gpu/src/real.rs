@@ -11,6 +11,7 @@ use core::ops::{Add, AddAssign, Div, Mul, Neg, Sub, SubAssign};
 /// A real number type usable for populations and arithmetic (f32 or f64).
 pub trait Real:
     Copy
+    + crate::readonly::ReadOnly
     + Default
     + PartialOrd
     + Send

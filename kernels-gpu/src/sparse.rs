@@ -10,6 +10,7 @@
 //! block and local coordinates.
 
 use crate::grid::{Grid, LaunchIndex, LaunchShape, Neighbourhood};
+use crate::readonly::ReadOnly;
 use core::ops::Range;
 
 /// Entries per block in the neighbour-block table: offsets `{-1, 0, 1}^3`.
@@ -22,51 +23,6 @@ pub const SELF_ENTRY: usize = 13;
 #[inline(always)]
 pub const fn neighbour_entry(dx: i32, dy: i32, dz: i32) -> usize {
     (SELF_ENTRY as i32 + dx + 3 * dy + 9 * dz) as usize
-}
-
-/// A value of the tables, loaded through the GPU's read-only data cache
-/// (`ld.global.nc`): many threads of a block read the same entries, and no
-/// kernel writes them.
-trait TableValue: Copy {
-    /// `*at`.
-    ///
-    /// # Safety
-    /// `at` must be valid for reads.
-    unsafe fn load(at: *const Self) -> Self;
-}
-
-impl TableValue for u32 {
-    #[inline(always)]
-    unsafe fn load(at: *const u32) -> u32 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let v: u32;
-            // SAFETY: the caller guarantees `at` is valid for reads.
-            unsafe {
-                core::arch::asm!(
-                    "ld.global.nc.u32 {v}, [{a}];",
-                    v = out(reg32) v,
-                    a = in(reg64) at,
-                    options(pure, readonly, nostack, preserves_flags),
-                );
-            }
-            v
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            // SAFETY: as above.
-            unsafe { *at }
-        }
-    }
-}
-
-impl TableValue for [u32; 3] {
-    #[inline(always)]
-    unsafe fn load(at: *const [u32; 3]) -> [u32; 3] {
-        let p = at as *const u32;
-        // SAFETY: the caller guarantees the three values are valid for reads.
-        unsafe { [u32::load(p), u32::load(p.add(1)), u32::load(p.add(2))] }
-    }
 }
 
 /// A block-sparse grid's sizes and the addresses of its two tables: what a
@@ -93,6 +49,9 @@ pub struct SparseTables {
     neighbour: *const u32,
     /// Position of each stored block, in blocks along each axis.
     origin: *const [u32; 3],
+    /// A bit per stored block, set on boundary blocks, for the `bitmask`
+    /// boundary groups ([`crate::groups`]); null for every other variant.
+    boundary: *const u32,
 }
 
 // SAFETY: the tables are read-only for as long as a `SparseTables` refers
@@ -110,7 +69,18 @@ impl SparseTables {
     /// each at most `blocks`, and `origin` to `blocks` positions, both valid
     /// and unchanged while the tables (or a copy) are used.
     pub const unsafe fn new(blocks: u32, nx: u32, ny: u32, neighbour: *const u32, origin: *const [u32; 3]) -> Self {
-        Self { blocks, nx, ny, reserved: 0, neighbour, origin }
+        Self { blocks, nx, ny, reserved: 0, neighbour, origin, boundary: core::ptr::null() }
+    }
+
+    /// These tables with the boundary-block bitmask at `mask`: the bulk
+    /// kernels then skip the blocks whose bit is set, and the kernel that
+    /// updates open cells too skips the others ([`Sparse::runs_block`]).
+    ///
+    /// # Safety
+    /// `mask` must hold a bit per stored block (`blocks.div_ceil(32)`
+    /// words), valid and unchanged while the tables (or a copy) are used.
+    pub const unsafe fn with_boundary_mask(self, mask: *const u32) -> Self {
+        Self { boundary: mask, ..self }
     }
 }
 
@@ -134,7 +104,7 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
     /// Block edge along z.
     pub const EDGE_Z: u32 = 1 << SHIFT_Z;
     /// `log2` of the cells per block.
-    const BLOCK_SHIFT: u32 = 2 * SHIFT + SHIFT_Z;
+    pub const BLOCK_SHIFT: u32 = 2 * SHIFT + SHIFT_Z;
     /// Cells per block.
     pub const BLOCK_CELLS: u32 = 1 << Self::BLOCK_SHIFT;
 
@@ -143,6 +113,19 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
     #[inline(always)]
     pub const fn new(tables: SparseTables) -> Self {
         Self { tables }
+    }
+
+    /// Whether a launch of the bulk kernel (`heavy` false) or of the kernel
+    /// that updates open cells too (`heavy` true) updates the cells of block
+    /// `b`: with a boundary-block bitmask, the bulk kernel runs the blocks
+    /// without an open cell and the other the rest; without one, both run
+    /// every block they are launched over.
+    #[inline(always)]
+    pub fn runs_block(&self, b: u32, heavy: bool) -> bool {
+        let mask = self.tables.boundary;
+        // SAFETY: a mask holds a bit per stored block (`with_boundary_mask`),
+        // and launches cover stored blocks only.
+        mask.is_null() || ((unsafe { u32::load(mask.add((b >> 5) as usize)) } >> (b & 31)) & 1 == 1) == heavy
     }
 
     /// The cell of block `b` at `position` in the box (the block's own:
@@ -230,7 +213,7 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
         // SAFETY: `origin` holds a position per stored block
         // (`SparseTables::new`); the solid block has none and sits at the origin.
         let o = if cell.b < self.tables.blocks {
-            unsafe { TableValue::load(self.tables.origin.add(cell.b as usize)) }
+            unsafe { ReadOnly::load(self.tables.origin.add(cell.b as usize)) }
         } else {
             [0; 3]
         };
@@ -262,7 +245,7 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
             let k = neighbour_entry(sx, sy, sz);
             // SAFETY: every stored block has its row of entries (`SparseTables::new`).
             nb.block[j] =
-                if k == SELF_ENTRY { cell.b } else { unsafe { TableValue::load(self.tables.neighbour.add(row + k)) } };
+                if k == SELF_ENTRY { cell.b } else { unsafe { ReadOnly::load(self.tables.neighbour.add(row + k)) } };
             let shift = (cx - edge * sx) + (cy - edge * sy) * edge + (cz - edge_z * sz) * edge * edge;
             nb.local[j] = own.wrapping_add(shift as u32);
         }
@@ -292,5 +275,10 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
     #[inline(always)]
     fn launch_cell(&self, first: u32, at: LaunchIndex) -> Option<SparseCell> {
         Some(self.cell_of((first << Self::BLOCK_SHIFT) + at.x))
+    }
+
+    #[inline(always)]
+    fn runs(&self, cell: SparseCell, heavy: bool) -> bool {
+        self.runs_block(cell.b, heavy)
     }
 }

@@ -344,13 +344,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage,
         return;
     }
     let nb = neighbours::<L, Q, G>(grid, cell);
-    let mut fi = if near_walls::<S>(flag) {
-        load::<L, Q, S, true>(Streaming::EsotericPull, p, f, flags, &nb)
-    } else {
-        load::<L, Q, S, false>(Streaming::EsotericPull, p, f, flags, &nb)
-    };
-    collide::<L, Q, S, C>(&mut fi, p);
-    store::<L, Q, S>(Streaming::EsotericPull, p, f, &nb, &fi);
+    update_fluid::<L, Q, S, C>(Streaming::EsotericPull, p, f, f, flags, flag, &nb);
 }
 
 /// Two-lattice pull step of fluid cell `n`: reads `src`, writes `dst`.
@@ -371,13 +365,68 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
         return;
     }
     let nb = neighbours::<L, Q, G>(grid, cell);
-    let mut fi = if near_walls::<S>(flag) {
-        load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, &nb)
+    update_fluid::<L, Q, S, C>(Streaming::TwoLattice, p, src, dst, flags, flag, &nb);
+}
+
+/// Step of any cell the kernels update, in the kernel that does both: a
+/// fluid cell as the bulk kernels do, an open-boundary cell as its group's
+/// kernel does, imposing `open(n)` (what the group of the cell stored at
+/// `n` imposes). This is the *naive* and the boundary-block kernel of the
+/// boundary-group variants (see `crate::groups`): its registers are the
+/// open boundary's, which the bulk kernels never pay. The values are those
+/// of the separate kernels bit for bit: the same functions, the same order
+/// of operations.
+///
+/// # Safety
+/// As [`stream_collide_esoteric`] (`src == dst`) or
+/// [`stream_collide_two_lattice`] (`src` and `dst` distinct), per `scheme`;
+/// `open` must be safe to call for an open cell's storage number.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // one per kernel argument, plus the grid
+pub unsafe fn stream_collide_any<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>, G: Grid>(
+    grid: &G,
+    scheme: Streaming,
+    p: &StepParams<S::Real, C>,
+    src: *const S,
+    dst: *mut S,
+    flags: *const u8,
+    cell: G::Cell,
+    open: impl FnOnce(u32) -> OpenBoundary<S::Real>,
+) {
+    let n = grid.index_of(cell);
+    let flag = flag_of(flags, n);
+    if is_solid(flag) {
+        return;
+    }
+    let nb = neighbours::<L, Q, G>(grid, cell);
+    if is_fluid(flag) {
+        update_fluid::<L, Q, S, C>(scheme, p, src, dst, flags, flag, &nb);
     } else {
-        load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, &nb)
+        update_open::<L, Q, S>(scheme, p, &open(n), src, dst, flags, &nb);
+    }
+}
+
+/// Streams and collides the fluid cell with flag `flag` and neighbours `nb`.
+///
+/// # Safety
+/// As [`stream_collide_any`].
+#[inline(always)]
+unsafe fn update_fluid<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
+    scheme: Streaming,
+    p: &StepParams<S::Real, C>,
+    src: *const S,
+    dst: *mut S,
+    flags: *const u8,
+    flag: u8,
+    nb: &impl Neighbourhood<Q>,
+) {
+    let mut fi = if near_walls::<S>(flag) {
+        load::<L, Q, S, true>(scheme, p, src, flags, nb)
+    } else {
+        load::<L, Q, S, false>(scheme, p, src, flags, nb)
     };
     collide::<L, Q, S, C>(&mut fi, p);
-    store::<L, Q, S>(Streaming::TwoLattice, p, dst, &nb, &fi);
+    store::<L, Q, S>(scheme, p, dst, nb, &fi);
 }
 
 /// Stores the post-collision populations `fi` (in the storage units of `S`)
@@ -451,14 +500,31 @@ pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage, G:
     cell: G::Cell,
 ) {
     let nb = neighbours::<L, Q, G>(grid, cell);
-    let fi = rescaled(load::<L, Q, S, true>(scheme, p, src, flags, &nb), 1.0 / S::SCALE);
+    update_open::<L, Q, S>(scheme, p, open, src, dst, flags, &nb);
+}
+
+/// The open-boundary update of the cell with neighbours `nb`, imposing `open`.
+///
+/// # Safety
+/// As [`open_boundary_update`].
+#[inline(always)]
+unsafe fn update_open<L: Lattice<Q>, const Q: usize, S: Storage>(
+    scheme: Streaming,
+    p: &StepParams<S::Real, impl Copy>,
+    open: &OpenBoundary<S::Real>,
+    src: *const S,
+    dst: *mut S,
+    flags: *const u8,
+    nb: &impl Neighbourhood<Q>,
+) {
+    let fi = rescaled(load::<L, Q, S, true>(scheme, p, src, flags, nb), 1.0 / S::SCALE);
     let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, open, open.kind == INLET);
     let post = if open.scheme == REGULARIZED {
         regularized_collided::<L, Q, S::Real>(&fi, rho, u, open.normal, &open.rates, p.force)
     } else {
         equilibrium::<L, Q, S::Real>(rho, u)
     };
-    store::<L, Q, S>(scheme, p, dst, &nb, &rescaled(post, S::SCALE));
+    store::<L, Q, S>(scheme, p, dst, nb, &rescaled(post, S::SCALE));
 }
 
 /// Number of values per cell in a fields buffer: `rho, ux, uy, uz`, each a

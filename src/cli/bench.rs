@@ -4,6 +4,7 @@
 
 use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchGeometry, BenchResult};
 use lbm::host::files::write_atomic;
+use lbm::host::groups::BoundaryGroups;
 use lbm::host::solver::{CollisionModel, GridLayout};
 use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::{CollisionKind, Streaming};
@@ -21,6 +22,7 @@ pub struct BenchOptions {
     pub streaming: Vec<Streaming>,
     pub collisions: Vec<CollisionKind>,
     pub grids: Vec<GridLayout>,
+    pub groups: Vec<BoundaryGroups>,
     pub geometries: Vec<BenchGeometry>,
     pub json: Option<PathBuf>,
     pub max_size: bool,
@@ -64,7 +66,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
     println!("{formula}; fraction = MLUPS x bytes per cell update / copy bandwidth");
     if !o.sizes.is_empty() {
         println!(
-            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9} {:>5} {:>8} {:>7} {:>5} {:>6} {:>5} {:<9} {:<7} {:>9} {:>7}",
+            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9} {:>5} {:>8} {:>7} {:>7} {:>6} {:>7} {:<9} {:<7} {:>9} {:>7} {:<7} {:>5}",
             "lattice",
             "prec",
             "streaming",
@@ -80,9 +82,12 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             "collision",
             "grid",
             "act.MLUPS",
-            "of copy"
+            "of copy",
+            "groups",
+            "spill"
         );
-        println!("(act.: per flow cell updated; the first MLUPS counts every cell of the cube)");
+        println!("(act.: per flow cell updated; the first MLUPS counts every cell of the cube;");
+        println!(" regs, occ and spill (local bytes per thread): bulk kernel / kernel that updates open cells too)");
     }
     let mut results = Vec::new();
     let mut cases = Vec::new();
@@ -93,16 +98,22 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
                     for &geometry in &o.geometries {
                         for &kind in &o.collisions {
                             for &grid in &o.grids {
-                                let collision = CollisionModel::of_kind(kind);
-                                cases.push(BenchCase {
-                                    lattice,
-                                    precision,
-                                    streaming,
-                                    size,
-                                    geometry,
-                                    collision,
-                                    grid,
-                                });
+                                // The block variants need a sparse grid's blocks.
+                                for &groups in
+                                    o.groups.iter().filter(|g| !g.needs_blocks() || grid != GridLayout::Dense)
+                                {
+                                    let collision = CollisionModel::of_kind(kind);
+                                    cases.push(BenchCase {
+                                        lattice,
+                                        precision,
+                                        streaming,
+                                        size,
+                                        geometry,
+                                        collision,
+                                        grid,
+                                        groups,
+                                    });
+                                }
                             }
                         }
                     }
@@ -111,28 +122,37 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
         }
     }
     for case in cases {
-        let BenchCase { lattice, precision, streaming, size, geometry, collision, grid } = case;
+        let BenchCase { lattice, precision, streaming, size, geometry, collision, grid, groups } = case;
         let r = measure(&|c, b| lbm::build_solver(c, b), backend, case, o.steps, copy);
         let r = match r {
             Ok(r) => r,
             Err(Error::OutOfMemory { .. }) => {
                 println!(
-                    "{:<6} {:<4} {:<13} {:<8} {:>5} does not fit ({}, {})",
+                    "{:<6} {:<4} {:<13} {:<8} {:>5} does not fit ({}, {}, {})",
                     lattice.name(),
                     precision.name(),
                     streaming.name(),
                     geometry.name(),
                     size,
                     collision.kind().name(),
-                    grid.name()
+                    grid.name(),
+                    groups.name()
                 );
                 continue;
             }
             Err(e) => return Err(e),
         };
         let k = r.kernel.as_ref();
+        // A kernel figure, and the open cells' kernel's after a slash where it runs.
+        let both = |f: &dyn Fn(&lbm::host::solver::KernelReport) -> String| {
+            k.map(|k| match &k.with_open {
+                Some(o) => format!("{}/{}", f(k), f(o)),
+                None => f(k),
+            })
+            .unwrap_or_else(|| "-".into())
+        };
         println!(
-            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9.0} {:>5} {:>8.1} {:>7} {:>5} {:>6} {:>5} {:<9} {:<7} {:>9.0} {:>7}",
+            "{:<6} {:<4} {:<13} {:<8} {:>5} {:>9.0} {:>5} {:>8.1} {:>7} {:>7} {:>6} {:>7} {:<9} {:<7} {:>9.0} {:>7} {:<7} {:>5}",
             r.lattice,
             r.precision,
             r.streaming,
@@ -142,13 +162,15 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             r.bytes_per_cell,
             r.gb_per_s,
             r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
-            k.map(|k| k.registers.to_string()).unwrap_or_else(|| "-".into()),
+            both(&|k| k.registers.to_string()),
             k.map(|k| k.block_size.to_string()).unwrap_or_else(|| "-".into()),
-            k.map(|k| format!("{:.0}%", 100.0 * k.occupancy)).unwrap_or_else(|| "-".into()),
+            both(&|k| format!("{:.0}%", 100.0 * k.occupancy)),
             r.collision,
             r.grid,
             r.mlups_active,
             r.active_fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
+            r.groups,
+            both(&|k| k.local_bytes.to_string()),
         );
         results.push(r);
     }
@@ -258,6 +280,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
                 geometry: BenchGeometry::Cavity,
                 collision: CollisionModel::Bgk,
                 grid: GridLayout::Dense,
+                groups: lbm::host::groups::BoundaryGroups::Lists,
             };
             let one = measure(&|c, b| lbm::build_solver(c, b), BackendKind::Gpu(0), case, o.steps, Some(copy))?;
             let of_copy = |mlups: f64, gpus: usize| {

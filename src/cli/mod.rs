@@ -7,6 +7,7 @@ mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use lbm::host::bench::BenchGeometry;
+use lbm::host::groups::BoundaryGroups;
 use lbm::host::solver::GridLayout;
 use lbm::host::{LatticeKind, Named, Precision};
 use lbm::kernels::{CollisionKind, Streaming};
@@ -117,8 +118,13 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_values_t = names::names(&[GridLayout::Dense]),
               help = help("Grid layouts (sparse4, sparse8: blocks of 4^3 or 8^3 cells)", GridLayout::all()))]
         grids: Vec<String>,
-        /// What fills the cube: cavity (walls, a moving lid) or periodic
-        /// (fluid only, as published single-GPU figures are measured).
+        #[arg(long, value_delimiter = ',', default_values_t = names::names(&[BoundaryGroups::Lists]),
+              help = help("Boundary-group variants: how inlets and outlets are updated (memory and bitmask need a sparse grid)", BoundaryGroups::all()))]
+        boundary_groups: Vec<String>,
+        /// What fills the cube: cavity (walls, a moving lid), periodic
+        /// (fluid only, as published single-GPU figures are measured), bed
+        /// (a packed bed, porosity 0.4) or tunnel (a sphere between a
+        /// regularized inlet and outlet).
         #[arg(long, value_delimiter = ',', default_values_t = [BenchGeometry::Cavity.name().to_string()])]
         geometry: Vec<String>,
         /// Also write the results as JSON to this file.
@@ -290,6 +296,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             streaming,
             collisions,
             grids,
+            boundary_groups,
             geometry,
             json,
             max_size,
@@ -306,6 +313,7 @@ pub fn execute(cli: Cli) -> Result<()> {
                 streaming.iter().map(|s| lbm::host::case::parse_streaming(s)).collect::<Result<Vec<_>>>()?;
             let collisions = names::parse(&collisions, CollisionKind::all())?;
             let grids = names::parse(&grids, GridLayout::all())?;
+            let groups = names::parse(&boundary_groups, BoundaryGroups::all())?;
             let geometries = geometry.iter().map(|g| BenchGeometry::from_name(g)).collect::<Result<Vec<_>>>()?;
             let sizes = sizes.unwrap_or_else(|| if max_size && gpus.is_empty() { vec![] } else { vec![256, 512] });
             if sizes.iter().any(|&n| n < 3) {
@@ -315,6 +323,11 @@ pub fn execute(cli: Cli) -> Result<()> {
                 if grids.iter().any(|&g| g != GridLayout::Dense) {
                     return Err(lbm::Error::Setup(
                         "--grids applies to one-GPU benchmarks: --gpus measures dense grids".into(),
+                    ));
+                }
+                if groups.iter().any(|&g| g != BoundaryGroups::Lists) {
+                    return Err(lbm::Error::Setup(
+                        "--boundary-groups applies to one-GPU benchmarks: --gpus measures the lists variant".into(),
                     ));
                 }
                 if collisions.iter().any(|&c| c != CollisionKind::Bgk) {
@@ -338,6 +351,7 @@ pub fn execute(cli: Cli) -> Result<()> {
                     streaming,
                     collisions,
                     grids,
+                    groups,
                     geometries,
                     json,
                     max_size,

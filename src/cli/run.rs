@@ -5,6 +5,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lbm::host::case::{Case, Setup};
 use lbm::host::fields::Fields;
 use lbm::host::files::write_atomic;
+use lbm::host::groups::BoundaryGroups;
 use lbm::host::solver::GridLayout;
 use lbm::host::sparse::SparseLayout;
 use lbm::host::{checkpoint, picture, porous, probe, vtk};
@@ -109,10 +110,13 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     // the smaller file.
     let sparse = match setup.config.grid {
         GridLayout::Dense => None,
-        GridLayout::Sparse { edge } => {
-            Some(SparseLayout::build(&setup.config.domain, edge, setup.config.lattice.near_wall_radius())?)
-                .filter(vtk::sparse_file_is_smaller)
-        }
+        GridLayout::Sparse { edge } => Some(SparseLayout::build(
+            &setup.config.domain,
+            edge,
+            setup.config.lattice.near_wall_radius(),
+            setup.config.groups,
+        )?)
+        .filter(vtk::sparse_file_is_smaller),
     };
     let mut force_rows = String::new();
     let dir = setup.output.directory.clone();
@@ -353,11 +357,15 @@ fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
                 c.state_bytes() as f64 / (1u64 << 30) as f64,
                 c.state_bytes() / d.cells()
             ),
-            GridLayout::Sparse { edge } => SparseLayout::build(&c.domain, edge, c.lattice.near_wall_radius())
+            GridLayout::Sparse { edge } => SparseLayout::build(&c.domain, edge, c.lattice.near_wall_radius(), c.groups)
                 .map_or_else(|e| format!("grid: sparse ({e})"), |layout| layout.describe(c)),
         },
     ]
     .into_iter()
+    .chain(
+        (c.groups != BoundaryGroups::Lists || !c.domain.open.is_empty())
+            .then(|| format!("boundary groups: {} ({} inlets and outlets)", c.groups.name(), c.domain.open.len())),
+    )
     .chain(s.grid_choice.clone())
     .collect()
 }

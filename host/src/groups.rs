@@ -1,0 +1,192 @@
+//! The boundary-group variants ([`kernels_gpu::groups`]): which one a
+//! solver runs, the launches it makes per update, and the tables the kernel
+//! that updates open cells with the fluid ones reads. Both executors run
+//! the same passes over the same tables, the CPU by calling the per-cell
+//! functions, a GPU by launching kernels.
+
+use crate::error::{Error, Result};
+use crate::part_grid::PartGrid;
+use crate::solver::{Named, SolverConfig};
+use kernels_gpu::groups::{OpenCells, MAX_GROUPS};
+use kernels_gpu::{OpenBoundary, Real};
+use std::ops::Range;
+
+/// How a grid's inlets and outlets are updated (results are the same bit
+/// for bit): see [`kernels_gpu::groups`] for what each does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BoundaryGroups {
+    /// Bulk kernel over every cell, then one kernel per inlet or outlet
+    /// over its list of cells.
+    #[default]
+    Lists,
+    /// One kernel updates every cell, open ones included.
+    Naive,
+    /// Boundary blocks stored first: the heavy kernel runs them, the bulk
+    /// kernel the rest (sparse grids).
+    Memory,
+    /// A bit per block: the bulk and the heavy kernel each run over every
+    /// block and skip the other's (sparse grids).
+    Bitmask,
+}
+
+impl BoundaryGroups {
+    /// Every variant.
+    pub const ALL: [BoundaryGroups; 4] =
+        [BoundaryGroups::Lists, BoundaryGroups::Naive, BoundaryGroups::Memory, BoundaryGroups::Bitmask];
+
+    /// Name in case files, reports and on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BoundaryGroups::Lists => "lists",
+            BoundaryGroups::Naive => "naive",
+            BoundaryGroups::Memory => "memory",
+            BoundaryGroups::Bitmask => "bitmask",
+        }
+    }
+
+    /// Whether the variant groups a sparse grid's blocks (the dense box has none).
+    pub const fn needs_blocks(self) -> bool {
+        matches!(self, BoundaryGroups::Memory | BoundaryGroups::Bitmask)
+    }
+}
+
+impl Named for BoundaryGroups {
+    const WHAT: &'static str = "boundary-group variant";
+    fn all() -> &'static [Self] {
+        &Self::ALL
+    }
+    fn label(self) -> &'static str {
+        self.name()
+    }
+}
+
+/// One launch of an update.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// The bulk kernel over these launch units.
+    Bulk(Range<u32>),
+    /// The kernel that updates open cells too, over these units.
+    Any(Range<u32>),
+    /// Each inlet's and outlet's kernel over its list of cells.
+    Lists,
+}
+
+/// The launches of an update of the launch units `units` with `groups`:
+/// `lists` says whether the update includes the open-boundary lists (every
+/// region but a partition's interior), `boundary_blocks` how many blocks a
+/// `memory` grid stores first.
+pub fn passes(groups: BoundaryGroups, units: &[Range<u32>], lists: bool, boundary_blocks: u32) -> Vec<Pass> {
+    let mut out = Vec::new();
+    for u in units.iter().filter(|u| !u.is_empty()) {
+        match groups {
+            BoundaryGroups::Lists => out.push(Pass::Bulk(u.clone())),
+            BoundaryGroups::Naive => out.push(Pass::Any(u.clone())),
+            BoundaryGroups::Memory => {
+                let split = boundary_blocks.clamp(u.start, u.end);
+                if split > u.start {
+                    out.push(Pass::Any(u.start..split));
+                }
+                if split < u.end {
+                    out.push(Pass::Bulk(split..u.end));
+                }
+            }
+            BoundaryGroups::Bitmask => out.extend([Pass::Bulk(u.clone()), Pass::Any(u.clone())]),
+        }
+    }
+    if lists && groups == BoundaryGroups::Lists {
+        out.push(Pass::Lists);
+    }
+    out
+}
+
+/// What the kernel that updates open cells too reads ([`OpenCells`]), in
+/// host memory: the groups' parameters and each open cell's group number,
+/// indexed as the variant indexes them.
+pub struct OpenTables<T> {
+    /// What each inlet and outlet imposes.
+    pub groups: Vec<OpenBoundary<T>>,
+    /// Group number of each entry (see [`OpenCells`]).
+    pub group_of: Vec<u16>,
+    /// Per block, its first entry in blocks (`bitmask`); empty: direct.
+    pub slot: Vec<u32>,
+}
+
+impl<T: Real> OpenTables<T> {
+    /// The tables `config`'s variant reads on `grid`; none for `lists`.
+    pub fn build(config: &SolverConfig, grid: &PartGrid) -> Result<Option<Self>> {
+        if config.groups == BoundaryGroups::Lists {
+            return Ok(None);
+        }
+        let open = &config.domain.open;
+        if open.len() > MAX_GROUPS {
+            return Err(Error::Setup(format!(
+                "{} inlets and outlets are more than the {MAX_GROUPS} the boundary-group variant \"{}\" numbers: use boundary_groups = \"lists\"",
+                open.len(),
+                config.groups.name()
+            )));
+        }
+        let collision = config.collision_params();
+        let groups = open.iter().map(|g| g.state.kernel_params(collision)).collect();
+        // (storage number, group) of every open cell.
+        let cells: Vec<(u32, u16)> = open
+            .iter()
+            .enumerate()
+            .flat_map(|(k, g)| grid.stored_cells(&g.cells).into_iter().map(move |n| (n, k as u16)))
+            .collect();
+        let (group_of, slot) = match (config.groups, grid) {
+            // Indirect: a slot per block, then a run of entries per boundary block.
+            (BoundaryGroups::Bitmask, PartGrid::Sparse(layout)) => {
+                let v = layout.block_cells() as u32;
+                let mut slot = vec![u32::MAX; layout.blocks() as usize];
+                for (k, &b) in layout.boundary_blocks().iter().enumerate() {
+                    slot[b as usize] = k as u32;
+                }
+                let mut group_of = vec![0; layout.boundary_blocks().len() * v as usize];
+                for (n, k) in cells {
+                    group_of[(slot[(n / v) as usize] * v + n % v) as usize] = k;
+                }
+                (group_of, slot)
+            }
+            // Direct: an entry per storage number, over every cell (`naive`)
+            // or up to the last open one (the boundary blocks of `memory`).
+            _ => {
+                let last = cells.iter().map(|&(n, _)| n as usize + 1).max().unwrap_or(0);
+                let mut group_of = vec![0; if config.groups == BoundaryGroups::Naive { grid.cells() } else { last }];
+                for (n, k) in cells {
+                    group_of[n as usize] = k;
+                }
+                (group_of, Vec::new())
+            }
+        };
+        Ok(Some(Self { groups, group_of, slot }))
+    }
+
+    /// The kernel argument over these host tables (valid while they live).
+    pub fn host_cells(&self) -> OpenCells<T> {
+        let slot = if self.slot.is_empty() { std::ptr::null() } else { self.slot.as_ptr() };
+        // SAFETY: `build` sizes the tables for every open cell of the grid.
+        unsafe { OpenCells::new(self.groups.as_ptr(), self.group_of.as_ptr(), slot) }
+    }
+
+    /// Bytes the tables take.
+    pub fn bytes(&self) -> usize {
+        self.groups.len() * std::mem::size_of::<OpenBoundary<T>>() + self.group_of.len() * 2 + self.slot.len() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_variant_updates_each_unit_once() {
+        use BoundaryGroups::*;
+        let units = [0..3, 5..9];
+        assert_eq!(passes(Lists, &units, true, 0), [Pass::Bulk(0..3), Pass::Bulk(5..9), Pass::Lists]);
+        assert_eq!(passes(Lists, &units, false, 0), [Pass::Bulk(0..3), Pass::Bulk(5..9)]);
+        assert_eq!(passes(Naive, &units, true, 0), [Pass::Any(0..3), Pass::Any(5..9)]);
+        assert_eq!(passes(Memory, &[0..9], true, 4), [Pass::Any(0..4), Pass::Bulk(4..9)]);
+        assert_eq!(passes(Memory, &[0..9], true, 0), [Pass::Bulk(0..9)]);
+        assert_eq!(passes(Bitmask, &[0..9], true, 4), [Pass::Bulk(0..9), Pass::Any(0..9)]);
+    }
+}
