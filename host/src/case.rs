@@ -133,12 +133,13 @@ pub struct SimulationSection {
     /// Block edge of a sparse grid, 4 or 8 (default 4 for `"sparse"`;
     /// `"auto"` tries both unless one is given).
     pub block: Option<u32>,
-    /// How inlets and outlets are updated: `"lists"` (default: one kernel
-    /// per inlet or outlet over its cells, after the bulk), `"naive"` (one
-    /// kernel for every cell), or on a sparse grid `"memory"` (boundary
-    /// blocks stored first, a kernel each for them and the rest) or
-    /// `"bitmask"` (a bit per block chooses the kernel). Results are the
-    /// same bit for bit; only speed differs.
+    /// How inlets and outlets are updated: `"auto"` (default: the fastest
+    /// measured for the grid, [`crate::groups::BoundaryGroups::auto`]),
+    /// `"lists"` (one kernel per inlet or outlet over its cells, after the
+    /// bulk), `"naive"` (one kernel for every cell), or on a sparse grid
+    /// `"memory"` (boundary blocks stored first, a kernel each for them and
+    /// the rest) or `"bitmask"` (a bit per block chooses the kernel).
+    /// Results are the same bit for bit; only speed differs.
     #[serde(default = "default_boundary_groups")]
     pub boundary_groups: String,
     /// Cells along x, y, z, boundary layers included (z = 1 for 2D lattices).
@@ -391,7 +392,7 @@ fn default_grid() -> String {
 }
 
 fn default_boundary_groups() -> String {
-    crate::groups::BoundaryGroups::Lists.name().into()
+    "auto".into()
 }
 fn default_collision() -> String {
     "bgk".into()
@@ -741,8 +742,19 @@ impl Case {
             )));
         }
         let grid_request = parse_grid(&sim.grid, sim.block).map_err(in_case(path, "[simulation] grid"))?;
-        let groups = crate::groups::BoundaryGroups::from_name(&sim.boundary_groups)
-            .map_err(in_case(path, "[simulation] boundary_groups"))?;
+        let groups = match sim.boundary_groups.to_ascii_lowercase().as_str() {
+            "auto" => None,
+            name => Some(
+                crate::groups::BoundaryGroups::from_name(name)
+                    .map_err(|e| match e {
+                        Error::UnknownName { what, name, choices } => {
+                            Error::UnknownName { what, name, choices: format!("auto, {choices}") }
+                        }
+                        e => e,
+                    })
+                    .map_err(in_case(path, "[simulation] boundary_groups"))?,
+            ),
+        };
         let mut config = SolverConfig {
             lattice: sim.lattice,
             precision: sim.precision,
@@ -786,7 +798,8 @@ impl Case {
                 Some(why)
             }
         };
-        config.groups = groups;
+        config.groups =
+            groups.unwrap_or_else(|| crate::groups::BoundaryGroups::auto(config.grid, !config.domain.open.is_empty()));
         config.validate().map_err(in_case(path, "[simulation] boundary_groups"))?;
         if let GridLayout::Sparse { edge } = config.grid {
             crate::sparse::SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups)
@@ -918,7 +931,14 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
     fn boundary_groups_are_chosen_by_name_and_block_variants_need_blocks() {
         use crate::groups::BoundaryGroups;
         let with = |keys: &str| setup(&CAVITY.replace("steps = 10", &format!("steps = 10\n{keys}")));
+        // Auto: the cavity has no inlet, so the bulk kernel alone.
         assert_eq!(setup(CAVITY).unwrap().config.groups, BoundaryGroups::Lists);
+        let channel = CAVITY
+            .replace("x_min = \"wall\"", "x_min = { velocity_inlet = [0.05, 0.0, 0.0] }")
+            .replace("x_max = \"wall\"", "x_max = { pressure_outlet = 0.0 }");
+        assert_eq!(setup(&channel).unwrap().config.groups, BoundaryGroups::Naive);
+        let sparse_channel = channel.replace("steps = 10", "steps = 10\ngrid = \"sparse\"");
+        assert_eq!(setup(&sparse_channel).unwrap().config.groups, BoundaryGroups::Memory);
         assert_eq!(with("boundary_groups = \"naive\"").unwrap().config.groups, BoundaryGroups::Naive);
         let sparse = with("grid = \"sparse\"\nboundary_groups = \"Bitmask\"").unwrap();
         assert_eq!(
@@ -928,7 +948,7 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let e = with("boundary_groups = \"memory\"").unwrap_err().to_string();
         assert!(e.contains("boundary_groups") && e.contains("grid = \"sparse\""), "{e}");
         let e = with("boundary_groups = \"tiles\"").unwrap_err();
-        assert!(format!("{e:?} {e}").contains("lists, naive, memory, bitmask"), "{e}");
+        assert!(format!("{e:?} {e}").contains("auto, lists, naive, memory, bitmask"), "{e}");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::part_grid::PartGrid;
-use crate::solver::{Named, SolverConfig};
+use crate::solver::{GridLayout, Named, SolverConfig};
 use kernels_gpu::groups::{OpenCells, MAX_GROUPS};
 use kernels_gpu::{OpenBoundary, Real};
 use std::ops::Range;
@@ -41,6 +41,21 @@ impl BoundaryGroups {
             BoundaryGroups::Naive => "naive",
             BoundaryGroups::Memory => "memory",
             BoundaryGroups::Bitmask => "bitmask",
+        }
+    }
+
+    /// The variant `boundary_groups = "auto"` (a case's default) picks: the
+    /// bulk kernel alone without inlets or outlets (`lists` runs nothing
+    /// else then); with them, `naive` on the dense box and `memory` on a
+    /// sparse grid, the fastest measured in the wind tunnel
+    /// (`docs/bench/h100-2026-11-24-*-boundary-groups.txt`): an inlet list
+    /// on an x face reads its cells a row apart, and the list kernels cost
+    /// the dense D3Q27 tunnel a third of its speed.
+    pub fn auto(grid: GridLayout, has_open: bool) -> Self {
+        match (has_open, grid) {
+            (false, _) => BoundaryGroups::Lists,
+            (true, GridLayout::Dense) => BoundaryGroups::Naive,
+            (true, GridLayout::Sparse { .. }) => BoundaryGroups::Memory,
         }
     }
 
