@@ -200,8 +200,9 @@ mod tests {
         assert_eq!(passes(Lists, &units, true, 0), [Pass::Bulk(0..3), Pass::Bulk(5..9), Pass::Lists]);
         assert_eq!(passes(Lists, &units, false, 0), [Pass::Bulk(0..3), Pass::Bulk(5..9)]);
         assert_eq!(passes(Naive, &units, true, 0), [Pass::Any(0..3), Pass::Any(5..9)]);
-        assert_eq!(passes(Memory, &[0..9], true, 4), [Pass::Any(0..4), Pass::Bulk(4..9)]);
-        assert_eq!(passes(Memory, &[0..9], true, 0), [Pass::Bulk(0..9)]);
-        assert_eq!(passes(Bitmask, &[0..9], true, 4), [Pass::Bulk(0..9), Pass::Any(0..9)]);
+        let whole = std::slice::from_ref(&(0..9));
+        assert_eq!(passes(Memory, whole, true, 4), [Pass::Any(0..4), Pass::Bulk(4..9)]);
+        assert_eq!(passes(Memory, whole, true, 0), [Pass::Bulk(0..9)]);
+        assert_eq!(passes(Bitmask, whole, true, 4), [Pass::Bulk(0..9), Pass::Any(0..9)]);
     }
 }
