@@ -118,13 +118,11 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_values_t = names::names(&[GridLayout::Dense]),
               help = help("Grid layouts (sparse4, sparse8: blocks of 4^3 or 8^3 cells)", GridLayout::all()))]
         grids: Vec<String>,
-        #[arg(long, value_delimiter = ',', default_values_t = names::names(&[BoundaryGroups::Lists]),
-              help = help("Boundary-group variants: how inlets and outlets are updated (memory and bitmask need a sparse grid)", BoundaryGroups::all()))]
+        #[arg(long, value_delimiter = ',', value_name = "VARIANTS", default_values_t = names::names(&[BoundaryGroups::Lists]),
+              help = help("Boundary-group variants (memory, bitmask: sparse grids only)", BoundaryGroups::all()))]
         boundary_groups: Vec<String>,
-        /// What fills the cube: cavity (walls, a moving lid), periodic
-        /// (fluid only, as published single-GPU figures are measured), bed
-        /// (a packed bed, porosity 0.4) or tunnel (a sphere between a
-        /// regularized inlet and outlet).
+        /// What fills the cube: cavity (walls, a lid), periodic (no walls),
+        /// bed (packed spheres) or tunnel (a sphere, open ends).
         #[arg(long, value_delimiter = ',', default_values_t = [BenchGeometry::Cavity.name().to_string()])]
         geometry: Vec<String>,
         /// Also write the results as JSON to this file.
