@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::forces::momentum_exchange;
-use crate::groups::{passes, OpenTables, Pass};
+use crate::groups::{passes, BoundaryGroups, OpenTables, Pass};
 use crate::halo::halo_copies;
 use crate::part_grid::{with_grid, PartGrid};
 use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
@@ -113,8 +113,7 @@ unsafe fn step_range<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
         }
         return;
     }
-    for n in range.filter(|&n| grid.runs(grid.cell_of(n), false)) {
-        let cell = grid.cell_of(n);
+    for cell in range.map(|n| grid.cell_of(n)).filter(|&c| grid.runs(c, false)) {
         // SAFETY (both): each slot is read and written by exactly one cell per
         // step (Esoteric Pull); f is only read and each cell writes its own
         // slots of dst (two-lattice).
@@ -211,12 +210,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             unsafe { stream::init_equilibrium::<L, Q, S, _>(&g, scheme, &p, fp.get(), fl.get(), pl.get(), cell) }
         }));
         let collision = config.collision_params();
-        let open = config
-            .domain
-            .open
-            .iter()
-            .map(|o| (grid.stored_cells(&o.cells), o.state.kernel_params(collision)))
-            .collect();
+        // The other variants find open cells through `open_tables`.
+        let lists = if config.groups == BoundaryGroups::Lists { config.domain.open.as_slice() } else { &[] };
+        let open = lists.iter().map(|o| (grid.stored_cells(&o.cells), o.state.kernel_params(collision))).collect();
         let open_tables = OpenTables::build(&config, &grid)?;
         Ok(Self { config, slab, grid, flags, f, f_next, open, open_tables, t: 0, _lattice: PhantomData })
     }

@@ -5,7 +5,7 @@
 
 use crate::error::{CudaContextExt, Error, Result};
 use crate::forces::momentum_exchange;
-use crate::groups::{passes, OpenTables, Pass};
+use crate::groups::{passes, BoundaryGroups, OpenTables, Pass};
 use crate::launch::{self, Buffers};
 use crate::part_grid::{with_grid, PartGrid};
 use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
@@ -387,7 +387,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         launch::init_equilibrium(&s, &init, &mut f, &flags, &planes, p, config.streaming, kernel_grid, cfg)?;
         s.synchronize().ctx("initialising populations")?;
         let step_kind = KernelKind::StreamCollide(config.streaming, config.collision.kind());
-        let open = (config.domain.open.iter())
+        // The other variants find open cells through `with_open`.
+        let lists = if config.groups == BoundaryGroups::Lists { config.domain.open.as_slice() } else { &[] };
+        let open = (lists.iter())
             .map(|g| {
                 Ok(OpenGroup {
                     cells: s.clone_htod(&grid.stored_cells(&g.cells)).ctx("uploading the open-boundary cells")?,

@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::part_grid::PartGrid;
-use crate::solver::{GridLayout, Named, SolverConfig};
+use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::groups::{OpenCells, MAX_GROUPS};
 use kernels_gpu::{OpenBoundary, Real};
 use std::ops::Range;
@@ -62,16 +62,6 @@ impl BoundaryGroups {
     /// Whether the variant groups a sparse grid's blocks (the dense box has none).
     pub const fn needs_blocks(self) -> bool {
         matches!(self, BoundaryGroups::Memory | BoundaryGroups::Bitmask)
-    }
-}
-
-impl Named for BoundaryGroups {
-    const WHAT: &'static str = "boundary-group variant";
-    fn all() -> &'static [Self] {
-        &Self::ALL
-    }
-    fn label(self) -> &'static str {
-        self.name()
     }
 }
 
@@ -181,11 +171,6 @@ impl<T: Real> OpenTables<T> {
         let slot = if self.slot.is_empty() { std::ptr::null() } else { self.slot.as_ptr() };
         // SAFETY: `build` sizes the tables for every open cell of the grid.
         unsafe { OpenCells::new(self.groups.as_ptr(), self.group_of.as_ptr(), slot) }
-    }
-
-    /// Bytes the tables take.
-    pub fn bytes(&self) -> usize {
-        self.groups.len() * std::mem::size_of::<OpenBoundary<T>>() + self.group_of.len() * 2 + self.slot.len() * 4
     }
 }
 

@@ -114,6 +114,7 @@ named! {
     Streaming => "streaming scheme",
     CollisionKind => "collision operator",
     OpenScheme => "open-boundary scheme",
+    crate::groups::BoundaryGroups => "boundary-group variant",
 }
 
 /// How populations are stored (and computed).

@@ -18,7 +18,7 @@
 //! the open boundary's registers. `naive` runs the heavy kernel everywhere;
 //! `memory` and `bitmask` only over boundary blocks, which the first by
 //! where it stores them and the second with a bit per block
-//! ([`crate::sparse::Sparse::runs_block`]).
+//! ([`crate::Grid::runs`]).
 //!
 //! [`stream_collide_any`]: crate::stream::stream_collide_any
 

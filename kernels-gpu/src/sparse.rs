@@ -74,7 +74,7 @@ impl SparseTables {
 
     /// These tables with the boundary-block bitmask at `mask`: the bulk
     /// kernels then skip the blocks whose bit is set, and the kernel that
-    /// updates open cells too skips the others ([`Sparse::runs_block`]).
+    /// updates open cells too skips the others ([`Grid::runs`]).
     ///
     /// # Safety
     /// `mask` must hold a bit per stored block (`blocks.div_ceil(32)`
@@ -113,19 +113,6 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
     #[inline(always)]
     pub const fn new(tables: SparseTables) -> Self {
         Self { tables }
-    }
-
-    /// Whether a launch of the bulk kernel (`heavy` false) or of the kernel
-    /// that updates open cells too (`heavy` true) updates the cells of block
-    /// `b`: with a boundary-block bitmask, the bulk kernel runs the blocks
-    /// without an open cell and the other the rest; without one, both run
-    /// every block they are launched over.
-    #[inline(always)]
-    pub fn runs_block(&self, b: u32, heavy: bool) -> bool {
-        let mask = self.tables.boundary;
-        // SAFETY: a mask holds a bit per stored block (`with_boundary_mask`),
-        // and launches cover stored blocks only.
-        mask.is_null() || ((unsafe { u32::load(mask.add((b >> 5) as usize)) } >> (b & 31)) & 1 == 1) == heavy
     }
 
     /// The cell of block `b` at `position` in the box (the block's own:
@@ -277,8 +264,13 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
         Some(self.cell_of((first << Self::BLOCK_SHIFT) + at.x))
     }
 
+    /// With a boundary-block bitmask, the bulk kernel runs the blocks
+    /// without an open cell and the other kernel the rest.
     #[inline(always)]
     fn runs(&self, cell: SparseCell, heavy: bool) -> bool {
-        self.runs_block(cell.b, heavy)
+        let (mask, b) = (self.tables.boundary, cell.b);
+        // SAFETY: a mask holds a bit per stored block (`with_boundary_mask`),
+        // and launches cover stored blocks only.
+        mask.is_null() || ((unsafe { u32::load(mask.add((b >> 5) as usize)) } >> (b & 31)) & 1 == 1) == heavy
     }
 }
