@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::forces::momentum_exchange;
 use crate::groups::{passes, BoundaryGroups, OpenTables, Pass};
-use crate::halo::halo_copies;
+use crate::halo::{HaloRun, HaloSends};
 use crate::part_grid::{with_grid, PartGrid};
 use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
 use crate::plan::{Executor, Plan, Region, Schedule};
@@ -340,6 +340,8 @@ pub struct CpuParts<L: Lattice<Q>, const Q: usize, S: Storage> {
     parts: Vec<CpuPart<L, Q, S>>,
     slabs: Vec<Slab>,
     config: SolverConfig,
+    /// What each partition sends its neighbours after a step.
+    sends: HaloSends,
 }
 
 /// A simulation on the CPU.
@@ -354,6 +356,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
             parts: vec![CpuPart::new(&config, slab.clone(), 1)?],
             slabs: vec![slab],
             config: config.clone(),
+            sends: HaloSends::new(config.streaming, 0, 0, |_, _, _| Vec::new()),
         };
         Ok(Simulation::from_parts(config, parts, Plan::single()))
     }
@@ -362,9 +365,14 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
     /// run in the order `schedule`.
     pub fn partitioned(config: SolverConfig, parts: u32, schedule: Schedule) -> Result<Self> {
         config.validate()?;
-        let slabs = Slab::split(config.domain.dims.nz, parts, kernels_gpu::grid::halo_width::<L, Q>())?;
-        let parts = slabs.iter().map(|s| CpuPart::new(&config, s.clone(), slabs.len())).collect::<Result<_>>()?;
-        let exec = CpuParts { parts, slabs: slabs.clone(), config: config.clone() };
+        let slabs = Slab::split_grid(&config, parts, kernels_gpu::grid::halo_width::<L, Q>())?;
+        let parts: Vec<CpuPart<L, Q, S>> =
+            slabs.iter().map(|s| CpuPart::new(&config, s.clone(), slabs.len())).collect::<Result<_>>()?;
+        let sends = HaloSends::new(config.streaming, z_pairs(&L::C), parts.len(), |from, to, copy| {
+            let (a, b) = (&parts[from], &parts[to]);
+            a.grid.halo_runs(copy, a.slab.len(), &b.grid, b.slab.len(), Q)
+        });
+        let exec = CpuParts { parts, slabs: slabs.clone(), config: config.clone(), sends };
         Ok(Simulation::from_parts(config, exec, Plan::split(slabs.len(), schedule)))
     }
 }
@@ -375,23 +383,22 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Executor for CpuParts<L, Q, S> {
         Ok(())
     }
 
-    /// Copies partition `k`'s planes of step `t`, each one contiguous range
-    /// from the buffer holding its output into its neighbours'.
+    /// Copies partition `k`'s halo values of step `t` from the buffer
+    /// holding its output into its neighbours'.
     fn exchange(&mut self, k: usize, t: u64) -> Result<()> {
-        let n = self.parts.len();
-        let plane = self.config.domain.dims.nx * self.config.domain.dims.ny;
-        for copy in halo_copies(self.config.streaming, t, z_pairs(&L::C)) {
-            let target = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
-            let (from_len, to_len) = (self.slabs[k].len(), self.slabs[target].len());
-            let (from, to) = copy.ranges(from_len, to_len, plane, Q);
-            if target == k {
-                // One partition is its own neighbour; the ranges never overlap (see `crate::halo`).
-                self.parts[k].step_output_mut(t).copy_within(from, to.start);
-            } else {
-                let (low, high) = self.parts.split_at_mut(k.max(target));
-                let (sender, receiver) =
-                    if k < target { (&mut low[k], &mut high[0]) } else { (&mut high[0], &mut low[target]) };
-                receiver.step_output_mut(t)[to].copy_from_slice(&sender.step_output_mut(t)[from]);
+        for (target, runs) in self.sends.of(k, t) {
+            let target = *target;
+            for (from, to, len) in runs.iter().flat_map(HaloRun::pieces) {
+                if target == k {
+                    // One partition is its own neighbour; the ranges never overlap (see `crate::halo`).
+                    self.parts[k].step_output_mut(t).copy_within(from..from + len, to);
+                } else {
+                    let (low, high) = self.parts.split_at_mut(k.max(target));
+                    let (sender, receiver) =
+                        if k < target { (&mut low[k], &mut high[0]) } else { (&mut high[0], &mut low[target]) };
+                    receiver.step_output_mut(t)[to..to + len]
+                        .copy_from_slice(&sender.step_output_mut(t)[from..from + len]);
+                }
             }
         }
         Ok(())

@@ -285,22 +285,9 @@ impl DeviceSparse {
             layout.mask.as_ref().map(|m| s.clone_htod(m)).transpose().ctx("uploading the boundary-block bitmask")?;
         let (n, _) = neighbour.device_ptr(s);
         let (o, _) = origin.device_ptr(s);
-        // SAFETY: the device tables are copies of `layout`'s, which satisfy
-        // `SparseTables::new` and `with_boundary_mask` (built by
-        // `SparseLayout::build`), and live as long as these tables do.
-        let tables = unsafe {
-            let t = SparseTables::new(
-                layout.blocks(),
-                layout.dims.nx,
-                layout.dims.ny,
-                n as *const u32,
-                o as *const [u32; 3],
-            );
-            match &mask {
-                Some(m) => t.with_boundary_mask(m.device_ptr(s).0 as *const u32),
-                None => t,
-            }
-        };
+        let m = mask.as_ref().map(|m| m.device_ptr(s).0 as *const u32);
+        // SAFETY: the device tables are copies of `layout`'s and live as long as these tables do.
+        let tables = unsafe { layout.tables_at(n as *const u32, o as *const [u32; 3], m) };
         Ok(Self { _neighbour: neighbour, _origin: origin, _mask: mask, tables })
     }
 }
@@ -430,6 +417,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     /// The device this partition lives on.
     pub(crate) fn device(&self) -> &GpuDevice {
         &self.device
+    }
+
+    /// The grid the partition's cells are stored on.
+    pub(crate) fn grid(&self) -> &PartGrid {
+        &self.grid
     }
 
     /// The partition's layers.

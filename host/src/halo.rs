@@ -106,6 +106,108 @@ impl HaloCopy {
     }
 }
 
+/// Values one copy moves, as the driver's 3D copies see them: `depth`
+/// slabs `depth_pitch` apart, each of `rows` rows `row_pitch` apart, each
+/// of `width` contiguous values, from index `from` of the sender's buffer
+/// to index `to` of the receiver's (pitches are the same on both sides).
+/// The dense box's copy is one slab of adjacent planes, which is one
+/// contiguous range; a sparse grid's is, per run of consecutive blocks,
+/// the crossing layer of each crossing slot of each block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HaloRun {
+    /// First value read.
+    pub from: usize,
+    /// First value written.
+    pub to: usize,
+    /// Values per row.
+    pub width: usize,
+    /// Rows per slab (the crossing slots).
+    pub rows: usize,
+    /// Distance between rows.
+    pub row_pitch: usize,
+    /// Slabs (blocks).
+    pub depth: usize,
+    /// Distance between slabs.
+    pub depth_pitch: usize,
+}
+
+impl HaloRun {
+    /// Values moved.
+    pub fn values(&self) -> usize {
+        self.width * self.rows * self.depth
+    }
+
+    /// Whether the values are one contiguous range on both sides.
+    pub fn is_contiguous(&self) -> bool {
+        (self.rows == 1 || self.row_pitch == self.width)
+            && (self.depth == 1 || self.depth_pitch == self.rows * self.width)
+    }
+
+    /// The same values, one run per row (one per crossing slot: the SoA
+    /// baseline's copies).
+    pub fn per_row(&self) -> impl Iterator<Item = HaloRun> + '_ {
+        (0..self.rows).map(|r| HaloRun {
+            from: self.from + r * self.row_pitch,
+            to: self.to + r * self.row_pitch,
+            rows: 1,
+            ..*self
+        })
+    }
+
+    /// The contiguous pieces, as (first value read, first written, length).
+    pub fn pieces(&self) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        let whole = self.is_contiguous();
+        let (rows, depth) = if whole { (1, 1) } else { (self.rows, self.depth) };
+        let len = if whole { self.values() } else { self.width };
+        (0..depth).flat_map(move |d| {
+            (0..rows).map(move |r| {
+                let at = d * self.depth_pitch + r * self.row_pitch;
+                (self.from + at, self.to + at, len)
+            })
+        })
+    }
+}
+
+/// One copy's receiving partition and its runs.
+pub type Send = (usize, Vec<HaloRun>);
+
+/// What each partition sends after a step of each parity, worked out once:
+/// per partition and parity, each copy's receiver and runs.
+pub struct HaloSends {
+    sends: Vec<[Vec<Send>; 2]>,
+}
+
+impl HaloSends {
+    /// The sends of `parts` partitions around a ring for `scheme` with
+    /// `z_pairs` crossing pairs, where `runs(from, to, copy)` gives the runs
+    /// of `copy` from partition `from` to partition `to`.
+    pub fn new(
+        scheme: Streaming,
+        z_pairs: usize,
+        parts: usize,
+        runs: impl Fn(usize, usize, &HaloCopy) -> Vec<HaloRun>,
+    ) -> Self {
+        let sends = (0..parts)
+            .map(|k| {
+                [0, 1].map(|parity| {
+                    (halo_copies(scheme, parity, z_pairs).iter())
+                        .map(|copy| {
+                            let to = if copy.up { (k + 1) % parts } else { (k + parts - 1) % parts };
+                            (to, runs(k, to, copy))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        Self { sends }
+    }
+
+    /// Partition `k`'s sends after step `t`: each receiver and its runs.
+    pub fn of(&self, k: usize, t: u64) -> &[Send] {
+        &self.sends[k][(t % 2) as usize]
+    }
+}
+
 /// The two copies each partition sends after a step of parity `parity` (time
 /// step modulo 2) of `scheme`, for a velocity set with `z_pairs` z-crossing pairs.
 pub const fn halo_copies(scheme: Streaming, parity: u64, z_pairs: usize) -> [HaloCopy; 2] {

@@ -77,12 +77,12 @@ pub fn build_on(config: SolverConfig, kind: ExecutorKind, ptx: &str) -> Result<B
     fn cpu_split<L: Lattice<Q>, const Q: usize, S: Storage>(c: SolverConfig, n: u32) -> Result<Box<dyn Solver>> {
         Ok(Box::new(CpuSolver::<L, Q, S>::partitioned(c, n, Schedule::Overlapped)?))
     }
-    let room = |thickness: u32| {
-        if config.lattice.dimension() == 2 {
-            1
-        } else {
-            config.domain.dims.nz / thickness
-        }
+    // A sparse grid's partitions own whole block layers.
+    let room = |thickness: u32| match config.grid {
+        _ if config.lattice.dimension() == 2 => 1,
+        solver::GridLayout::Sparse { edge } if !config.domain.dims.nz.is_multiple_of(edge) => 1,
+        solver::GridLayout::Sparse { edge } => config.domain.dims.nz / thickness.max(edge),
+        solver::GridLayout::Dense => config.domain.dims.nz / thickness,
     };
     let (lattice, precision) = (config.lattice, config.precision);
     match kind {

@@ -22,7 +22,7 @@
 
 use crate::error::{CudaContextExt, Error, Result};
 use crate::gpu::{DeviceStorage, GpuDevice, GpuPart};
-use crate::halo::{halo_copies, HaloCopy};
+use crate::halo::{HaloRun, HaloSends};
 use crate::overlap::SplitStep;
 use crate::partition::Slab;
 use crate::peer;
@@ -112,6 +112,8 @@ pub struct GpuParts<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     exchange: Exchange,
     /// How each neighbouring pair of devices is connected, for reports.
     links: Vec<String>,
+    /// What each partition sends its neighbours after a step.
+    sends: HaloSends,
 }
 
 /// A simulation on one GPU, or split over several.
@@ -129,6 +131,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             slabs: vec![slab],
             exchange: Exchange::NoOverlap,
             links: Vec::new(),
+            sends: HaloSends::new(config.streaming, 0, 0, |_, _, _| Vec::new()),
         };
         Ok(Simulation::from_parts(config, exec, Plan::single()))
     }
@@ -147,7 +150,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
                 devices.len()
             )));
         }
-        let slabs = Slab::split(d.nz, devices.len() as u32, kernels_gpu::grid::halo_width::<L, Q>())?;
+        let slabs = Slab::split_grid(&config, devices.len() as u32, kernels_gpu::grid::halo_width::<L, Q>())?;
         let mut parts = Vec::new();
         for (slab, device) in slabs.iter().zip(devices) {
             let ctx = device.context().clone();
@@ -175,9 +178,13 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             parts.push(Part { gpu, overlap: Some(overlap) });
         }
         let links = peer::enable_access(devices)?;
+        let sends = HaloSends::new(config.streaming, z_pairs(&L::C), parts.len(), |from, to, copy| {
+            let (a, b): (&GpuPart<L, Q, S>, &GpuPart<L, Q, S>) = (&parts[from].gpu, &parts[to].gpu);
+            a.grid().halo_runs(copy, a.slab().len(), b.grid(), b.slab().len(), Q)
+        });
         let schedule = if exchange == Exchange::NoOverlap { Schedule::InOrder } else { Schedule::Overlapped };
         let plan = Plan::split(parts.len(), schedule);
-        Ok(Simulation::from_parts(config.clone(), GpuParts { config, parts, slabs, exchange, links }, plan))
+        Ok(Simulation::from_parts(config.clone(), GpuParts { config, parts, slabs, exchange, links, sends }, plan))
     }
 
     /// How neighbouring devices exchange data ("GPU 0 <-> GPU 1: peer access").
@@ -236,31 +243,28 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuParts<L, Q, S> {
         Ok(StepTiming { step_ms: t.step_ms / n, compute_ms: t.compute_ms / n, halo_ms: t.halo_ms / n })
     }
 
-    /// Queues `copy` of step `t` from partition `from` to partition `to` on `from`'s copy stream.
-    fn send(&self, from: usize, to: usize, copy: &HaloCopy, t: u64) -> Result<()> {
+    /// Queues the runs `runs` of step `t` from partition `from` to partition
+    /// `to` on `from`'s copy stream.
+    fn send(&self, from: usize, to: usize, runs: &[HaloRun], t: u64) -> Result<()> {
         let (src, dst) = (&self.parts[from], &self.parts[to]);
         let stream = &src.overlap.as_ref().expect("split partitions have a copy stream").copies;
-        let d = self.config.domain.dims;
         let elem = std::mem::size_of::<S::Elem>();
-        let plane = d.nx * d.ny;
-        let (src_base, dst_base) = (src.gpu.output_address(t), dst.gpu.output_address(t));
-        let (from_range, to_range) = copy.ranges(src.gpu.slab().len(), dst.gpu.slab().len(), plane, Q);
-        let peer_copy = |offset: usize, values: usize| {
-            let (s, t) = ((from_range.start + offset) * elem, (to_range.start + offset) * elem);
-            let (from, to) = ((src.gpu.device(), src_base + s as u64), (dst.gpu.device(), dst_base + t as u64));
-            // SAFETY: both ranges lie inside the partitions' population buffers.
-            unsafe { peer::copy_async(from, to, values * elem, stream) }
-        };
-        if self.exchange == Exchange::Soa {
-            // The baseline: one copy per crossing population plane.
-            for row in 0..copy.count {
-                peer_copy(row * plane as usize, plane as usize)?;
+        let (from, to) = ((src.gpu.device(), src.gpu.output_address(t)), (dst.gpu.device(), dst.gpu.output_address(t)));
+        for run in runs {
+            if self.exchange == Exchange::Soa {
+                // The baseline: one copy per crossing population.
+                for row in run.per_row() {
+                    // SAFETY: the runs lie inside the partitions' population buffers (`PartGrid::halo_runs`).
+                    unsafe { peer::copy_run_async(from, to, &row, elem, stream)? }
+                }
+            } else {
+                // The slots a neighbour needs are adjacent planes (one
+                // copy on the dense box), or a strided run of blocks.
+                // SAFETY: as above.
+                unsafe { peer::copy_run_async(from, to, run, elem, stream)? }
             }
-            Ok(())
-        } else {
-            // The slots a neighbour needs are adjacent planes: one copy.
-            peer_copy(0, from_range.len())
         }
+        Ok(())
     }
 }
 
@@ -317,16 +321,14 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Executor for GpuParts<L, Q
     }
 
     fn exchange(&mut self, k: usize, t: u64) -> Result<()> {
-        let n = self.parts.len();
         let ready = self.ready(k).expect("split partitions exchange");
         let o = self.parts[k].overlap.as_ref().expect("split");
         o.copies.wait(ready).ctx("waiting for boundary layers")?;
         if let Some([_, _, copy_start, _]) = &o.timing {
             copy_start.record(&o.copies).ctx("recording an event")?;
         }
-        for copy in &halo_copies(self.config.streaming, t, z_pairs(&L::C)) {
-            let to = if copy.up { (k + 1) % n } else { (k + n - 1) % n };
-            self.send(k, to, copy, t)?;
+        for (to, runs) in self.sends.of(k, t) {
+            self.send(k, *to, runs, t)?;
         }
         let o = self.parts[k].overlap.as_ref().expect("split");
         if let Some([.., copy_end]) = &o.timing {

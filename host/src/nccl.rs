@@ -395,6 +395,13 @@ pub fn join<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
             d.nz, ranks.world
         )));
     }
+    if let crate::solver::GridLayout::Sparse { .. } = config.grid {
+        return Err(Error::Setup(
+            "a sparse grid splits over the GPUs of one process (devices = [...]), not over NCCL ranks: \
+             run one process, or use grid = \"dense\""
+                .into(),
+        ));
+    }
     let slabs = Slab::split(d.nz, ranks.world as u32, kernels_gpu::grid::halo_width::<L, Q>())?;
     let device = GpuDevice::open(ranks.local, ptx)?;
     if !library_present() {

@@ -4,8 +4,9 @@
 //! cells (flags, open-boundary groups, fields, checkpoints); this module
 //! turns those into the grid's storage order and back.
 
-use crate::error::{Error, Result};
-use crate::partition::Slab;
+use crate::error::Result;
+use crate::halo::{HaloCopy, HaloRun};
+use crate::partition::{region_ranges, Slab};
 use crate::plan::Region;
 use crate::solver::{GridLayout, SolverConfig};
 use crate::sparse::{with_sparse, SparseLayout};
@@ -38,18 +39,16 @@ macro_rules! with_grid {
 pub(crate) use with_grid;
 
 impl PartGrid {
-    /// The grid `config` asks for, over its (partition's) domain: a sparse
-    /// grid only for a whole domain (`slabs` = 1) for now.
+    /// The grid `config` asks for, over its (partition's) domain, one of
+    /// `slabs` (a sparse partition of a split box is padded: see
+    /// [`SparseLayout::pad`]).
     pub fn new(config: &SolverConfig, slabs: usize) -> Result<Self> {
         match config.grid {
             GridLayout::Dense => Ok(PartGrid::Dense(config.domain.dims)),
-            GridLayout::Sparse { .. } if slabs > 1 => Err(Error::Setup(
-                "a sparse grid runs on one partition (one GPU, or the CPU unsplit): use grid = \"dense\" to split the domain"
-                    .into(),
-            )),
             GridLayout::Sparse { edge } => {
                 let reach = config.lattice.near_wall_radius();
-                Ok(PartGrid::Sparse(Box::new(SparseLayout::build(&config.domain, edge, reach, config.groups)?)))
+                let layout = SparseLayout::build_part(&config.domain, edge, reach, config.groups, slabs > 1)?;
+                Ok(PartGrid::Sparse(Box::new(layout)))
             }
         }
     }
@@ -60,13 +59,17 @@ impl PartGrid {
     }
 
     /// The launch units (local layers of the box, blocks of a sparse grid)
-    /// of a partition's `region` (`slab` for the dense box; a sparse grid is
-    /// one unsplit region, all boundary).
+    /// of a partition's `region` (`slab` for the dense box; a sparse grid
+    /// has its own block layers, and any boundary blocks stored first go
+    /// with every region but the interior).
     pub fn region_units(&self, slab: &Slab, region: Region) -> Vec<Range<u32>> {
         match self {
             PartGrid::Dense(_) => slab.region_layers(region),
-            PartGrid::Sparse(_) if region == Region::Interior => vec![],
-            PartGrid::Sparse(s) => std::iter::once(0..s.blocks()).collect(),
+            PartGrid::Sparse(s) => {
+                let first = (region != Region::Interior).then(|| s.first_units());
+                let layers = region_ranges(s.own_layers(), region).into_iter().map(|l| s.layer_units(l));
+                first.into_iter().chain(layers).filter(|u| !u.is_empty()).collect()
+            }
         }
     }
 
@@ -145,6 +148,56 @@ impl PartGrid {
                 for_each_slot(s, q, |at, stored| out[stored] = dense[at]);
                 out
             }
+        }
+    }
+
+    /// The runs of values `copy` moves from this partition (`from_len` own
+    /// layers) to the partition `to` (`to_len`), for `q` storage slots. A
+    /// sparse grid pairs the blocks of the sender's layer and of the
+    /// receiver's by their column; where one stores no block, no flow cell
+    /// writes or reads what it would hold.
+    pub fn halo_runs(&self, copy: &HaloCopy, from_len: u32, to: &PartGrid, to_len: u32, q: usize) -> Vec<HaloRun> {
+        match (self, to) {
+            (PartGrid::Dense(d), PartGrid::Dense(_)) => {
+                let plane = (d.nx * d.ny) as usize;
+                let (from, to) = copy.ranges(from_len, to_len, plane as u32, q);
+                let (from, to, width, rows) = (from.start, to.start, plane, copy.count);
+                vec![HaloRun { from, to, width, rows, row_pitch: plane, depth: 1, depth_pitch: 0 }]
+            }
+            (PartGrid::Sparse(a), PartGrid::Sparse(b)) => {
+                let v = a.block_cells();
+                let (edge, layer) = (1usize << a.shift, 1u32 << a.shift_z);
+                // Block layer and layer within the blocks of each side's crossing layer.
+                let place = |s: &SparseLayout, z: u32| ((z + s.pad) / layer, ((z + s.pad) % layer) as usize);
+                let ((za, la), (zb, lb)) = (place(a, copy.from.z(from_len)), place(b, copy.to.z(to_len)));
+                let start = |block: u32, l: usize| block as usize * q * v + copy.first * v + l * edge * edge;
+                let mut runs: Vec<HaloRun> = Vec::new();
+                for by in 0..a.block_dims[1] {
+                    for bx in 0..a.block_dims[0] {
+                        let (Some(s), Some(r)) = (a.block_at(bx, by, za), b.block_at(bx, by, zb)) else { continue };
+                        let (from, to) = (start(s, la), start(r, lb));
+                        match runs.last_mut() {
+                            Some(last)
+                                if last.from + last.depth * last.depth_pitch == from
+                                    && last.to + last.depth * last.depth_pitch == to =>
+                            {
+                                last.depth += 1
+                            }
+                            _ => runs.push(HaloRun {
+                                from,
+                                to,
+                                width: edge * edge,
+                                rows: copy.count,
+                                row_pitch: v,
+                                depth: 1,
+                                depth_pitch: q * v,
+                            }),
+                        }
+                    }
+                }
+                runs
+            }
+            _ => unreachable!("the partitions of one solver share its grid layout"),
         }
     }
 

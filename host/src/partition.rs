@@ -9,7 +9,7 @@
 use crate::domain::{Domain, OpenGroup};
 use crate::error::{Error, Result};
 use crate::plan::Region;
-use crate::solver::{restore_storage, Initial, SavedState, SolverConfig};
+use crate::solver::{restore_storage, GridLayout, Initial, SavedState, SolverConfig};
 use kernels_gpu::layout::population_index;
 use kernels_gpu::{Dims, Storage};
 use std::ops::Range;
@@ -92,17 +92,41 @@ impl Slab {
     }
 
     /// The local layer ranges `region` covers (none, one or two).
-    #[allow(clippy::single_range_in_vec_init)] // a list of ranges, sometimes of one
     pub fn region_layers(&self, region: Region) -> Vec<Range<u32>> {
-        let own = self.own_layers();
-        let (first, last) = (own.start, own.end - 1);
-        match region {
-            Region::Whole => vec![own],
-            Region::Boundary if first == last => vec![first..first + 1],
-            Region::Boundary => vec![first..first + 1, last..last + 1],
-            Region::Interior if own.len() > 2 => vec![first + 1..last],
-            Region::Interior => vec![],
+        region_ranges(self.own_layers(), region)
+    }
+
+    /// The slabs of `config`'s box split into `parts` partitions with halos
+    /// of `halo` layers: a sparse grid's partitions own whole block layers.
+    pub fn split_grid(config: &SolverConfig, parts: u32, halo: u32) -> Result<Vec<Self>> {
+        let nz = config.domain.dims.nz;
+        let GridLayout::Sparse { edge } = config.grid else { return Self::split(nz, parts, halo) };
+        if parts == 1 {
+            return Self::split(nz, parts, halo);
         }
+        if !nz.is_multiple_of(edge) || nz / edge < parts {
+            return Err(Error::Setup(format!(
+                "a sparse grid splits along z into partitions of whole {edge}-cell block layers: {nz} layers cannot be split \
+                 into {parts} (make the box's z length a multiple of {edge} with at least {} layers, or use grid = \"dense\")",
+                edge * parts
+            )));
+        }
+        let slabs = Self::split(nz / edge, parts, halo)?;
+        Ok(slabs.into_iter().map(|s| Self { z: s.z.start * edge..s.z.end * edge, halo }).collect())
+    }
+}
+
+/// The ranges of the layers (or block layers) `own` that `region` covers:
+/// all of them, the first and the last, or those between.
+#[allow(clippy::single_range_in_vec_init)] // a list of ranges, sometimes of one
+pub(crate) fn region_ranges(own: Range<u32>, region: Region) -> Vec<Range<u32>> {
+    let (first, last) = (own.start, own.end - 1);
+    match region {
+        Region::Whole => vec![own],
+        Region::Boundary if first == last => vec![first..first + 1],
+        Region::Boundary => vec![first..first + 1, last..last + 1],
+        Region::Interior if own.len() > 2 => vec![first + 1..last],
+        Region::Interior => vec![],
     }
 }
 
@@ -281,6 +305,52 @@ mod tests {
                 let differ = crate::solver::bitwise_differences(&want, &got);
                 assert_eq!(differ, 0, "{streaming:?} {schedule:?}, axis {axis}, {n} partitions: {differ} differ");
             }
+        }
+    }
+
+    /// A sparse grid split into partitions of whole block layers gives the
+    /// unsplit grid's populations in every order of the step's pieces, with
+    /// inlets and outlets along z (open blocks in the first and last
+    /// partitions) and along x (in every partition), for each way of
+    /// grouping their blocks.
+    #[test]
+    fn sparse_partitions_in_every_order() {
+        use crate::groups::BoundaryGroups;
+        for (streaming, axis) in
+            [Streaming::EsotericPull, Streaming::TwoLattice].into_iter().flat_map(|s| [(s, 2), (s, 0)])
+        {
+            for groups in BoundaryGroups::ALL {
+                let dims = Dims::new(8, 12, 16);
+                let mut c =
+                    crate::validation::duct_config(LatticeKind::D3Q19, Precision::F32, streaming, dims, axis).unwrap();
+                c.grid = crate::solver::GridLayout::Sparse { edge: 4 };
+                c.groups = groups;
+                let mut one = CpuSolver::<D3Q19, 19, f32>::new(c.clone()).unwrap();
+                one.step(41).unwrap();
+                let want = one.populations().unwrap();
+                for (schedule, n) in SCHEDULES.into_iter().flat_map(|s| [2, 4].map(move |n| (s, n))) {
+                    let mut split_run = CpuSolver::<D3Q19, 19, f32>::partitioned(c.clone(), n, schedule).unwrap();
+                    split_run.step(41).unwrap();
+                    let differ = crate::solver::bitwise_differences(&want, &split_run.populations().unwrap());
+                    let what = format!("{streaming:?} {} {schedule:?}, axis {axis}, {n} partitions", groups.name());
+                    assert_eq!(differ, 0, "{what}: {differ} differ");
+                }
+            }
+        }
+    }
+
+    /// A sparse grid splits only into whole block layers, and says so.
+    #[test]
+    fn sparse_splits_are_whole_block_layers() {
+        let mut c = forced_cavity(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, 14);
+        c.grid = crate::solver::GridLayout::Sparse { edge: 4 };
+        let slabs = Slab::split_grid(&c, 3, HALO_LAYERS).unwrap();
+        assert_eq!(slabs.iter().map(|s| s.z.clone()).collect::<Vec<_>>(), [0..8, 8..12, 12..16]);
+        for parts in [5, 2] {
+            c.grid = crate::solver::GridLayout::Sparse { edge: if parts == 5 { 4 } else { 8 } };
+            c.domain.dims.nz = if parts == 5 { 16 } else { 12 };
+            let err = Slab::split_grid(&c, parts, HALO_LAYERS).unwrap_err().to_string();
+            assert!(err.contains("whole") && err.contains("grid = \"dense\""), "{err}");
         }
     }
 

@@ -3,6 +3,7 @@
 
 use crate::error::{CudaContextExt, Result};
 use crate::gpu::GpuDevice;
+use crate::halo::HaloRun;
 use cudarc::driver::sys;
 use cudarc::driver::CudaStream;
 
@@ -24,6 +25,62 @@ pub(crate) unsafe fn copy_async(
     unsafe { sys::cuMemcpyPeerAsync(to.1, dst_ctx, from.1, src_ctx, bytes, stream.cu_stream()) }
         .result()
         .ctx("queuing a halo copy")
+}
+
+/// Queues the halo run `run` of values of `elem` bytes from the buffer at
+/// `from.1` on device `from.0` to the one at `to.1` on device `to.0`, on
+/// `stream`: one linear copy when the run is contiguous, else one strided
+/// 3D copy.
+///
+/// # Safety
+/// As [`copy_async`], for every value of the run in both buffers.
+pub(crate) unsafe fn copy_run_async(
+    from: (&GpuDevice, u64),
+    to: (&GpuDevice, u64),
+    run: &HaloRun,
+    elem: usize,
+    stream: &CudaStream,
+) -> Result<()> {
+    let (src, dst) = (from.1 + (run.from * elem) as u64, to.1 + (run.to * elem) as u64);
+    if run.is_contiguous() {
+        // SAFETY: the caller's contract.
+        return unsafe { copy_async((from.0, src), (to.0, dst), run.values() * elem, stream) };
+    }
+    // Slabs lie `depth_pitch` apart: that many values are `depth_pitch /
+    // row_pitch` rows of the pitch.
+    debug_assert!(run.depth == 1 || run.depth_pitch.is_multiple_of(run.row_pitch));
+    let rows_per_slab = if run.depth == 1 { run.rows } else { run.depth_pitch / run.row_pitch };
+    let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    let copy = sys::CUDA_MEMCPY3D_PEER {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: device,
+        srcHost: std::ptr::null(),
+        srcDevice: src,
+        srcArray: std::ptr::null_mut(),
+        srcContext: from.0.context().cu_ctx(),
+        srcPitch: run.row_pitch * elem,
+        srcHeight: rows_per_slab,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: device,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        dstContext: to.0.context().cu_ctx(),
+        dstPitch: run.row_pitch * elem,
+        dstHeight: rows_per_slab,
+        WidthInBytes: run.width * elem,
+        Height: run.rows,
+        Depth: run.depth,
+    };
+    from.0.context().bind_to_thread().ctx("binding the device")?;
+    // SAFETY: the caller's contract; `copy` describes only the run's values.
+    unsafe { sys::cuMemcpy3DPeerAsync(&copy, stream.cu_stream()) }.result().ctx("queuing a halo copy")
 }
 
 /// Enables peer access between neighbouring devices where possible and

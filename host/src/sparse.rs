@@ -29,6 +29,7 @@ use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::flags::{is_flow, WALL};
 use kernels_gpu::sparse::{neighbour_entry, Sparse, SparseTables, NEIGHBOUR_ENTRIES};
 use kernels_gpu::{Dims, Grid};
+use std::ops::Range;
 
 /// Runs `$body` with `$g` bound to the kernel grid of the [`SparseLayout`]
 /// `$layout`, whose block shape is a type parameter: one generic body for
@@ -79,17 +80,14 @@ pub const SPARSE_EFFICIENCY: [f64; 2] = [0.65, 0.73];
 /// stored share of the box over its [`SPARSE_EFFICIENCY`] is least, if
 /// that is below 1 (the dense box's cost).
 pub fn choose(config: &SolverConfig, edges: &[u32], partitions: usize) -> Result<(GridLayout, String)> {
-    if partitions > 1 {
-        return Ok((
-            GridLayout::Dense,
-            format!("grid auto: dense (sparse grids run on one partition, not {partitions})"),
-        ));
-    }
     // (cost against dense, edge, stored share, efficiency)
     let mut best: Option<(f64, u32, f64, f64)> = None;
     let mut refused = None;
     for &edge in edges {
-        match SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups) {
+        let sparse = SolverConfig { grid: GridLayout::Sparse { edge }, ..config.clone() };
+        let built = crate::partition::Slab::split_grid(&sparse, partitions as u32, 1)
+            .and_then(|_| SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups));
+        match built {
             Ok(layout) => {
                 let share = layout.stored_share();
                 let k = EDGES.iter().position(|&e| e == edge).expect("an edge of EDGES");
@@ -148,6 +146,16 @@ pub struct SparseLayout {
     /// A bit per stored block, set on boundary blocks, when the kernels
     /// choose blocks by it (the `bitmask` variant).
     pub mask: Option<Vec<u32>>,
+    /// Cells of padding below the domain's layer 0 along z: none for a
+    /// whole grid; `edge - 1` for a partition of a split box, whose lower
+    /// halo layer is then the top layer of a block layer of its own, and
+    /// whose own layers start a block layer.
+    pub pad: u32,
+    /// Global z of the padded layer 0, wrapping (0 for a whole grid).
+    pub z0: u32,
+    /// Storage number of the first block of each block layer (one more
+    /// entry for the end), after the boundary blocks `memory` stores first.
+    pub layers: Vec<u32>,
 }
 
 impl SparseLayout {
@@ -155,6 +163,13 @@ impl SparseLayout {
     /// for a lattice whose populations travel up to `reach` cells per axis,
     /// laid out for the boundary-group variant `groups`.
     pub fn build(domain: &Domain, edge: u32, reach: u32, groups: BoundaryGroups) -> Result<Self> {
+        Self::build_part(domain, edge, reach, groups, false)
+    }
+
+    /// As [`SparseLayout::build`], for the local domain of a partition
+    /// when `split` (own layers, a whole number of block layers, between
+    /// two halo layers; see [`SparseLayout::pad`]).
+    pub fn build_part(domain: &Domain, edge: u32, reach: u32, groups: BoundaryGroups, split: bool) -> Result<Self> {
         if !EDGES.contains(&edge) {
             return Err(Error::Setup(format!("a sparse grid's block edge is 4 or 8, not {edge}")));
         }
@@ -162,16 +177,21 @@ impl SparseLayout {
         let shift = edge.trailing_zeros();
         let shift_z = if d.nz == 1 { 0 } else { shift };
         let (b, bz) = (1u32 << shift, 1u32 << shift_z);
-        let block_dims = [d.nx.div_ceil(b), d.ny.div_ceil(b), d.nz.div_ceil(bz)];
-        check_faces(domain, [b, b, bz], reach)?;
+        let pad = if split { bz - 1 } else { 0 };
+        assert!(!split || (d.nz - 2).is_multiple_of(bz), "a split sparse grid's partitions own whole block layers");
+        let block_dims = [d.nx.div_ceil(b), d.ny.div_ceil(b), (d.nz + pad).div_ceil(bz)];
+        // A partition's z faces are its halos, not the box's faces.
+        check_faces(domain, [b, b, bz], reach, if split { 2 } else { 3 })?;
         let total = block_dims.iter().map(|&n| n as usize).product::<usize>();
         let mut stored = vec![false; total];
         let block_of = |x: u32, y: u32, z: u32| {
             (x >> shift) as usize
-                + block_dims[0] as usize * ((y >> shift) as usize + block_dims[1] as usize * (z >> shift_z) as usize)
+                + block_dims[0] as usize
+                    * ((y >> shift) as usize + block_dims[1] as usize * ((z + pad) >> shift_z) as usize)
         };
         // Every cell a flow cell's populations reach is stored: Esoteric Pull
         // keeps a bounced population in the wall cell's slots between steps.
+        // A partition does not wrap along z: its halos end it.
         let r = reach as i64;
         let wrap = |p: u32, dp: i64, len: u32| (p as i64 + dp).rem_euclid(len as i64) as u32;
         let rz = if d.nz == 1 { 0 } else { r };
@@ -182,6 +202,9 @@ impl SparseLayout {
             }
             if is_flow(flag) {
                 for dz in -rz..=rz {
+                    if split && !(0..d.nz as i64).contains(&(z as i64 + dz)) {
+                        continue;
+                    }
                     for dy in -r..=r {
                         for dx in -r..=r {
                             stored[block_of(wrap(x, dx, d.nx), wrap(y, dy, d.ny), wrap(z, dz, d.nz))] = true;
@@ -205,8 +228,8 @@ impl SparseLayout {
         // Storage order: dense order, boundary blocks first for `memory`.
         let first = groups == BoundaryGroups::Memory;
         let order = (stored.iter().zip(&open).enumerate())
-            .filter(|(_, (&s, &o))| s && o == first)
-            .chain(stored.iter().zip(&open).enumerate().filter(|(_, (&s, &o))| s && o != first));
+            .filter(|(_, (&s, &o))| first && s && o)
+            .chain(stored.iter().zip(&open).enumerate().filter(|(_, (&s, &o))| s && !(first && o)));
         let mut index = vec![u32::MAX; total];
         let mut origin = Vec::with_capacity(count);
         let mut boundary = Vec::new();
@@ -241,27 +264,79 @@ impl SparseLayout {
                 }
             }
         }
-        Ok(Self { dims: d, shift, shift_z, block_dims, origin, neighbour, index, boundary, mask })
+        // Past the boundary blocks stored first, blocks go by layer.
+        let first_open = if first { boundary.len() as u32 } else { 0 };
+        let mut layers = vec![first_open; block_dims[2] as usize + 1];
+        for (n, o) in origin.iter().enumerate().skip(first_open as usize) {
+            layers[o[2] as usize + 1] = n as u32 + 1;
+        }
+        for z in 1..layers.len() {
+            layers[z] = layers[z].max(layers[z - 1]);
+        }
+        let z0 = domain.z_offset.wrapping_sub(pad);
+        Ok(Self { dims: d, shift, shift_z, block_dims, origin, neighbour, index, boundary, mask, pad, z0, layers })
     }
 
     /// The tables as kernels take them, referring to these ones: valid
     /// while `self` lives and is not changed.
     pub fn tables(&self) -> SparseTables {
+        let mask = self.mask.as_ref().map(|m| m.as_ptr());
         // SAFETY: the tables are sized and filled by `build` (one row per
         // stored block, entries at most `blocks`; a bit per stored block).
+        unsafe { self.tables_at(self.neighbour.as_ptr(), self.origin.as_ptr(), mask) }
+    }
+
+    /// The tables as kernels take them, with this grid's sizes and the
+    /// copies of its neighbour, origin and (when it has one) mask tables at
+    /// `neighbour`, `origin` and `mask` (device copies, say).
+    ///
+    /// # Safety
+    /// The three must be copies of this layout's tables, valid and
+    /// unchanged while the result (or a copy) is used.
+    pub unsafe fn tables_at(
+        &self,
+        neighbour: *const u32,
+        origin: *const [u32; 3],
+        mask: Option<*const u32>,
+    ) -> SparseTables {
+        // SAFETY: the caller's contract, and `build`'s sizes.
         unsafe {
-            let t = SparseTables::new(
-                self.blocks(),
-                self.dims.nx,
-                self.dims.ny,
-                self.neighbour.as_ptr(),
-                self.origin.as_ptr(),
-            );
-            match &self.mask {
-                Some(mask) => t.with_boundary_mask(mask.as_ptr()),
+            let t = SparseTables::new(self.blocks(), self.dims.nx, self.dims.ny, neighbour, origin).with_z0(self.z0);
+            match mask {
+                Some(mask) => t.with_boundary_mask(mask),
                 None => t,
             }
         }
+    }
+
+    /// The block layers of the own cells: every one of a whole grid; all
+    /// but the two halo layers of a partition.
+    pub fn own_layers(&self) -> Range<u32> {
+        let n = self.block_dims[2];
+        if self.pad == 0 {
+            0..n
+        } else {
+            1..n - 1
+        }
+    }
+
+    /// Launch units of the own blocks of block layers `layers`, past the
+    /// boundary blocks `memory` stores first.
+    pub fn layer_units(&self, layers: Range<u32>) -> Range<u32> {
+        self.layers[layers.start as usize]..self.layers[layers.end as usize]
+    }
+
+    /// Launch units of the boundary blocks stored first (`memory`; none otherwise).
+    pub fn first_units(&self) -> Range<u32> {
+        0..self.layers[0]
+    }
+
+    /// Storage number of the block of the padded box at block position
+    /// `(bx, by, bz)`, if stored.
+    pub fn block_at(&self, bx: u32, by: u32, bz: u32) -> Option<u32> {
+        let [nbx, nby, _] = self.block_dims.map(|n| n as usize);
+        let b = self.index[bx as usize + nbx * (by as usize + nby * bz as usize)];
+        (b != u32::MAX).then_some(b)
     }
 
     /// Storage numbers of the boundary blocks (with an open cell), ascending.
@@ -294,18 +369,26 @@ impl SparseLayout {
     /// Storage number of the dense cell `n`, if its block is stored.
     pub fn storage_of(&self, n: usize) -> Option<u32> {
         let (x, y, z) = self.dims.coords(n as u32);
-        let [nbx, nby, _] = self.block_dims.map(|n| n as usize);
-        let k = (x >> self.shift) as usize + nbx * ((y >> self.shift) as usize + nby * (z >> self.shift_z) as usize);
-        let b = self.index[k];
-        (b != u32::MAX).then(|| with_sparse!(self, |g| g.index_of(g.cell_at(b, [x, y, z]))))
+        let z = z + self.pad;
+        let b = self.block_at(x >> self.shift, y >> self.shift, z >> self.shift_z)?;
+        Some(with_sparse!(self, |g| g.index_of(g.cell_at(b, [x, y, z]))))
+    }
+
+    /// Position in the domain of a position in the grid (which a
+    /// partition's padding shifts along z), if inside it.
+    pub fn domain_position(&self, [x, y, z]: [u32; 3]) -> Option<[u32; 3]> {
+        let z = z.checked_sub(self.pad)?;
+        (x < self.dims.nx && y < self.dims.ny && z < self.dims.nz).then_some([x, y, z])
     }
 
     /// Dense number of the stored cell `n`, if it lies inside the box (not
-    /// in the solid block, nor past the box in a block that straddles its end).
+    /// in the solid block, nor past the box in a block that straddles its
+    /// end, nor in a partition's halo blocks past its halo layers).
     pub fn dense_of(&self, n: u32) -> Option<usize> {
-        let [x, y, z] = with_sparse!(self, |g| g.position(g.cell_of(n)));
+        let position = with_sparse!(self, |g| g.position(g.cell_of(n)));
         let stored = (n as usize) < self.blocks() as usize * self.block_cells();
-        (stored && x < self.dims.nx && y < self.dims.ny && z < self.dims.nz).then(|| self.dims.index(x, y, z))
+        let [x, y, z] = self.domain_position(position).filter(|_| stored)?;
+        Some(self.dims.index(x, y, z))
     }
 
     /// Per-cell values in storage order from dense ones: each stored cell
@@ -361,13 +444,14 @@ impl SparseLayout {
     }
 }
 
-/// Refuses a geometry with flow within `reach` of a face whose axis does not
-/// divide into whole blocks (`edges`): see the module docs.
-fn check_faces(domain: &Domain, edges: [u32; 3], reach: u32) -> Result<()> {
+/// Refuses a geometry with flow within `reach` of a face whose axis (one of
+/// the first `axes`) does not divide into whole blocks (`edges`): see the
+/// module docs.
+fn check_faces(domain: &Domain, edges: [u32; 3], reach: u32, axes: usize) -> Result<()> {
     let d = domain.dims;
     let lengths = [d.nx, d.ny, d.nz];
     const AXES: [&str; 3] = ["x", "y", "z"];
-    for a in 0..3 {
+    for a in 0..axes {
         if lengths[a].is_multiple_of(edges[a]) {
             continue;
         }

@@ -42,8 +42,10 @@ pub struct SparseTables {
     /// sparse grid rounds exactly as the dense one does.
     nx: u32,
     ny: u32,
-    /// Zero: no implicit padding before the addresses.
-    reserved: u32,
+    /// Global z of the grid's layer 0 (wrapping): a partition of the box
+    /// seeds its cells with their numbers in the whole box. Zero for a
+    /// whole grid.
+    z0: u32,
     /// [`NEIGHBOUR_ENTRIES`] storage numbers per stored block (see
     /// [`neighbour_entry`]); the solid block's number where none is stored.
     neighbour: *const u32,
@@ -69,7 +71,13 @@ impl SparseTables {
     /// each at most `blocks`, and `origin` to `blocks` positions, both valid
     /// and unchanged while the tables (or a copy) are used.
     pub const unsafe fn new(blocks: u32, nx: u32, ny: u32, neighbour: *const u32, origin: *const [u32; 3]) -> Self {
-        Self { blocks, nx, ny, reserved: 0, neighbour, origin, boundary: core::ptr::null() }
+        Self { blocks, nx, ny, z0: 0, neighbour, origin, boundary: core::ptr::null() }
+    }
+
+    /// These tables for a partition of the box whose layer 0 is the box's
+    /// layer `z0` (wrapping).
+    pub const fn with_z0(self, z0: u32) -> Self {
+        Self { z0, ..self }
     }
 
     /// These tables with the boundary-block bitmask at `mask`: the bulk
@@ -237,6 +245,7 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
             nb.local[j] = own.wrapping_add(shift as u32);
         }
         let [x, y, z] = self.position(cell);
+        let z = z.wrapping_add(self.tables.z0);
         nb.seed = x.wrapping_add(self.tables.nx.wrapping_mul(y.wrapping_add(self.tables.ny.wrapping_mul(z))));
         nb
     }
