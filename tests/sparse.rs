@@ -283,8 +283,9 @@ on_backends!(boundary_group_variants_agree);
 
 /// A sparse grid split along z into partitions of whole block layers gives
 /// the populations of the unsplit grid bit for bit: on the CPU partitions,
-/// and on GPU partitions with each halo exchange (strided copies of the
-/// boundary blocks' crossing layers, or one copy per crossing population).
+/// on GPU partitions with each halo exchange (strided copies of the
+/// boundary blocks' crossing layers, or one copy per crossing population),
+/// and through NCCL (the halo packed to a one-rank job's own partition).
 fn split_sparse_matches_one_partition(backend: BackendKind) {
     use lbm::host::groups::BoundaryGroups;
     use lbm::host::multi_gpu::Exchange;
@@ -317,14 +318,22 @@ fn split_sparse_matches_one_partition(backend: BackendKind) {
                                         lbm::build_on(c.clone(), ExecutorKind::CpuPartitions(parts)).unwrap(),
                                     )]
                                 }
-                                BackendKind::Gpu(o) => (exchanges.iter())
-                                    .map(|e| {
-                                        (
-                                            e.name().into(),
-                                            lbm::build_multi_gpu(c.clone(), &vec![o; parts as usize], *e).unwrap(),
-                                        )
-                                    })
-                                    .collect(),
+                                BackendKind::Gpu(o) => {
+                                    let mut v: Vec<(String, Box<dyn lbm::Solver>)> = (exchanges.iter())
+                                        .map(|e| {
+                                            let devices = vec![o; parts as usize];
+                                            (e.name().into(), lbm::build_multi_gpu(c.clone(), &devices, *e).unwrap())
+                                        })
+                                        .collect();
+                                    // A one-rank NCCL job: its halos, packed, to itself.
+                                    if all && parts == 2 {
+                                        v.push((
+                                            "nccl".into(),
+                                            lbm::build_on(c.clone(), ExecutorKind::Nccl(o)).unwrap(),
+                                        ));
+                                    }
+                                    v
+                                }
                             };
                             for steps in [1, 6] {
                                 one.step(steps).unwrap();

@@ -190,10 +190,10 @@ struct CpuPart<L: Lattice<Q>, const Q: usize, S: Storage> {
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
-    /// Partition `slab` of `global` (one of `slabs`), initialised to equilibrium.
-    fn new(global: &SolverConfig, slab: Slab, slabs: usize) -> Result<Self> {
+    /// Partition `slab` of `global`, initialised to equilibrium.
+    fn new(global: &SolverConfig, slab: Slab) -> Result<Self> {
         let config = local_config(global, &slab)?;
-        let grid = PartGrid::new(&config, slabs)?;
+        let grid = PartGrid::new(&config, slab.halo > 0)?;
         let cells = grid.cells();
         let flags = grid.stored(config.kernel_flags(), WALL);
         let mut f = vec![S::ZERO; Q * cells];
@@ -353,7 +353,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
         config.validate()?;
         let slab = Slab::whole(config.domain.dims.nz);
         let parts = CpuParts {
-            parts: vec![CpuPart::new(&config, slab.clone(), 1)?],
+            parts: vec![CpuPart::new(&config, slab.clone())?],
             slabs: vec![slab],
             config: config.clone(),
             sends: HaloSends::new(config.streaming, 0, 0, |_, _, _| Vec::new()),
@@ -367,7 +367,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
         config.validate()?;
         let slabs = Slab::split_grid(&config, parts, kernels_gpu::grid::halo_width::<L, Q>())?;
         let parts: Vec<CpuPart<L, Q, S>> =
-            slabs.iter().map(|s| CpuPart::new(&config, s.clone(), slabs.len())).collect::<Result<_>>()?;
+            slabs.iter().map(|s| CpuPart::new(&config, s.clone())).collect::<Result<_>>()?;
         let sends = HaloSends::new(config.streaming, z_pairs(&L::C), parts.len(), |from, to, copy| {
             let (a, b) = (&parts[from], &parts[to]);
             a.grid.halo_runs(copy, a.slab.len(), &b.grid, b.slab.len(), Q)

@@ -340,9 +340,9 @@ struct OpenGroup<T: Copy> {
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     /// Partition `slab` of `global` on `device`, initialised to equilibrium.
-    pub(crate) fn new(global: &SolverConfig, slab: Slab, slabs: usize, device: GpuDevice) -> Result<Self> {
+    pub(crate) fn new(global: &SolverConfig, slab: Slab, device: GpuDevice) -> Result<Self> {
         let config = local_config(global, &slab)?;
-        let grid = PartGrid::new(&config, slabs)?;
+        let grid = PartGrid::new(&config, slab.halo > 0)?;
         let cells = grid.cells();
         let info = device.info()?;
         let tables = grid.sparse().map_or(0, SparseLayout::table_bytes);

@@ -131,7 +131,35 @@ pub struct HaloRun {
     pub depth_pitch: usize,
 }
 
+/// Where a run's values lie in one buffer: from `start`, rows `row_pitch`
+/// apart, slabs `slab_pitch` apart (values, not bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// First value.
+    pub start: usize,
+    /// Distance between rows.
+    pub row_pitch: usize,
+    /// Distance between slabs.
+    pub slab_pitch: usize,
+}
+
 impl HaloRun {
+    /// Where the run reads in the sender's buffer.
+    pub fn sender(&self) -> Placement {
+        Placement { start: self.from, row_pitch: self.row_pitch, slab_pitch: self.depth_pitch }
+    }
+
+    /// Where the run writes in the receiver's buffer.
+    pub fn receiver(&self) -> Placement {
+        Placement { start: self.to, ..self.sender() }
+    }
+
+    /// The run's values packed back to back from `start` of a staging
+    /// buffer (for transports that send only contiguous ranges).
+    pub fn packed(&self, start: usize) -> Placement {
+        Placement { start, row_pitch: self.width, slab_pitch: self.width * self.rows }
+    }
+
     /// Values moved.
     pub fn values(&self) -> usize {
         self.width * self.rows * self.depth

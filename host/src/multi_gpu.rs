@@ -124,7 +124,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
     pub fn new(config: SolverConfig, device: GpuDevice) -> Result<Self> {
         config.validate()?;
         let slab = Slab::whole(config.domain.dims.nz);
-        let gpu = GpuPart::new(&config, slab.clone(), 1, device)?;
+        let gpu = GpuPart::new(&config, slab.clone(), device)?;
         let exec = GpuParts {
             config: config.clone(),
             parts: vec![Part { gpu, overlap: None }],
@@ -155,8 +155,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         for (slab, device) in slabs.iter().zip(devices) {
             let ctx = device.context().clone();
             let which = format!("GPU {} (layers {:?})", device.ordinal(), slab.z);
-            let gpu =
-                GpuPart::new(&config, slab.clone(), slabs.len(), device.clone()).map_err(|e| in_partition(e, which))?;
+            let gpu = GpuPart::new(&config, slab.clone(), device.clone()).map_err(|e| in_partition(e, which))?;
             let event = |flags| ctx.new_event(Some(flags)).ctx("creating an event");
             let timing = if timing {
                 Some([

@@ -20,15 +20,17 @@
 use crate::bench::COPY_BYTES;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::gpu::{DeviceStorage, GpuDevice, GpuPart};
-use crate::halo::halo_copies;
+use crate::halo::{halo_copies, HaloRun};
 use crate::multi_gpu::GpuSolver;
 use crate::overlap::SplitStep;
-use crate::partition::{local_from_saved, local_layers, Slab};
+use crate::part_grid::PartGrid;
+use crate::partition::{local_config, local_from_saved, local_layers, Slab};
+use crate::peer;
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
 use crate::solver::{storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nccl::sys as nccl;
 use kernels_gpu::lattice::z_pairs;
 use kernels_gpu::Lattice;
@@ -374,6 +376,61 @@ pub struct NcclParts<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     split: SplitStep,
     /// Recorded after the last exchange (sends and receives) of this rank.
     exchanged: CudaEvent,
+    /// A sparse grid's halo runs and staging buffers (none for the dense box).
+    packed: Option<PackedHalo<S::Elem>>,
+}
+
+/// A sparse grid's halo over NCCL, which sends contiguous ranges only: per
+/// step parity and copy ([`halo_copies`] order), the runs this rank sends
+/// and those it receives, packed back to back into staging buffers by
+/// strided copies on the NCCL stream before the send and unpacked after the
+/// receive.
+struct PackedHalo<E> {
+    sends: [[Vec<HaloRun>; 2]; 2],
+    recvs: [[Vec<HaloRun>; 2]; 2],
+    /// Staging of each copy's outgoing and incoming values.
+    out: [CudaSlice<E>; 2],
+    into: [CudaSlice<E>; 2],
+}
+
+impl<E: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits> PackedHalo<E> {
+    /// The runs of rank `ranks.rank` (`gpu`) of `config` split into
+    /// `slabs`, paired with its neighbours' grids (built here on the host).
+    fn new<L: Lattice<Q>, const Q: usize, S: DeviceStorage<Elem = E>>(
+        config: &SolverConfig,
+        slabs: &[Slab],
+        ranks: Ranks,
+        gpu: &GpuPart<L, Q, S>,
+    ) -> Result<Self> {
+        let w = ranks.world;
+        let (up, down) = ((ranks.rank + 1) % w, (ranks.rank + w - 1) % w);
+        let grid_of = |r: usize| -> Result<PartGrid> {
+            if r == ranks.rank {
+                return Ok(gpu.grid().clone());
+            }
+            PartGrid::new(&local_config(config, &slabs[r])?, true)
+        };
+        let (g_up, g_down) = (grid_of(up)?, grid_of(down)?);
+        let (me, len) = (gpu.grid(), |r: usize| slabs[r].len());
+        let mut sends: [[Vec<HaloRun>; 2]; 2] = Default::default();
+        let mut recvs: [[Vec<HaloRun>; 2]; 2] = Default::default();
+        for parity in 0..2 {
+            for (ci, c) in halo_copies(config.streaming, parity, z_pairs(&L::C)).iter().enumerate() {
+                let (to, g_to) = if c.up { (up, &g_up) } else { (down, &g_down) };
+                sends[parity as usize][ci] = me.halo_runs(c, len(ranks.rank), g_to, len(to), Q);
+                let (from, g_from) = if c.up { (down, &g_down) } else { (up, &g_up) };
+                recvs[parity as usize][ci] = g_from.halo_runs(c, len(from), me, len(ranks.rank), Q);
+            }
+        }
+        let most = |all: &[[Vec<HaloRun>; 2]; 2], ci: usize| {
+            all.iter().map(|p| p[ci].iter().map(HaloRun::values).sum::<usize>()).max().unwrap_or(0).max(1)
+        };
+        let s = gpu.device().stream();
+        let alloc = |n: usize| s.alloc_zeros::<E>(n).ctx("allocating halo staging");
+        let out = [alloc(most(&sends, 0))?, alloc(most(&sends, 1))?];
+        let into = [alloc(most(&recvs, 0))?, alloc(most(&recvs, 1))?];
+        Ok(Self { sends, recvs, out, into })
+    }
 }
 
 /// This rank's simulation.
@@ -395,14 +452,7 @@ pub fn join<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
             d.nz, ranks.world
         )));
     }
-    if let crate::solver::GridLayout::Sparse { .. } = config.grid {
-        return Err(Error::Setup(
-            "a sparse grid splits over the GPUs of one process (devices = [...]), not over NCCL ranks: \
-             run one process, or use grid = \"dense\""
-                .into(),
-        ));
-    }
-    let slabs = Slab::split(d.nz, ranks.world as u32, kernels_gpu::grid::halo_width::<L, Q>())?;
+    let slabs = Slab::split_grid(&config, ranks.world as u32, kernels_gpu::grid::halo_width::<L, Q>())?;
     let device = GpuDevice::open(ranks.local, ptx)?;
     if !library_present() {
         return Err(Error::Setup(
@@ -410,8 +460,12 @@ pub fn join<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
                 .into(),
         ));
     }
-    let gpu = GpuPart::<L, Q, S>::new(&config, slabs[ranks.rank].clone(), slabs.len(), device.clone())
+    let gpu = GpuPart::<L, Q, S>::new(&config, slabs[ranks.rank].clone(), device.clone())
         .map_err(|e| crate::multi_gpu::in_partition(e, format!("rank {} on GPU {}", ranks.rank, ranks.local)))?;
+    let packed = match gpu.grid() {
+        PartGrid::Dense(_) => None,
+        PartGrid::Sparse(_) => Some(PackedHalo::new(&config, &slabs, ranks, &gpu)?),
+    };
     let ctx = device.context().clone();
     // NCCL moves data with kernels: the highest priority lets them start
     // while the interior kernel still fills the GPU.
@@ -447,7 +501,7 @@ pub fn join<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
             std::fs::remove_file(path).ok();
         }
     }
-    let exec = NcclParts { config: config.clone(), ranks, slabs, gpu, comm, copies, split, exchanged };
+    let exec = NcclParts { config: config.clone(), ranks, slabs, gpu, comm, copies, split, exchanged, packed };
     Ok(Simulation::from_parts(config, exec, Plan::split(1, Schedule::Overlapped)))
 }
 
@@ -543,6 +597,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Executor for NcclParts<L, 
         let base = self.gpu.output_address(t);
         let at = |i: usize| base + (i * elem) as u64;
         let copies = halo_copies(self.config.streaming, t, z_pairs(&L::C));
+        if let Some(packed) = &self.packed {
+            return self.exchange_packed(packed, t, [up_peer, down_peer]);
+        }
         self.comm.group(|comm| {
             for c in &copies {
                 let (from, _) = c.ranges(len, len, plane, Q);
@@ -566,6 +623,70 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Executor for NcclParts<L, 
     fn end_step(&mut self, _t: u64) -> Result<()> {
         self.gpu.end_step();
         Ok(())
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
+    /// The halo exchange of step `t` of a sparse grid (`packed`), with the
+    /// neighbours `[up, down]`: pack, send and receive, unpack.
+    fn exchange_packed(&self, packed: &PackedHalo<S::Elem>, t: u64, [up, down]: [usize; 2]) -> Result<()> {
+        let (dev, elem, parity) = (self.gpu.device(), std::mem::size_of::<S::Elem>(), (t % 2) as usize);
+        let base = self.gpu.output_address(t);
+        let copies = halo_copies(self.config.streaming, t, z_pairs(&L::C));
+        let address = |b: &CudaSlice<S::Elem>| b.device_ptr(&self.copies).0;
+        let (out, into) = (packed.out.each_ref().map(address), packed.into.each_ref().map(address));
+        let values = |runs: &[HaloRun]| runs.iter().map(HaloRun::values).sum::<usize>();
+        for (ci, runs) in packed.sends[parity].iter().enumerate() {
+            let mut at = 0;
+            for run in runs {
+                // SAFETY: the run lies in this rank's buffer (`PartGrid::halo_runs`)
+                // and in the staging buffer, sized for the most values.
+                unsafe {
+                    peer::copy_placed_async(
+                        (dev, base, run.sender()),
+                        (dev, out[ci], run.packed(at)),
+                        run,
+                        elem,
+                        &self.copies,
+                    )?
+                };
+                at += run.values();
+            }
+        }
+        self.comm.group(|comm| {
+            for (ci, c) in copies.iter().enumerate() {
+                let (n, peer) = (values(&packed.sends[parity][ci]), if c.up { up } else { down });
+                if n > 0 {
+                    // SAFETY: the staging buffer holds `n` values, untouched until the stream passes the send.
+                    unsafe { comm.send(out[ci], n * elem, peer, &self.copies, "sending halo values")? };
+                }
+            }
+            for (ci, c) in copies.iter().enumerate() {
+                let (n, peer) = (values(&packed.recvs[parity][ci]), if c.up { down } else { up });
+                if n > 0 {
+                    // SAFETY: as above, for the incoming staging buffer.
+                    unsafe { comm.recv(into[ci], n * elem, peer, &self.copies, "receiving halo values")? };
+                }
+            }
+            Ok(())
+        })?;
+        for (ci, runs) in packed.recvs[parity].iter().enumerate() {
+            let mut at = 0;
+            for run in runs {
+                // SAFETY: as for the packing; no cell touches the received values this step.
+                unsafe {
+                    peer::copy_placed_async(
+                        (dev, into[ci], run.packed(at)),
+                        (dev, base, run.receiver()),
+                        run,
+                        elem,
+                        &self.copies,
+                    )?
+                };
+                at += run.values();
+            }
+        }
+        self.exchanged.record(&self.copies).ctx("recording an event")
     }
 }
 

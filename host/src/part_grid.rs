@@ -39,15 +39,15 @@ macro_rules! with_grid {
 pub(crate) use with_grid;
 
 impl PartGrid {
-    /// The grid `config` asks for, over its (partition's) domain, one of
-    /// `slabs` (a sparse partition of a split box is padded: see
+    /// The grid `config` asks for, over its (partition's) domain, which has
+    /// halo layers when `split` (a sparse grid is then padded: see
     /// [`SparseLayout::pad`]).
-    pub fn new(config: &SolverConfig, slabs: usize) -> Result<Self> {
+    pub fn new(config: &SolverConfig, split: bool) -> Result<Self> {
         match config.grid {
             GridLayout::Dense => Ok(PartGrid::Dense(config.domain.dims)),
             GridLayout::Sparse { edge } => {
                 let reach = config.lattice.near_wall_radius();
-                let layout = SparseLayout::build_part(&config.domain, edge, reach, config.groups, slabs > 1)?;
+                let layout = SparseLayout::build_part(&config.domain, edge, reach, config.groups, split)?;
                 Ok(PartGrid::Sparse(Box::new(layout)))
             }
         }

@@ -101,9 +101,6 @@ impl Slab {
     pub fn split_grid(config: &SolverConfig, parts: u32, halo: u32) -> Result<Vec<Self>> {
         let nz = config.domain.dims.nz;
         let GridLayout::Sparse { edge } = config.grid else { return Self::split(nz, parts, halo) };
-        if parts == 1 {
-            return Self::split(nz, parts, halo);
-        }
         if !nz.is_multiple_of(edge) || nz / edge < parts {
             return Err(Error::Setup(format!(
                 "a sparse grid splits along z into partitions of whole {edge}-cell block layers: {nz} layers cannot be split \

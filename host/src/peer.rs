@@ -3,7 +3,7 @@
 
 use crate::error::{CudaContextExt, Result};
 use crate::gpu::GpuDevice;
-use crate::halo::HaloRun;
+use crate::halo::{HaloRun, Placement};
 use cudarc::driver::sys;
 use cudarc::driver::CudaStream;
 
@@ -41,15 +41,42 @@ pub(crate) unsafe fn copy_run_async(
     elem: usize,
     stream: &CudaStream,
 ) -> Result<()> {
-    let (src, dst) = (from.1 + (run.from * elem) as u64, to.1 + (run.to * elem) as u64);
-    if run.is_contiguous() {
+    // SAFETY: the caller's contract.
+    unsafe { copy_placed_async((from.0, from.1, run.sender()), (to.0, to.1, run.receiver()), run, elem, stream) }
+}
+
+/// Queues a copy of the values of the shape of `run` (its width, rows and
+/// depth) placed at `from.2` in the buffer at `from.1` on device `from.0`
+/// to `to.2` in the one at `to.1` on `to.0` (say, into a staging buffer
+/// where they lie packed), on `stream`.
+///
+/// # Safety
+/// As [`copy_async`], for every value placed in both buffers.
+pub(crate) unsafe fn copy_placed_async(
+    from: (&GpuDevice, u64, Placement),
+    to: (&GpuDevice, u64, Placement),
+    run: &HaloRun,
+    elem: usize,
+    stream: &CudaStream,
+) -> Result<()> {
+    let (src, dst) = (from.1 + (from.2.start * elem) as u64, to.1 + (to.2.start * elem) as u64);
+    let whole = |p: Placement| {
+        (run.rows == 1 || p.row_pitch == run.width) && (run.depth == 1 || p.slab_pitch == run.rows * run.width)
+    };
+    if whole(from.2) && whole(to.2) {
         // SAFETY: the caller's contract.
         return unsafe { copy_async((from.0, src), (to.0, dst), run.values() * elem, stream) };
     }
-    // Slabs lie `depth_pitch` apart: that many values are `depth_pitch /
+    // Slabs lie `slab_pitch` apart: that many values are `slab_pitch /
     // row_pitch` rows of the pitch.
-    debug_assert!(run.depth == 1 || run.depth_pitch.is_multiple_of(run.row_pitch));
-    let rows_per_slab = if run.depth == 1 { run.rows } else { run.depth_pitch / run.row_pitch };
+    let rows_per_slab = |p: Placement| {
+        debug_assert!(run.depth == 1 || p.slab_pitch.is_multiple_of(p.row_pitch));
+        if run.depth == 1 {
+            run.rows
+        } else {
+            p.slab_pitch / p.row_pitch
+        }
+    };
     let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
     let copy = sys::CUDA_MEMCPY3D_PEER {
         srcXInBytes: 0,
@@ -61,8 +88,8 @@ pub(crate) unsafe fn copy_run_async(
         srcDevice: src,
         srcArray: std::ptr::null_mut(),
         srcContext: from.0.context().cu_ctx(),
-        srcPitch: run.row_pitch * elem,
-        srcHeight: rows_per_slab,
+        srcPitch: from.2.row_pitch * elem,
+        srcHeight: rows_per_slab(from.2),
         dstXInBytes: 0,
         dstY: 0,
         dstZ: 0,
@@ -72,14 +99,14 @@ pub(crate) unsafe fn copy_run_async(
         dstDevice: dst,
         dstArray: std::ptr::null_mut(),
         dstContext: to.0.context().cu_ctx(),
-        dstPitch: run.row_pitch * elem,
-        dstHeight: rows_per_slab,
+        dstPitch: to.2.row_pitch * elem,
+        dstHeight: rows_per_slab(to.2),
         WidthInBytes: run.width * elem,
         Height: run.rows,
         Depth: run.depth,
     };
     from.0.context().bind_to_thread().ctx("binding the device")?;
-    // SAFETY: the caller's contract; `copy` describes only the run's values.
+    // SAFETY: the caller's contract; `copy` describes only the placed values.
     unsafe { sys::cuMemcpy3DPeerAsync(&copy, stream.cu_stream()) }.result().ctx("queuing a halo copy")
 }
 

@@ -85,7 +85,11 @@ pub fn choose(config: &SolverConfig, edges: &[u32], partitions: usize) -> Result
     let mut refused = None;
     for &edge in edges {
         let sparse = SolverConfig { grid: GridLayout::Sparse { edge }, ..config.clone() };
-        let built = crate::partition::Slab::split_grid(&sparse, partitions as u32, 1)
+        let split = match partitions {
+            1 => Ok(Vec::new()),
+            n => crate::partition::Slab::split_grid(&sparse, n as u32, 1),
+        };
+        let built = split
             .and_then(|_| SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups));
         match built {
             Ok(layout) => {
