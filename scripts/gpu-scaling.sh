@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One run on a 4-GPU machine: the multi-GPU bit-identity test, NCCL
 # bit-identity on 2 and 4 ranks, the scaling benchmarks (strong with the
-# three exchanges side by side, weak) and NCCL at 512^3. Logs and JSON go
+# three exchanges side by side, weak, sparse grids) and NCCL at 512^3. Logs and JSON go
 # to $OUT (or ./gpu-logs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,8 @@ bin=.device-bin
   done; done; done
   $bin/lbm bench --gpus 1,2,4 --sizes 128,256,512 --lattices d3q19,d3q27 --steps 200 --json "$out/scaling.json"
   $bin/lbm bench --gpus 1,2,4 --weak --sizes 256 --lattices d3q19,d3q27 --exchange disaggregated,soa --steps 200 --json "$out/weak.json"
+  # Sparse grids: halos as strided copies of the crossing layers of the blocks.
+  $bin/lbm bench --gpus 1,2,4 --sizes 256,512 --lattices d3q19,d3q27 --grids sparse4,sparse8 --exchange disaggregated,soa --steps 200 --json "$out/sparse-scaling.json"
   for l in d3q19 d3q27; do
     scripts/nccl-local.sh 4 --lattice $l --size 512 --steps 200 2>&1 | grep -i "differ\|error"
   done

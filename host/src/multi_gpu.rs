@@ -191,6 +191,16 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
         &self.executor_ref().links
     }
 
+    /// What partition 0 sends per step (after an even step): bytes, and
+    /// copies queued for them.
+    pub fn halo_traffic(&self) -> (usize, usize) {
+        let exec = self.executor_ref();
+        let runs = exec.sends.of(0, 0).iter().flat_map(|(_, runs)| runs);
+        let elem = std::mem::size_of::<S::Elem>();
+        let per_row = exec.exchange == Exchange::Soa;
+        runs.fold((0, 0), |(bytes, copies), r| (bytes + r.values() * elem, copies + if per_row { r.rows } else { 1 }))
+    }
+
     /// Runs one step with timing events and returns the measured split (the
     /// solver must have been split with `timing`).
     pub fn timed_step(&mut self) -> Result<StepTiming> {
@@ -449,12 +459,15 @@ pub struct ScalingResult {
     pub transfers: usize,
     /// How neighbouring devices are linked.
     pub links: Vec<String>,
+    /// The grid (`dense`, `sparse4`, `sparse8`).
+    pub grid: String,
 }
 
-/// Runs a 3D cavity of `size` cells (f32, Esoteric Pull) over `devices`
-/// for `steps` timed steps, then `timed` steps with events for the split.
+/// Runs a 3D cavity of `size` cells (f32, Esoteric Pull) on `grid` over
+/// `devices` for `steps` timed steps, then `timed` steps with events for the split.
 pub fn measure(
     lattice: crate::LatticeKind,
+    grid: crate::solver::GridLayout,
     size: [u32; 3],
     devices: &[GpuDevice],
     exchange: Exchange,
@@ -466,12 +479,8 @@ pub fn measure(
         exchange: Exchange,
         steps: u64,
     ) -> Result<(f64, StepTiming, Vec<String>, usize, usize)> {
-        let plane_bytes = (c.domain.dims.nx * c.domain.dims.ny) as usize * std::mem::size_of::<S::Elem>();
-        // One partition per step sends k planes to each neighbour, in one
-        // copy per neighbour, or one per plane for SoA.
-        let k = z_pairs(&L::C);
-        let transfers = if exchange == Exchange::Soa { 2 * k } else { 2 };
         let mut s = GpuSolver::<L, Q, S>::split(c, devices, exchange, true)?;
+        let (halo_bytes, transfers) = s.halo_traffic();
         s.step(10)?;
         s.synchronize()?;
         let t0 = std::time::Instant::now();
@@ -486,7 +495,7 @@ pub fn measure(
             sum.compute_ms += t.compute_ms / samples as f64;
             sum.halo_ms += t.halo_ms / samples as f64;
         }
-        Ok((seconds, sum, s.links().to_vec(), 2 * k * plane_bytes, transfers))
+        Ok((seconds, sum, s.links().to_vec(), halo_bytes, transfers))
     }
     let mut config = crate::cases::cavity_config(
         lattice,
@@ -500,6 +509,7 @@ pub fn measure(
     let mut faces = [crate::domain::FaceBoundary::Wall; 6];
     faces[3] = crate::domain::FaceBoundary::MovingWall([0.05, 0.0, 0.0]);
     config.domain = crate::domain::Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)?;
+    config.grid = grid;
     let (seconds, timing, links, halo_bytes, transfers) =
         crate::dispatch!(lattice, crate::Precision::F32, run(config, devices, exchange, steps))?;
     let cells = size.iter().map(|&n| n as f64).product::<f64>();
@@ -515,6 +525,7 @@ pub fn measure(
         halo_bytes,
         transfers,
         links,
+        grid: grid.name().to_string(),
     })
 }
 

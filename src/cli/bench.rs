@@ -217,6 +217,7 @@ pub struct ScalingOptions {
     pub lattices: Vec<LatticeKind>,
     pub gpus: Vec<usize>,
     pub exchange: Vec<lbm::host::multi_gpu::Exchange>,
+    pub grids: Vec<GridLayout>,
     pub weak: bool,
     pub json: Option<PathBuf>,
 }
@@ -253,8 +254,9 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
         if o.weak { "weak" } else { "strong" }
     );
     println!(
-        "{:<6} {:>16} {:>4} {:<13} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
+        "{:<6} {:<7} {:>16} {:>4} {:<13} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
         "lattice",
+        "grid",
         "cells",
         "gpus",
         "exchange",
@@ -270,7 +272,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
     let devices: Vec<_> = (0..most).map(|i| lbm::host::gpu::GpuDevice::open(i, &ptx)).collect::<Result<_>>()?;
     let (mut singles, mut results) = (Vec::new(), Vec::new());
     let mut links_shown = false;
-    for &lattice in &o.lattices {
+    for (&lattice, &grid) in o.lattices.iter().flat_map(|l| o.grids.iter().map(move |g| (l, g))) {
         for &size in &o.sizes {
             let case = BenchCase {
                 lattice,
@@ -279,7 +281,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
                 size,
                 geometry: BenchGeometry::Cavity,
                 collision: CollisionModel::Bgk,
-                grid: GridLayout::Dense,
+                grid,
                 groups: lbm::host::groups::BoundaryGroups::Lists,
             };
             let one = measure(&|c, b| lbm::build_solver(c, b), BackendKind::Gpu(0), case, o.steps, Some(copy))?;
@@ -288,8 +290,9 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
                 format!("{:.1}%", 100.0 * mlups * 1e6 * bytes / (gpus as f64 * copy))
             };
             println!(
-                "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
+                "{:<6} {:<7} {:>16} {:>4} {:<13} {:>9.0} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>6}",
                 lattice.name(),
+                grid.name(),
                 format!("{size}^3"),
                 1,
                 "one-gpu",
@@ -305,12 +308,13 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
             for &n in o.gpus.iter().filter(|&&n| n > 1) {
                 let dims = if o.weak { [size, size, size * n as u32] } else { [size; 3] };
                 for &exchange in &o.exchange {
-                    let r = match measure_multi(lattice, dims, &devices[..n], exchange, o.steps) {
+                    let r = match measure_multi(lattice, grid, dims, &devices[..n], exchange, o.steps) {
                         Ok(r) => r,
                         Err(Error::OutOfMemory { .. }) => {
                             println!(
-                                "{:<6} {:>16} {:>4} {:<13} does not fit",
+                                "{:<6} {:<7} {:>16} {:>4} {:<13} does not fit",
                                 lattice.name(),
+                                grid.name(),
                                 format!("{dims:?}"),
                                 n,
                                 exchange.name()
@@ -327,8 +331,9 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
                     }
                     let eff = r.mlups / (n as f64 * one.mlups);
                     println!(
-                        "{:<6} {:>16} {:>4} {:<13} {:>9.0} {:>6.1}% {:>7} {:>9.3} {:>9.3} {:>9.3} {:>9.2} {:>6}",
+                        "{:<6} {:<7} {:>16} {:>4} {:<13} {:>9.0} {:>6.1}% {:>7} {:>9.3} {:>9.3} {:>9.3} {:>9.2} {:>6}",
                         r.lattice,
+                        r.grid,
                         format!("{}x{}x{}", dims[0], dims[1], dims[2]),
                         n,
                         exchange.name(),

@@ -318,11 +318,6 @@ pub fn execute(cli: Cli) -> Result<()> {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
             }
             if !gpus.is_empty() {
-                if grids.iter().any(|&g| g != GridLayout::Dense) {
-                    return Err(lbm::Error::Setup(
-                        "--grids applies to one-GPU benchmarks: --gpus measures dense grids".into(),
-                    ));
-                }
                 if groups.iter().any(|&g| g != BoundaryGroups::Lists) {
                     return Err(lbm::Error::Setup(
                         "--boundary-groups applies to one-GPU benchmarks: --gpus measures the lists variant".into(),
@@ -337,7 +332,16 @@ pub fn execute(cli: Cli) -> Result<()> {
                     .iter()
                     .map(|e| lbm::host::multi_gpu::Exchange::from_name(e))
                     .collect::<Result<Vec<_>>>()?;
-                return bench::scaling(bench::ScalingOptions { sizes, steps, lattices, gpus, exchange, weak, json });
+                return bench::scaling(bench::ScalingOptions {
+                    sizes,
+                    steps,
+                    lattices,
+                    gpus,
+                    exchange,
+                    grids,
+                    weak,
+                    json,
+                });
             }
             bench::bench(
                 backend.resolve()?,
