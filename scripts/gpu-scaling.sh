@@ -11,9 +11,9 @@ bin=.device-bin
 {
   $bin/multi_gpu --test-threads 1 --nocapture > "$out/multi_gpu.log" 2>&1
   echo "multi_gpu test: $(grep -c " 0 differ" "$out/multi_gpu.log") of $(grep -c " differ" "$out/multi_gpu.log") configurations bit-identical; $(grep "test result" "$out/multi_gpu.log")"
-  for n in 2 4; do for l in d3q19 d3q27; do for s in esoteric-pull two-lattice; do
-    scripts/nccl-local.sh $n --lattice $l --streaming $s --size 64 --steps 1001 2>&1 | grep -i "differ\|error"
-  done; done; done
+  for n in 2 4; do for l in d3q19 d3q27; do for s in esoteric-pull two-lattice; do for g in dense sparse8; do
+    scripts/nccl-local.sh $n --lattice $l --streaming $s --grid $g --size 64 --steps 1001 2>&1 | grep -i "differ\|error"
+  done; done; done; done
   $bin/lbm bench --gpus 1,2,4 --sizes 128,256,512 --lattices d3q19,d3q27 --steps 200 --json "$out/scaling.json"
   $bin/lbm bench --gpus 1,2,4 --weak --sizes 256 --lattices d3q19,d3q27 --exchange disaggregated,soa --steps 200 --json "$out/weak.json"
   # Sparse grids: halos as strided copies of the crossing layers of the blocks.

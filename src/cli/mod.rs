@@ -83,6 +83,8 @@ enum Command {
         lattice: String,
         #[arg(long, default_value = Streaming::EsotericPull.name(), help = help("Streaming scheme", Streaming::all()))]
         streaming: String,
+        #[arg(long, default_value = GridLayout::Dense.name(), help = help("Grid", GridLayout::all()))]
+        grid: String,
         /// Cube side, cells.
         #[arg(long, default_value_t = 64)]
         size: u32,
@@ -240,10 +242,11 @@ pub fn execute(cli: Cli) -> Result<()> {
             println!("all {} checks passed", checks.len());
             Ok(())
         }
-        Command::Nccl { rendezvous, lattice, streaming, size, steps } => {
+        Command::Nccl { rendezvous, lattice, streaming, grid, size, steps } => {
             // Names first: a typo is reported before the launcher is looked for.
             let lattice = LatticeKind::from_name_in(&lattice, &lattices_3d())?;
             let streaming = lbm::host::case::parse_streaming(&streaming)?;
+            let grid = GridLayout::from_name(&grid)?;
             let ranks = lbm::host::nccl::Ranks::from_env()?.ok_or_else(|| {
                 lbm::Error::Setup(
                     "no launcher variables: start one process per GPU with mpirun, srun or scripts/nccl-local.sh \
@@ -260,6 +263,7 @@ pub fn execute(cli: Cli) -> Result<()> {
                 0.08,
             )?;
             config.force = [2e-5, 1e-5, -1e-5];
+            config.grid = grid;
             let report = lbm::host::nccl::run_and_check(config, ranks, &rendezvous, steps, &lbm::ptx::active())?;
             if let Some(r) = report {
                 let bytes = lbm::host::bench::bytes_per_cell_update(lattice, Precision::F32) as f64;
