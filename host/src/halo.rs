@@ -278,6 +278,39 @@ mod tests {
         }
     }
 
+    /// A dense box's run is one contiguous range; a sparse grid's is a
+    /// row of `width` values per slot and block, and its rows, taken one
+    /// at a time, cover the same values; packed, the values lie back to back.
+    #[test]
+    fn runs_cover_their_values_once() {
+        let dense = HaloRun { from: 40, to: 7, width: 12, rows: 5, row_pitch: 12, depth: 1, depth_pitch: 0 };
+        assert!(dense.is_contiguous());
+        assert_eq!(dense.pieces().collect::<Vec<_>>(), [(40, 7, 60)]);
+        let (q, v) = (19, 64);
+        let sparse = HaloRun {
+            from: 3 * q * v + v + 48,
+            to: 48,
+            width: 16,
+            rows: 5,
+            row_pitch: v,
+            depth: 3,
+            depth_pitch: q * v,
+        };
+        assert!(!sparse.is_contiguous() && sparse.values() == 240);
+        let pieces: Vec<_> = sparse.pieces().collect();
+        assert_eq!(pieces.len(), 15);
+        assert!(pieces.iter().all(|&(from, to, len)| len == 16 && from - sparse.from == to - sparse.to));
+        assert_eq!(pieces[6], (sparse.from + q * v + v, sparse.to + q * v + v, 16));
+        let mut rows: Vec<_> = sparse.per_row().flat_map(|r| r.pieces().collect::<Vec<_>>()).collect();
+        rows.sort();
+        let mut all = pieces.clone();
+        all.sort();
+        assert_eq!(rows, all);
+        let packed = sparse.packed(100);
+        assert_eq!((packed.row_pitch, packed.slab_pitch), (16, 80));
+        assert_eq!(sparse.receiver().start, 48);
+    }
+
     /// The planes each exchange reads and writes are disjoint, so the copies
     /// of all partitions may run in any order (with one or two partitions a
     /// partition is its own neighbour).
