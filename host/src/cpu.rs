@@ -356,7 +356,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuSolver<L, Q, S> {
             parts: vec![CpuPart::new(&config, slab.clone())?],
             slabs: vec![slab],
             config: config.clone(),
-            sends: HaloSends::new(config.streaming, 0, 0, |_, _, _| Vec::new()),
+            sends: HaloSends::default(),
         };
         Ok(Simulation::from_parts(config, parts, Plan::single()))
     }

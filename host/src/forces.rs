@@ -37,16 +37,13 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
     assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the grid");
     let wrap = |p: u32, c: i32, len: u32| (p as i64 + c as i64).rem_euclid(len as i64) as u32;
     let mut forces = vec![[0.0; 3]; objects.len()];
-    // A partition's sparse grid places its cells `pad` layers up.
-    let pad = grid.sparse().map_or(0, |s| s.pad);
     with_grid!(grid, |g| {
         for n in cells.iter().flat_map(|r| r.start as u32..r.end as u32) {
             if !is_flow(flags[n as usize]) {
                 continue;
             }
             let cell = g.cell_of(n);
-            let [x, y, z] = g.position(cell);
-            let z = z - pad;
+            let [x, y, z] = grid.domain_position(g.position(cell));
             let mut arriving = None;
             for i in 1..Q {
                 let [cx, cy, cz] = L::C[i];

@@ -200,7 +200,9 @@ impl HaloRun {
 pub type Send = (usize, Vec<HaloRun>);
 
 /// What each partition sends after a step of each parity, worked out once:
-/// per partition and parity, each copy's receiver and runs.
+/// per partition and parity, each copy's receiver and runs (none for an
+/// unsplit domain: `default`).
+#[derive(Default)]
 pub struct HaloSends {
     sends: Vec<[Vec<Send>; 2]>,
 }

@@ -131,7 +131,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuSolver<L, Q, S> {
             slabs: vec![slab],
             exchange: Exchange::NoOverlap,
             links: Vec::new(),
-            sends: HaloSends::new(config.streaming, 0, 0, |_, _, _| Vec::new()),
+            sends: HaloSends::default(),
         };
         Ok(Simulation::from_parts(config, exec, Plan::single()))
     }

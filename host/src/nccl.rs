@@ -588,18 +588,19 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Executor for NcclParts<L, 
 
     fn exchange(&mut self, _part: usize, t: u64) -> Result<()> {
         let _busy = self.comm.busy();
-        let len = self.gpu.slab().len();
         let w = self.ranks.world;
         let (up_peer, down_peer) = ((self.ranks.rank + 1) % w, (self.ranks.rank + w - 1) % w);
-        let d = self.config.domain.dims;
-        let (elem, plane) = (std::mem::size_of::<S::Elem>(), d.nx * d.ny);
         self.copies.wait(self.split.boundary_done()).ctx("waiting for boundary layers")?;
-        let base = self.gpu.output_address(t);
-        let at = |i: usize| base + (i * elem) as u64;
-        let copies = halo_copies(self.config.streaming, t, z_pairs(&L::C));
         if let Some(packed) = &self.packed {
             return self.exchange_packed(packed, t, [up_peer, down_peer]);
         }
+        // The dense box's planes are contiguous: sent in place.
+        let len = self.gpu.slab().len();
+        let d = self.config.domain.dims;
+        let (elem, plane) = (std::mem::size_of::<S::Elem>(), d.nx * d.ny);
+        let base = self.gpu.output_address(t);
+        let at = |i: usize| base + (i * elem) as u64;
+        let copies = halo_copies(self.config.streaming, t, z_pairs(&L::C));
         self.comm.group(|comm| {
             for c in &copies {
                 let (from, _) = c.ranges(len, len, plane, Q);

@@ -201,6 +201,15 @@ impl PartGrid {
         }
     }
 
+    /// Position in the partition's domain of the position `p` a stored
+    /// cell has in the grid (a partition's sparse grid is padded along z).
+    pub fn domain_position(&self, p: [u32; 3]) -> [u32; 3] {
+        match self {
+            PartGrid::Dense(_) => p,
+            PartGrid::Sparse(s) => s.domain_position(p).expect("a stored cell of the domain"),
+        }
+    }
+
     /// The sparse grid's size report: `None` for a dense box.
     pub fn sparse(&self) -> Option<&SparseLayout> {
         match self {

@@ -168,8 +168,9 @@ impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> Neighbourhood<Q> for 
         ((self.block[j] as usize * Q) << shift) + (((slot as u32) << shift) | self.local[j]) as usize
     }
 
-    /// The cell's number in the dense box: positions are global, so
-    /// `unit_offset` plays no part (a partition keeps global origins).
+    /// The cell's number in the whole dense box, worked out in
+    /// [`Grid::neighbours`] from the position and the tables' `z0` (which
+    /// places a partition's grid in the box), so `unit_offset` plays no part.
     #[inline(always)]
     fn seed_cell(&self, _unit_offset: u32) -> u32 {
         self.seed
