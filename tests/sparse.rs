@@ -20,9 +20,8 @@ fn with_walls(mut c: SolverConfig, solid: impl Fn(u32, u32, u32) -> bool) -> Sol
     for z in 0..d.nz {
         for y in 0..d.ny {
             for x in 0..d.nx {
-                let n = d.index(x, y, z);
-                if solid(x, y, z) && c.domain.flags[n] & OPEN == 0 {
-                    c.domain.flags[n] = CellKind::Wall.to_flag();
+                if solid(x, y, z) && c.domain.flags[[x, y, z]] & OPEN == 0 {
+                    c.domain.flags.set([x, y, z], CellKind::Wall.to_flag());
                 }
             }
         }
@@ -296,8 +295,13 @@ fn split_sparse_matches_one_partition(backend: BackendKind) {
             for streaming in Streaming::ALL {
                 for (name, config) in geometries(lattice, precision, streaming) {
                     // The walls, as an object the flow pushes on.
-                    let walls =
-                        vec![config.domain.flags.iter().map(|&f| f == CellKind::Wall.to_flag()).collect::<Vec<_>>()];
+                    let walls = vec![config
+                        .domain
+                        .flags
+                        .to_dense()
+                        .iter()
+                        .map(|&f| f == CellKind::Wall.to_flag())
+                        .collect::<Vec<_>>()];
                     for (edge, parts) in [(4, 2), (4, 4), (8, 2)] {
                         // Every variant and (on GPUs) every exchange in f32; the
                         // other precisions with the defaults.

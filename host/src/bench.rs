@@ -164,7 +164,7 @@ impl BenchGeometry {
                     let (x, y, z) = d.coords(n as u32);
                     let p = [x as f64 + 0.5, y as f64 + 0.5, if d.nz == 1 { centre[2] } else { z as f64 + 0.5 }];
                     if (0..3).map(|a| (p[a] - centre[a]).powi(2)).sum::<f64>() <= r * r {
-                        domain.flags[n] = kernels_gpu::flags::CellKind::Wall.to_flag();
+                        domain.flags.set([x, y, z], kernels_gpu::flags::CellKind::Wall.to_flag());
                     }
                 }
                 SolverConfig { tau: tau_for_viscosity(SPEED * 2.0 * r / REYNOLDS), domain, ..periodic }
@@ -208,9 +208,9 @@ fn packed_bed(mut domain: Domain, radius: f64, porosity: f64) -> Domain {
                         continue;
                     }
                     let wrap = |v: i64, n: u32| v.rem_euclid(n as i64) as u32;
-                    let n = d.index(wrap(p[0], d.nx), wrap(p[1], d.ny), wrap(p[2], d.nz));
-                    if domain.flags[n] != wall {
-                        domain.flags[n] = wall;
+                    let q = [wrap(p[0], d.nx), wrap(p[1], d.ny), wrap(p[2], d.nz)];
+                    if domain.flags[q] != wall {
+                        domain.flags.set(q, wall);
                         fluid -= 1;
                     }
                 }

@@ -665,8 +665,18 @@ impl Case {
                 }
             };
         }
-        let mut domain = Domain::with_faces(Dims::new(size[0], size[1], size[2]), faces)
-            .map_err(in_case(path, "[simulation] size / [boundaries]"))?;
+        let dims = Dims::new(size[0], size[1], size[2]);
+        // The solver's sparse grids take larger boxes (their host flags are
+        // stored by blocks), but a case's geometry masks, flow-path check,
+        // fields and checkpoints are still one value per cell of the box.
+        if dims.cells() > kernels_gpu::layout::MAX_CELLS {
+            return Err(bad(format!(
+                "[simulation] size {size:?} is {} cells: a case's box must hold fewer than 2^32 cells \
+                 (geometry, output and checkpoints are stored per cell of the box); reduce the size",
+                dims.cells()
+            )));
+        }
+        let mut domain = Domain::with_faces(dims, faces).map_err(in_case(path, "[simulation] size / [boundaries]"))?;
         let case_dir = path.parent().unwrap_or(Path::new("."));
         let cell_size = units.map_or(1.0, |u| u.dx);
         let periodic: [bool; 3] = std::array::from_fn(|a| faces[2 * a] == FaceBoundary::Periodic);
@@ -689,14 +699,13 @@ impl Case {
             notes = crate::flowpath::check(&domain, sim.lattice, periodic, force)
                 .map_err(in_case(path, "[[geometry]] / [boundaries]"))?;
         }
-        let porous = (periodic == [true; 3]
-            && force != [0.0; 3]
-            && domain.flags.iter().any(|&f| kernels_gpu::flags::is_solid(f)))
-        .then(|| {
-            let radii: Vec<f64> = objects.iter().filter_map(|o| o.packing.as_ref().map(|p| p.spec.radius)).collect();
-            let same = objects.iter().all(|o| o.packing.is_some()) && radii.windows(2).all(|w| w[0] == w[1]);
-            PorousSample { diameter: radii.first().filter(|_| same).map(|r| 2.0 * r / cell_size) }
-        });
+        let porous = (periodic == [true; 3] && force != [0.0; 3] && domain.flags.any(kernels_gpu::flags::is_solid))
+            .then(|| {
+                let radii: Vec<f64> =
+                    objects.iter().filter_map(|o| o.packing.as_ref().map(|p| p.spec.radius)).collect();
+                let same = objects.iter().all(|o| o.packing.is_some()) && radii.windows(2).all(|w| w[0] == w[1]);
+                PorousSample { diameter: radii.first().filter(|_| same).map(|r| 2.0 * r / cell_size) }
+            });
         let speed = domain.max_wall_speed().unwrap_or(0.0);
         let boundary_speed = domain.max_boundary_speed();
         let mach = boundary_speed * 3f64.sqrt();
@@ -952,6 +961,18 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
     }
 
     #[test]
+    fn a_box_of_2_32_cells_or_more_is_refused_before_anything_is_built() {
+        for grid in ["dense", "sparse", "auto"] {
+            let text = CAVITY
+                .replace("size = [34, 34, 1]", "size = [4096, 4096, 264]")
+                .replace("lattice = \"D2Q9\"", "lattice = \"D3Q19\"")
+                .replace("steps = 10", &format!("steps = 10\ngrid = \"{grid}\""));
+            let e = setup(&text).unwrap_err().to_string();
+            assert!(e.contains("4429185024 cells") && e.contains("fewer than 2^32"), "{grid}: {e}");
+        }
+    }
+
+    #[test]
     fn the_grid_is_chosen_by_name_and_auto_says_why() {
         let with = |keys: &str| setup(&CAVITY.replace("steps = 10", &format!("steps = 10\n{keys}")));
         assert_eq!(setup(CAVITY).unwrap().config.grid, GridLayout::Dense);
@@ -1018,9 +1039,9 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         assert!((outlet.density - 1.009).abs() < 1e-15, "rho = 1 + 3 p");
         assert_eq!(outlet.normal, [-1, 0, 0]);
         assert_eq!(CellKind::from_flag(d.flags[d.dims.index(0, 5, 0)]), Some(CellKind::Open));
-        assert!(d.open[0].cells.contains(&(d.dims.index(0, 5, 0) as u32)));
-        assert!(d.open[1].cells.contains(&(d.dims.index(33, 5, 0) as u32)));
-        assert!(!d.open[0].cells.contains(&(d.dims.index(0, 0, 0) as u32)), "the wall took the edge cell");
+        assert!(d.open[0].cells.contains(&d.dims.index(0, 5, 0)));
+        assert!(d.open[1].cells.contains(&d.dims.index(33, 5, 0)));
+        assert!(!d.open[0].cells.contains(&d.dims.index(0, 0, 0)), "the wall took the edge cell");
         assert_eq!(d.flags[d.dims.index(0, 0, 0)], CellKind::Wall.to_flag(), "walls cover the inlet's edges");
         assert_eq!(d.fluid_cells(), 34 * 32, "inlet and outlet cells are updated");
         let fast = channel.replace("[0.05, 0.0, 0.0] }", "[0.3, 0.0, 0.0] }");

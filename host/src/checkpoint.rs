@@ -54,11 +54,24 @@ pub fn fingerprint(config: &SolverConfig) -> [u8; 32] {
         for n in s.normal {
             h.update(n.to_le_bytes());
         }
-        for n in &g.cells {
-            h.update(n.to_le_bytes());
+        // Cell numbers as 32 bits where they fit (as before boxes grew past 2^32).
+        let wide = config.domain.dims.cells() > u32::MAX as usize;
+        for &n in &g.cells {
+            match wide {
+                false => h.update((n as u32).to_le_bytes()),
+                true => h.update((n as u64).to_le_bytes()),
+            }
         }
     }
-    h.update(&config.domain.flags);
+    let d = config.domain.dims;
+    let mut row = Vec::with_capacity(d.nx as usize);
+    for z in 0..d.nz {
+        for y in 0..d.ny {
+            row.clear();
+            row.extend((0..d.nx).map(|x| config.domain.flags[[x, y, z]]));
+            h.update(&row);
+        }
+    }
     h.finalize().into()
 }
 

@@ -1,6 +1,7 @@
 //! The simulated box: its size, what each cell is, the moving-wall velocities
 //! and the open-boundary states.
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::{Error, Result};
 use crate::solver::CollisionParams;
 use kernels_gpu::flags::{CellKind, MAX_MOVING_WALLS};
@@ -85,8 +86,9 @@ impl FaceBoundary {
 pub struct Domain {
     /// Grid size (boundary cells included).
     pub dims: Dims,
-    /// One flag byte per cell, see [`kernels_gpu::flags`].
-    pub flags: Vec<u8>,
+    /// One flag byte per cell, see [`kernels_gpu::flags`], stored by
+    /// blocks so that a sparse grid's box may be far larger than its flow.
+    pub flags: CellBlocks<u8>,
     /// Velocities of the moving walls, indexed by moving-wall id.
     pub wall_velocities: Vec<[f64; 3]>,
     /// The inlets and outlets: boundary groups, each its cells and what it
@@ -102,8 +104,8 @@ pub struct Domain {
 pub struct OpenGroup {
     /// What the cells impose.
     pub state: OpenState,
-    /// The cells, ascending.
-    pub cells: Vec<u32>,
+    /// The cells (dense numbers), ascending.
+    pub cells: Vec<usize>,
 }
 
 /// Whether an open boundary imposes the velocity or the density.
@@ -179,7 +181,8 @@ impl OpenState {
 }
 
 impl Domain {
-    /// An all-fluid, fully periodic box.
+    /// An all-fluid, fully periodic box. A dense grid holds fewer cells
+    /// than a sparse grid's box may: see [`check_dense`].
     pub fn new(dims: Dims) -> Result<Self> {
         if dims.nx == 0 || dims.ny == 0 || dims.nz == 0 {
             return Err(Error::Setup(format!(
@@ -187,29 +190,9 @@ impl Domain {
                 dims.nx, dims.ny, dims.nz
             )));
         }
-        if dims.cells() > kernels_gpu::layout::MAX_CELLS {
-            return Err(Error::Setup(format!(
-                "{}x{}x{} = {} cells is more than one grid holds ({}): reduce the size or split the domain over several GPUs",
-                dims.nx,
-                dims.ny,
-                dims.nz,
-                dims.cells(),
-                kernels_gpu::layout::MAX_CELLS
-            )));
-        }
-        // Populations are blocked by z-layer with 32-bit offsets inside a
-        // layer; 27 is the largest velocity set, so the limit holds for all.
-        let max_plane = kernels_gpu::layout::MAX_LAYER_VALUES / 27;
-        if dims.nx as usize * dims.ny as usize > max_plane {
-            return Err(Error::Setup(format!(
-                "a {}x{} layer holds more than {max_plane} cells: make x and y smaller and z longer \
-                 (z is the axis split over GPUs)",
-                dims.nx, dims.ny
-            )));
-        }
         Ok(Self {
             dims,
-            flags: vec![CellKind::Fluid.to_flag(); dims.cells()],
+            flags: CellBlocks::new(dims, CellKind::Fluid.to_flag()),
             wall_velocities: Vec::new(),
             open: Vec::new(),
             z_offset: 0,
@@ -284,44 +267,94 @@ impl Domain {
     }
 
     /// The cells of a face, ascending.
-    fn face_cells(&self, face: Face) -> Vec<u32> {
+    fn face_cells(&self, face: Face) -> Vec<usize> {
+        let (lo, hi) = self.face_box(face);
         let d = self.dims;
-        let n = [d.nx, d.ny, d.nz];
-        let fixed = if face.is_max() { n[face.axis()] - 1 } else { 0 };
-        (0..d.cells() as u32).filter(|&c| <[u32; 3]>::from(d.coords(c))[face.axis()] == fixed).collect()
+        let mut cells = Vec::new();
+        for z in lo[2]..hi[2] {
+            for y in lo[1]..hi[1] {
+                cells.extend((lo[0]..hi[0]).map(|x| d.index(x, y, z)));
+            }
+        }
+        cells
+    }
+
+    /// The cells of a face: `lo..hi` per axis.
+    fn face_box(&self, face: Face) -> ([u32; 3], [u32; 3]) {
+        let d = self.dims;
+        let (mut lo, mut hi) = ([0; 3], [d.nx, d.ny, d.nz]);
+        let a = face.axis();
+        lo[a] = if face.is_max() { hi[a] - 1 } else { 0 };
+        hi[a] = lo[a] + 1;
+        (lo, hi)
     }
 
     /// Sets every cell of a face to `kind` (open faces: [`Self::add_open_face`]).
     pub fn fill_face(&mut self, face: Face, kind: CellKind) {
-        let cells = self.face_cells(face);
-        for &n in &cells {
-            self.flags[n as usize] = kind.to_flag();
+        let (lo, hi) = self.face_box(face);
+        self.flags.fill(lo, hi, kind.to_flag());
+        if !self.open.is_empty() {
+            let cells = self.face_cells(face);
+            self.leave_open_groups(&cells);
         }
-        self.leave_open_groups(&cells);
     }
 
     /// Sets one cell (open boundaries: [`Self::add_open_face`]).
     pub fn set(&mut self, x: u32, y: u32, z: u32, kind: CellKind) {
-        let n = self.dims.index(x, y, z);
-        self.flags[n] = kind.to_flag();
-        self.leave_open_groups(&[n as u32]);
+        self.flags.set([x, y, z], kind.to_flag());
+        self.leave_open_groups(&[self.dims.index(x, y, z)]);
     }
 
-    /// Sets the ascending `cells` to `kind`, taking them out of any open
-    /// group (open boundaries: [`Self::add_open_face`]).
-    pub fn set_cells(&mut self, cells: &[u32], kind: CellKind) {
+    /// Sets the ascending `cells` (dense numbers) to `kind`, taking them out
+    /// of any open group (open boundaries: [`Self::add_open_face`]).
+    pub fn set_cells(&mut self, cells: &[usize], kind: CellKind) {
         for &n in cells {
-            self.flags[n as usize] = kind.to_flag();
+            self.flags.set(crate::cell_blocks::position(self.dims, n), kind.to_flag());
         }
         self.leave_open_groups(cells);
     }
 
+    /// Sets the cells where `mask` is true to `kind`, taking them out of any
+    /// open group.
+    pub fn set_where(&mut self, mask: &CellBlocks<bool>, kind: CellKind) {
+        use crate::cell_blocks::BlockView;
+        for (b, view) in mask.blocks() {
+            if view == BlockView::Uniform(true) {
+                let (lo, hi) = mask.block_box(b);
+                self.flags.fill(lo, hi, kind.to_flag());
+            }
+        }
+        for (b, view) in mask.blocks() {
+            if let BlockView::Cells(_) = view {
+                let (lo, hi) = mask.block_box(b);
+                for z in lo[2]..hi[2] {
+                    for y in lo[1]..hi[1] {
+                        for x in lo[0]..hi[0] {
+                            if mask[[x, y, z]] {
+                                self.flags.set([x, y, z], kind.to_flag());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for g in &mut self.open {
+            g.cells.retain(|&n| !mask[n]);
+        }
+        self.open.retain(|g| !g.cells.is_empty());
+    }
+
     /// Takes the ascending `cells` out of every open group.
-    fn leave_open_groups(&mut self, cells: &[u32]) {
+    fn leave_open_groups(&mut self, cells: &[usize]) {
         for g in &mut self.open {
             g.cells.retain(|n| cells.binary_search(n).is_err());
         }
         self.open.retain(|g| !g.cells.is_empty());
+    }
+
+    /// The flag of cell `(x, y, z)`.
+    pub fn flag(&self, x: u32, y: u32, z: u32) -> u8 {
+        self.flags[[x, y, z]]
     }
 
     /// Flag bytes as the kernels use them: [`kernels_gpu::flags::NEAR_SOLID`]
@@ -331,9 +364,9 @@ impl Domain {
     /// ([`kernels_gpu::grid::near_wall_radius`]).
     pub fn kernel_flags(&self, radius: u32) -> Vec<u8> {
         use kernels_gpu::flags::{is_flow, is_solid, NEAR_SOLID};
-        let solid: Vec<bool> = self.flags.iter().map(|&f| is_solid(f)).collect();
+        let mut out = self.flags.to_dense();
+        let solid: Vec<bool> = out.iter().map(|&f| is_solid(f)).collect();
         let near = dilate(solid, self.dims, radius);
-        let mut out = self.flags.clone();
         for (flag, near) in out.iter_mut().zip(near) {
             if near && is_flow(*flag) {
                 *flag |= NEAR_SOLID;
@@ -343,15 +376,15 @@ impl Domain {
     }
 
     /// Indices of the open-boundary cells (inlets and outlets), ascending.
-    pub fn open_cells(&self) -> Vec<u32> {
-        let mut all: Vec<u32> = self.open.iter().flat_map(|g| g.cells.iter().copied()).collect();
+    pub fn open_cells(&self) -> Vec<usize> {
+        let mut all: Vec<usize> = self.open.iter().flat_map(|g| g.cells.iter().copied()).collect();
         all.sort_unstable();
         all
     }
 
     /// Number of cells the kernels update (fluid and open boundaries).
     pub fn fluid_cells(&self) -> usize {
-        self.flags.iter().filter(|&&f| kernels_gpu::flags::is_flow(f)).count()
+        self.flags.count(kernels_gpu::flags::is_flow)
     }
 
     /// Largest speed of a moving wall or an inlet (0 when nothing moves).
@@ -372,6 +405,33 @@ impl Domain {
             .map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
             .fold(None, |m, s| Some(m.map_or(s, |m: f64| m.max(s))))
     }
+}
+
+/// Refuses a box too large for a dense grid: one of 2^32 cells or more, or
+/// with layers past the 32-bit offsets the dense kernels use inside a layer.
+pub fn check_dense(dims: Dims) -> Result<()> {
+    if dims.cells() > kernels_gpu::layout::MAX_CELLS {
+        return Err(Error::Setup(format!(
+            "{}x{}x{} = {} cells is more than a dense grid holds ({}): use grid = \"sparse\" if much of the box is solid, \
+             or reduce the size, or split the domain over several GPUs",
+            dims.nx,
+            dims.ny,
+            dims.nz,
+            dims.cells(),
+            kernels_gpu::layout::MAX_CELLS
+        )));
+    }
+    // Populations are blocked by z-layer with 32-bit offsets inside a
+    // layer; 27 is the largest velocity set, so the limit holds for all.
+    let max_plane = kernels_gpu::layout::MAX_LAYER_VALUES / 27;
+    if dims.nx as usize * dims.ny as usize > max_plane {
+        return Err(Error::Setup(format!(
+            "a {}x{} layer holds more than {max_plane} cells: make x and y smaller and z longer \
+             (z is the axis split over GPUs)",
+            dims.nx, dims.ny
+        )));
+    }
+    Ok(())
 }
 
 /// The cells within `radius` along each axis (periodic wrap) of a marked
@@ -416,13 +476,15 @@ mod tests {
         assert_eq!(d.flags[d.dims.index(0, 4, 0)], CellKind::MovingWall(0).to_flag());
         assert_eq!(d.flags[d.dims.index(0, 0, 0)], CellKind::Wall.to_flag());
         assert_eq!(d.fluid_cells(), 27);
-        let err = Domain::new(Dims::new(65536, 2500, 1)).expect_err("a layer of 164 M cells").to_string();
+        let err = check_dense(Dims::new(65536, 2500, 1)).expect_err("a layer of 164 M cells").to_string();
         assert!(err.contains("65536x2500 layer") && err.contains("z longer"), "{err}");
         faces[0] = FaceBoundary::Periodic;
         assert!(Domain::with_faces(Dims::new(5, 5, 5), faces).is_err());
         assert!(Domain::with_faces(Dims::new(2, 5, 5), [FaceBoundary::Wall; 6]).is_err());
         assert!(Domain::new(Dims::new(0, 5, 5)).is_err());
-        assert!(Domain::new(Dims::new(1 << 11, 1 << 11, 1 << 10)).is_err());
+        let huge = Dims::new(1 << 11, 1 << 11, 1 << 10);
+        assert!(check_dense(huge).unwrap_err().to_string().contains("grid = \"sparse\""));
+        assert_eq!(Domain::new(huge).unwrap().fluid_cells(), 1 << 32, "a sparse grid's box may be larger");
         let k = d.kernel_flags(1);
         let near = kernels_gpu::flags::NEAR_SOLID;
         assert_eq!(k[d.dims.index(1, 1, 1)], near, "corner fluid cell touches walls");
@@ -462,7 +524,7 @@ mod tests {
         assert_eq!(r2[at(3, 4, 4)], NEAR_SOLID, "two away from the cell along each axis");
         for radius in 0..4 {
             let k = d.kernel_flags(radius);
-            for (n, (&flag, &kernel)) in d.flags.iter().zip(&k).enumerate() {
+            for (n, (&flag, &kernel)) in d.flags.to_dense().iter().zip(&k).enumerate() {
                 let (x, y, z) = d.dims.coords(n as u32);
                 let want = !kernels_gpu::flags::is_solid(flag) && near_solid_reference(&d, radius as i64, x, y, z);
                 assert_eq!(kernel & NEAR_SOLID != 0, want, "radius {radius} cell ({x}, {y}, {z})");

@@ -55,6 +55,7 @@ pub fn regions(domain: &Domain, lattice: LatticeKind, periodic: [bool; 3]) -> Re
     let d = domain.dims;
     let n = [d.nx as i64, d.ny as i64, d.nz as i64];
     let links = links(lattice);
+    let flags = domain.flags.to_dense();
     let mut label = vec![SOLID; d.cells()];
     // How many times the path from the region's first cell wrapped around
     // each axis to reach the cell: two paths to one cell that differ
@@ -63,7 +64,7 @@ pub fn regions(domain: &Domain, lattice: LatticeKind, periodic: [bool; 3]) -> Re
     let (mut sizes, mut spans) = (Vec::new(), Vec::new());
     let mut queue = Vec::new();
     for seed in 0..d.cells() {
-        if label[seed] != SOLID || !is_flow(domain.flags[seed]) {
+        if label[seed] != SOLID || !is_flow(flags[seed]) {
             continue;
         }
         let id = sizes.len() as u32;
@@ -97,7 +98,7 @@ pub fn regions(domain: &Domain, lattice: LatticeKind, periodic: [bool; 3]) -> Re
                     continue;
                 }
                 let m = d.index(q[0] as u32, q[1] as u32, q[2] as u32);
-                if !is_flow(domain.flags[m]) {
+                if !is_flow(flags[m]) {
                     continue;
                 }
                 if label[m] == SOLID {
@@ -137,14 +138,14 @@ fn face_name(normal: [i32; 3]) -> &'static str {
 /// # Errors
 /// No fluid cell, or a velocity inlet whose fluid reaches no other open face.
 pub fn check(domain: &Domain, lattice: LatticeKind, periodic: [bool; 3], force: [f64; 3]) -> Result<Vec<String>> {
-    let fluid = domain.flags.iter().filter(|&&f| is_fluid(f)).count();
+    let fluid = domain.flags.count(is_fluid);
     if fluid == 0 {
-        let solid = domain.flags.iter().filter(|&&f| !is_flow(f)).count();
+        let solid = domain.flags.count(|f| !is_flow(f));
         return Err(Error::Setup(format!(
             "the geometry leaves no fluid cell ({solid} of {} cells are solid): shrink or move the geometry; \
              for a voxel image check `solid_values` (an image whose pores are the non-zero voxels needs \
              solid_values = [0])",
-            domain.flags.len()
+            domain.dims.cells()
         )));
     }
     let r = regions(domain, lattice, periodic);
@@ -153,7 +154,7 @@ pub fn check(domain: &Domain, lattice: LatticeKind, periodic: [bool; 3], force: 
     let mut touches: Vec<Vec<usize>> = vec![Vec::new(); r.sizes.len()];
     for (g, group) in domain.open.iter().enumerate() {
         for &c in &group.cells {
-            let t = &mut touches[r.label[c as usize] as usize];
+            let t = &mut touches[r.label[c] as usize];
             if !t.contains(&g) {
                 t.push(g);
             }
@@ -169,8 +170,7 @@ pub fn check(domain: &Domain, lattice: LatticeKind, periodic: [bool; 3], force: 
         if !blocked.is_empty() {
             let cells: usize = blocked.iter().map(|&k| r.sizes[k]).sum();
             let face = face_name(s.normal);
-            let inlet_cells =
-                group.cells.iter().filter(|&&c| blocked.contains(&(r.label[c as usize] as usize))).count();
+            let inlet_cells = group.cells.iter().filter(|&&c| blocked.contains(&(r.label[c] as usize))).count();
             return Err(Error::Setup(format!(
                 "the fluid behind the velocity inlet at {face} ({inlet_cells} of its {} cells, {cells} fluid cells in all) \
                  reaches no outlet: the geometry closes the flow path, so the imposed inflow has nowhere to go and the \
@@ -268,7 +268,7 @@ mod tests {
             "{w:?}"
         );
         let mut solid = d.clone();
-        let all: Vec<u32> = (0..solid.flags.len() as u32).filter(|&n| is_fluid(solid.flags[n as usize])).collect();
+        let all: Vec<usize> = (0..solid.dims.cells()).filter(|&n| is_fluid(solid.flags[n])).collect();
         solid.set_cells(&all, CellKind::Wall);
         let e = check(&solid, LatticeKind::D2Q9, [false, false, true], [0.0; 3]).unwrap_err().to_string();
         assert!(e.contains("no fluid cell") && e.contains("solid_values"), "{e}");
@@ -278,7 +278,7 @@ mod tests {
     fn periodic_paths_are_found_around_the_axis() {
         // Fully periodic 3D box with a solid slab across x: nothing crosses x.
         let mut d = Domain::new(Dims::new(8, 6, 6)).unwrap();
-        let slab: Vec<u32> = (0..d.flags.len() as u32).filter(|&n| d.dims.coords(n).0 == 3).collect();
+        let slab: Vec<usize> = (0..d.dims.cells()).filter(|&n| d.dims.coords(n as u32).0 == 3).collect();
         d.set_cells(&slab, CellKind::Wall);
         let r = regions(&d, LatticeKind::D3Q19, [true; 3]);
         assert_eq!(r.sizes, vec![7 * 36]);

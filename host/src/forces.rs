@@ -89,7 +89,7 @@ mod tests {
             faces[2] = FaceBoundary::Wall;
             faces[3] = FaceBoundary::Wall;
             let domain = Domain::with_faces(dims, faces).unwrap();
-            let walls: Vec<bool> = domain.flags.iter().map(|&f| f == CellKind::Wall.to_flag()).collect();
+            let walls: Vec<bool> = domain.flags.to_dense().iter().map(|&f| f == CellKind::Wall.to_flag()).collect();
             let g = 1e-6;
             let config = SolverConfig {
                 collision: crate::solver::CollisionModel::Bgk,

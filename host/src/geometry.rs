@@ -308,7 +308,7 @@ impl GeometrySpec {
             Some(u) => domain.add_moving_wall(u.map(&to_lattice_velocity))?,
             None => CellKind::Wall,
         };
-        let solid: Vec<u32> = (0..cells.len() as u32).filter(|&n| cells[n as usize]).collect();
+        let solid: Vec<usize> = (0..cells.len()).filter(|&n| cells[n]).collect();
         domain.set_cells(&solid, kind);
         Ok(Object { name: self.name.clone(), cells, notes, packing })
     }

@@ -16,7 +16,6 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
-use kernels_gpu::flags::WALL;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::stream::FIELD_COMPONENTS;
@@ -361,9 +360,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             Streaming::TwoLattice => Some(alloc("the second population buffer")?),
             Streaming::EsotericPull => None,
         };
-        let host_flags = grid.stored(config.kernel_flags(), WALL);
+        let host_flags = grid.kernel_flags(&config);
         let flags = s.clone_htod(&host_flags).ctx("uploading cell flags")?;
-        let planes = grid.stored_planes(&config.initial_planes::<S::Real>(), FIELD_COMPONENTS);
+        let planes = grid.initial_planes::<S::Real>(&config);
         let planes = s.clone_htod(&planes).ctx("uploading initial fields")?;
         let sparse = grid.sparse().map(|layout| DeviceSparse::upload(&s, layout)).transpose()?;
         let on = config.grid.kind();

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod case;
 pub mod cases;
+pub mod cell_blocks;
 pub mod checkpoint;
 pub mod cpu;
 pub mod domain;

@@ -11,6 +11,7 @@ use crate::plan::Region;
 use crate::solver::{GridLayout, SolverConfig};
 use crate::sparse::{with_sparse, SparseLayout};
 use kernels_gpu::layout::population_index;
+use kernels_gpu::stream::FIELD_COMPONENTS;
 use kernels_gpu::{Dims, Grid};
 use std::ops::Range;
 
@@ -79,6 +80,35 @@ impl PartGrid {
         with_grid!(self, |g| units.into_iter().map(|u| g.region_cells(u)).collect())
     }
 
+    /// The kernels' flag bytes of `config`'s domain in storage order
+    /// ([`SolverConfig::kernel_flags`]; a sparse grid works them out per
+    /// stored cell).
+    pub fn kernel_flags(&self, config: &SolverConfig) -> Vec<u8> {
+        match self {
+            PartGrid::Dense(_) => config.kernel_flags(),
+            PartGrid::Sparse(s) => s.kernel_flags(&config.domain, config.lattice.near_wall_radius()),
+        }
+    }
+
+    /// `config`'s initial density and velocity as planes in storage order
+    /// ([`SolverConfig::initial_planes`]; cells not in the box take zeros).
+    pub fn initial_planes<T: kernels_gpu::Real + Default>(&self, config: &SolverConfig) -> Vec<T> {
+        match (self, &config.initial) {
+            (PartGrid::Sparse(s), crate::Initial::Uniform { rho, u }) => {
+                let cells = s.cells();
+                let mut planes: Vec<T> = vec![T::default(); FIELD_COMPONENTS * cells];
+                for n in (0..cells).filter(|&n| s.cell_position(n as u32).is_some()) {
+                    planes[n] = T::from_f64(*rho);
+                    for a in 0..3 {
+                        planes[(a + 1) * cells + n] = T::from_f64(u[a]);
+                    }
+                }
+                planes
+            }
+            _ => self.stored_planes(&config.initial_planes::<T>(), FIELD_COMPONENTS),
+        }
+    }
+
     /// Per-cell values (flags, say) in storage order from the dense ones;
     /// cells that are not in the box take `outside`.
     pub fn stored<T: Copy>(&self, dense: Vec<T>, outside: T) -> Vec<T> {
@@ -89,11 +119,11 @@ impl PartGrid {
     }
 
     /// Storage numbers of the dense cells `cells` (all stored: they are flow cells).
-    pub fn stored_cells(&self, cells: &[u32]) -> Vec<u32> {
+    pub fn stored_cells(&self, cells: &[usize]) -> Vec<u32> {
         match self {
-            PartGrid::Dense(_) => cells.to_vec(),
+            PartGrid::Dense(_) => cells.iter().map(|&n| n as u32).collect(),
             PartGrid::Sparse(s) => {
-                cells.iter().map(|&n| s.storage_of(n as usize).expect("flow cells are in stored blocks")).collect()
+                cells.iter().map(|&n| s.storage_of(n).expect("flow cells are in stored blocks")).collect()
             }
         }
     }

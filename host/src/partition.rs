@@ -147,18 +147,23 @@ pub(crate) fn local_config(config: &SolverConfig, slab: &Slab) -> Result<SolverC
     domain.wall_velocities = config.domain.wall_velocities.clone();
     // Each open group keeps the cells of the own layers (global z.start.. is local 1..).
     let own = z.start as usize * plane..z.end as usize * plane;
-    let to_local = |n: u32| (n as usize - own.start + plane) as u32;
+    let to_local = |n: usize| n - own.start + plane;
     domain.open = (config.domain.open.iter())
         .map(|g| OpenGroup {
             state: g.state,
-            cells: g.cells.iter().filter(|&&n| own.contains(&(n as usize))).map(|&n| to_local(n)).collect(),
+            cells: g.cells.iter().filter(|&n| own.contains(n)).map(|&n| to_local(n)).collect(),
         })
         .filter(|g| !g.cells.is_empty())
         .collect();
     // Local layer 0 (the lower halo) is global layer z.start - 1.
     domain.z_offset = z.start.wrapping_sub(1);
     for zl in 0..local.nz {
-        domain.flags[zl as usize * plane..][..plane].copy_from_slice(&config.domain.flags[layer(zl)][..plane]);
+        let zg = global_layer(z.start, zl, d.nz);
+        for y in 0..d.ny {
+            for x in 0..d.nx {
+                domain.flags.set([x, y, zl], config.domain.flags[[x, y, zg]]);
+            }
+        }
     }
     let initial = match &config.initial {
         Initial::Uniform { rho, u } => Initial::Uniform { rho: *rho, u: *u },
@@ -367,8 +372,8 @@ mod tests {
                 let local = local_config(&c, &slab).unwrap();
                 // Local layer 1 is global layer z.start.
                 let cells = local.domain.open_cells();
-                assert!(cells.iter().all(|&n| slab.own_cells(plane).contains(&(n as usize))), "halo cells in a group");
-                got.extend(cells.into_iter().map(|n| n - plane + slab.z.start * plane));
+                assert!(cells.iter().all(|&n| slab.own_cells(plane).contains(&n)), "halo cells in a group");
+                got.extend(cells.into_iter().map(|n| n - plane as usize + slab.z.start as usize * plane as usize));
             }
             got.sort();
             assert_eq!(got, want, "{parts} partitions");
@@ -406,9 +411,9 @@ mod tests {
     fn partitions_read_back_their_own_cells() {
         for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
             let c = forced_cavity(LatticeKind::D3Q19, Precision::F32, streaming, 10);
-            let walls: Vec<bool> = c.domain.flags.iter().map(|&f| kernels_gpu::flags::is_solid(f)).collect();
+            let walls: Vec<bool> = c.domain.flags.to_dense().iter().map(|&f| kernels_gpu::flags::is_solid(f)).collect();
             let lid: Vec<bool> =
-                c.domain.flags.iter().map(|&f| kernels_gpu::flags::moving_wall_id(f).is_some()).collect();
+                c.domain.flags.to_dense().iter().map(|&f| kernels_gpu::flags::moving_wall_id(f).is_some()).collect();
             let objects = [walls, lid];
             let mut one = CpuSolver::<D3Q19, 19, f32>::new(c.clone()).unwrap();
             let mut split_run = CpuSolver::<D3Q19, 19, f32>::partitioned(c, 3, Schedule::Overlapped).unwrap();

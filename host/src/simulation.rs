@@ -55,6 +55,12 @@ impl<X: Partitions> Simulation<X> {
         Self { config, exec, plan, t: 0 }
     }
 
+    /// The partitions, for tests that look at their storage.
+    #[cfg(test)]
+    pub(crate) fn exec(&self) -> &X {
+        &self.exec
+    }
+
     /// The partitions.
     pub fn executor(&mut self) -> &mut X {
         &mut self.exec

@@ -288,6 +288,9 @@ impl SolverConfig {
                 self.groups.name()
             )));
         }
+        if self.grid == GridLayout::Dense {
+            crate::domain::check_dense(self.domain.dims)?;
+        }
         if self.lattice.dimension() == 2 && self.domain.dims.nz != 1 {
             return Err(Error::Setup(format!(
                 "{} is a 2D lattice but the domain has nz = {}: use nz = 1",

@@ -22,6 +22,7 @@
 //! face are allowed: the populations they would receive across it are the
 //! unknown ones their boundary condition replaces.
 
+use crate::cell_blocks::BlockView;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::groups::BoundaryGroups;
@@ -103,8 +104,10 @@ pub fn choose(config: &SolverConfig, edges: &[u32], partitions: usize) -> Result
             Err(e) => refused = Some(e),
         }
     }
+    // A box too large for the dense grid takes the sparse one whatever it costs.
+    let dense_fits = crate::domain::check_dense(config.domain.dims).is_ok();
     Ok(match (best, refused) {
-        (Some((cost, edge, share, efficiency)), _) if cost < 1.0 => (
+        (Some((cost, edge, share, efficiency)), _) if cost < 1.0 || !dense_fits => (
             GridLayout::Sparse { edge },
             format!(
                 "grid auto: sparse, {edge}^3 blocks (they store {:.1}% of the box's cells, and run at {:.0}% of the dense speed per cell or better)",
@@ -197,21 +200,56 @@ impl SparseLayout {
         // keeps a bounced population in the wall cell's slots between steps.
         // A partition does not wrap along z: its halos end it.
         let r = reach as i64;
-        let wrap = |p: u32, dp: i64, len: u32| (p as i64 + dp).rem_euclid(len as i64) as u32;
         let rz = if d.nz == 1 { 0 } else { r };
-        for (n, &flag) in domain.flags.iter().enumerate() {
-            let (x, y, z) = d.coords(n as u32);
-            if flag != WALL {
-                stored[block_of(x, y, z)] = true;
-            }
-            if is_flow(flag) {
-                for dz in -rz..=rz {
-                    if split && !(0..d.nz as i64).contains(&(z as i64 + dz)) {
-                        continue;
+        let lengths = [d.nx, d.ny, d.nz];
+        // Marks the blocks holding the cells `lo..hi` (per axis, which may
+        // stick out of the box: they wrap, but not along a partition's z).
+        let mut mark = |lo: [i64; 3], hi: [i64; 3]| {
+            let along = |a: usize| {
+                let (len, s) = (lengths[a] as i64, if a == 2 { shift_z } else { shift });
+                let (lo, hi) =
+                    if a == 2 && split { (lo[a].max(0), hi[a].min(len)) } else { (lo[a], hi[a].min(lo[a] + len)) };
+                let mut blocks: Vec<usize> = (lo..hi)
+                    .map(|p| ((p.rem_euclid(len) as u32 + if a == 2 { pad } else { 0 }) >> s) as usize)
+                    .collect();
+                blocks.sort_unstable();
+                blocks.dedup();
+                blocks
+            };
+            let [bx, by, bz] = [along(0), along(1), along(2)];
+            for &z in &bz {
+                for &y in &by {
+                    for &x in &bx {
+                        stored[x + block_dims[0] as usize * (y + block_dims[1] as usize * z)] = true;
                     }
-                    for dy in -r..=r {
-                        for dx in -r..=r {
-                            stored[block_of(wrap(x, dx, d.nx), wrap(y, dy, d.ny), wrap(z, dz, d.nz))] = true;
+                }
+            }
+        };
+        // A flow cell at `p` stores every cell within reach of it.
+        let around = |lo: [u32; 3], hi: [u32; 3]| {
+            let reach = [r, r, rz];
+            (std::array::from_fn(|a| lo[a] as i64 - reach[a]), std::array::from_fn(|a| hi[a] as i64 + reach[a]))
+        };
+        for (b, view) in domain.flags.blocks() {
+            let (lo, hi) = domain.flags.block_box(b);
+            match view {
+                BlockView::Uniform(WALL) => {}
+                BlockView::Uniform(flag) => {
+                    let (lo, hi) = if is_flow(flag) { around(lo, hi) } else { (lo.map(i64::from), hi.map(i64::from)) };
+                    mark(lo, hi);
+                }
+                BlockView::Cells(_) => {
+                    for z in lo[2]..hi[2] {
+                        for y in lo[1]..hi[1] {
+                            for x in lo[0]..hi[0] {
+                                let flag = domain.flags[[x, y, z]];
+                                if is_flow(flag) {
+                                    let (lo, hi) = around([x, y, z], [x + 1, y + 1, z + 1]);
+                                    mark(lo, hi);
+                                } else if flag != WALL {
+                                    mark([x, y, z].map(i64::from), [x + 1, y + 1, z + 1].map(i64::from));
+                                }
+                            }
                         }
                     }
                 }
@@ -226,7 +264,7 @@ impl SparseLayout {
         }
         let mut open = vec![false; total];
         for n in domain.open_cells() {
-            let (x, y, z) = d.coords(n);
+            let [x, y, z] = crate::cell_blocks::position(d, n);
             open[block_of(x, y, z)] = true;
         }
         // Storage order: dense order, boundary blocks first for `memory`.
@@ -389,10 +427,69 @@ impl SparseLayout {
     /// in the solid block, nor past the box in a block that straddles its
     /// end, nor in a partition's halo blocks past its halo layers).
     pub fn dense_of(&self, n: u32) -> Option<usize> {
+        let [x, y, z] = self.cell_position(n)?;
+        Some(self.dims.index(x, y, z))
+    }
+
+    /// Position in the domain of the stored cell `n`, if it lies inside
+    /// the box (as [`SparseLayout::dense_of`]).
+    pub fn cell_position(&self, n: u32) -> Option<[u32; 3]> {
         let position = with_sparse!(self, |g| g.position(g.cell_of(n)));
         let stored = (n as usize) < self.blocks() as usize * self.block_cells();
-        let [x, y, z] = self.domain_position(position).filter(|_| stored)?;
-        Some(self.dims.index(x, y, z))
+        self.domain_position(position).filter(|_| stored)
+    }
+
+    /// The kernels' flag bytes in storage order (as the dense ones of
+    /// [`Domain::kernel_flags`] gathered, cells outside the box walls),
+    /// worked out per stored cell: the box is never made dense.
+    pub fn kernel_flags(&self, domain: &Domain, radius: u32) -> Vec<u8> {
+        use kernels_gpu::flags::{is_solid, NEAR_SOLID};
+        use rayon::prelude::*;
+        let flags = &domain.flags;
+        let d = domain.dims;
+        let (edge, counts) = (flags.edge(), flags.block_counts());
+        // Which blocks of the flags may hold a solid cell.
+        let mut solid_blocks = vec![false; counts.iter().map(|&c| c as usize).product()];
+        for (b, view) in flags.blocks() {
+            let k = b[0] as usize + counts[0] as usize * (b[1] as usize + counts[1] as usize * b[2] as usize);
+            solid_blocks[k] = !matches!(view, BlockView::Uniform(f) if !is_solid(f));
+        }
+        let r = radius as i64;
+        let n = [d.nx as i64, d.ny as i64, d.nz as i64];
+        let wrap = |p: u32, dp: i64, a: usize| (p as i64 + dp).rem_euclid(n[a]) as u32;
+        let near_solid = |p: [u32; 3]| {
+            // The cube spans at most two blocks along an axis: look at the
+            // cells only if one of its corners' blocks may hold a solid.
+            let corners = (0..8).map(|c: usize| {
+                let q: [u32; 3] =
+                    std::array::from_fn(|a| wrap(p[a], if c >> a & 1 == 0 { -r } else { r }, a) / edge[a]);
+                q[0] as usize + counts[0] as usize * (q[1] as usize + counts[1] as usize * q[2] as usize)
+            });
+            // (Along a one-cell z axis the cube is the cell's own layer.)
+            let two_blocks = 2 * radius < edge[0];
+            if two_blocks && !corners.into_iter().any(|k| solid_blocks[k]) {
+                return false;
+            }
+            (-r..=r).any(|dz| {
+                (-r..=r).any(|dy| {
+                    (-r..=r).any(|dx| is_solid(flags[[wrap(p[0], dx, 0), wrap(p[1], dy, 1), wrap(p[2], dz, 2)]]))
+                })
+            })
+        };
+        (0..self.cells() as u32)
+            .into_par_iter()
+            .map(|c| match self.cell_position(c) {
+                None => WALL,
+                Some(p) => {
+                    let flag = flags[p];
+                    if is_flow(flag) && near_solid(p) {
+                        flag | NEAR_SOLID
+                    } else {
+                        flag
+                    }
+                }
+            })
+            .collect()
     }
 
     /// Per-cell values in storage order from dense ones: each stored cell
@@ -460,10 +557,22 @@ fn check_faces(domain: &Domain, edges: [u32; 3], reach: u32, axes: usize) -> Res
             continue;
         }
         let near_face = |p: u32| p < reach || p + reach >= lengths[a];
-        let flows = domain.flags.iter().enumerate().any(|(n, &flag)| {
-            let (x, y, z) = d.coords(n as u32);
-            let p = [x, y, z][a];
-            flag & kernels_gpu::flags::OPEN == 0 && is_flow(flag) && near_face(p)
+        // The cell layers within reach of the two faces.
+        let mut layers = Vec::new();
+        for p in (0..lengths[a]).filter(|&p| near_face(p)) {
+            let (mut lo, mut hi) = ([0; 3], lengths);
+            (lo[a], hi[a]) = (p, p + 1);
+            layers.push((lo, hi));
+        }
+        let flows = layers.iter().any(|&(lo, hi)| {
+            (lo[2]..hi[2]).any(|z| {
+                (lo[1]..hi[1]).any(|y| {
+                    (lo[0]..hi[0]).any(|x| {
+                        let flag = domain.flags[[x, y, z]];
+                        flag & kernels_gpu::flags::OPEN == 0 && is_flow(flag)
+                    })
+                })
+            })
         });
         if flows {
             return Err(Error::Setup(format!(
@@ -493,11 +602,30 @@ mod tests {
         for z in 0..dims.nz {
             for y in 0..dims.ny * 3 / 4 {
                 for x in 0..dims.nx * 3 / 4 {
-                    d.flags[dims.index(x, y, z)] = CellKind::Wall.to_flag();
+                    d.flags.set([x, y, z], CellKind::Wall.to_flag());
                 }
             }
         }
         d
+    }
+
+    /// The kernel flags worked out per stored cell are the dense ones
+    /// gathered, for lumps of several sizes, a one-layer box, block edges
+    /// and radii (wrapping included: the lump touches the x and y faces).
+    #[test]
+    fn stored_kernel_flags_are_the_dense_ones_gathered() {
+        for (dims, edge) in [(Dims::new(24, 16, 16), 4), (Dims::new(40, 24, 16), 8), (Dims::new(24, 20, 1), 4)] {
+            let mut domain = lumpy(dims);
+            // A few lone solid cells in the fluid, one next to the far x face.
+            for p in [[dims.nx - 1, dims.ny - 2, 0], [dims.nx - 3, dims.ny - 3, dims.nz - 1]] {
+                domain.flags.set(p, CellKind::Wall.to_flag());
+            }
+            for radius in 0..4 {
+                let layout = SparseLayout::build(&domain, edge, radius.max(1), BoundaryGroups::Lists).unwrap();
+                let want = layout.gather(&domain.kernel_flags(radius), WALL);
+                assert_eq!(layout.kernel_flags(&domain, radius), want, "{dims:?} edge {edge} radius {radius}");
+            }
+        }
     }
 
     /// Every stored cell inside the box finds, for every direction, the

@@ -292,7 +292,7 @@ pub fn developed_channel(
     let inlet = config.domain.open.remove(0);
     for &n in &inlet.cells {
         let mut state = inlet.state;
-        state.velocity = [profile(dims.coords(n).1), 0.0, 0.0];
+        state.velocity = [profile(dims.coords(n as u32).1), 0.0, 0.0];
         config.domain.open.push(OpenGroup { state, cells: vec![n] });
     }
     let (mut rho, mut u) = (vec![1.0; dims.cells()], vec![[0.0; 3]; dims.cells()]);

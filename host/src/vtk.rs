@@ -290,7 +290,7 @@ mod tests {
         for z in 0..8 {
             for y in 0..9 {
                 for x in 0..12 {
-                    domain.flags[dims.index(x, y, z)] = CellKind::Wall.to_flag();
+                    domain.flags.set([x, y, z], CellKind::Wall.to_flag());
                 }
             }
         }
@@ -300,7 +300,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lbm-vtu-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.vtu");
-        write_sparse_fields(&path, &f, &domain.flags, &layout, "sparse", &View::default()).unwrap();
+        write_sparse_fields(&path, &f, &domain.flags.to_dense(), &layout, "sparse", &View::default()).unwrap();
         let vtk = vtkio::Vtk::import(&path).expect("vtkio reads the file");
         let DataSet::UnstructuredGrid { pieces, .. } = vtk.data else { panic!("not an unstructured grid") };
         let vtkio::model::Piece::Inline(p) = &pieces[0] else { panic!("inline piece expected") };
@@ -328,9 +328,9 @@ mod tests {
         let domain = |width: u32| {
             let mut d = Domain::with_faces(dims, [FaceBoundary::Periodic; 6]).unwrap();
             for n in 0..dims.cells() {
-                let (_, y, z) = dims.coords(n as u32);
+                let (x, y, z) = dims.coords(n as u32);
                 if !(5..5 + width).contains(&y) || !(5..5 + width).contains(&z) {
-                    d.flags[n] = CellKind::Wall.to_flag();
+                    d.flags.set([x, y, z], CellKind::Wall.to_flag());
                 }
             }
             d

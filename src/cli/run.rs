@@ -170,6 +170,8 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let (mut stepping, mut steps_run) = (0.0, 0u64);
     let mut outcome = Outcome::Finished;
     let mut previous: Option<Vec<[f64; 3]>> = None;
+    // Field output is dense: one flag per cell of the box.
+    let dense_flags = setup.config.domain.flags.to_dense();
     let mut steady = false;
     while solver.time() < total {
         let n = next_event(solver.time()).min(total) - solver.time();
@@ -224,7 +226,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             let write_fields = write_fields || steady;
             let write_ckpt = write_ckpt || steady;
             if write_fields {
-                let flags = &setup.config.domain.flags;
+                let flags = &dense_flags;
                 if setup.output.vtk {
                     let view = vtk::View {
                         region: setup.output.region.map(|r| (r.min, r.max)),
@@ -281,7 +283,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         Some(sample) => {
             let fields = solver.fields()?;
             let c = &setup.config;
-            porous::measure(&fields, &c.domain.flags, c.force, setup.viscosity, sample.diameter)
+            porous::measure(&fields, &dense_flags, c.force, setup.viscosity, sample.diameter)
         }
         None => None,
     };

@@ -1,0 +1,412 @@
+//! Per-cell values of a box, stored by blocks of 16^3 cells: a block whose
+//! cells all hold one value is stored as that value alone.
+//!
+//! This is how the host holds a domain's cell flags and a geometry's solid
+//! cells, so that a mostly solid or mostly empty box costs memory for its
+//! mixed blocks only: a sparse grid's bounding box may hold far more than
+//! 2^32 cells. Cells are addressed by position or by their number in the
+//! dense order (x fastest, then y, then z), as a `u64`-wide `usize`.
+
+use kernels_gpu::Dims;
+use std::ops::Index;
+
+/// `log2` of the block edge.
+const SHIFT: u32 = 4;
+
+/// One block's cells.
+#[derive(Clone, Debug)]
+enum Block<T> {
+    /// Every cell holds this value.
+    Uniform(T),
+    /// The cells, x fastest, then y, then z.
+    Cells(Box<[T]>),
+}
+
+/// A block's cells as [`CellBlocks::blocks`] shows them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BlockView<'a, T> {
+    /// Every cell holds this value.
+    Uniform(T),
+    /// The cells, x fastest, then y, then z, over the block's full edge
+    /// (cells past the box at its far faces included).
+    Cells(&'a [T]),
+}
+
+/// Per-cell values of a box, by blocks (see the module docs).
+#[derive(Clone, Debug)]
+pub struct CellBlocks<T> {
+    dims: Dims,
+    /// `log2` of the block edge along z (0 for a one-layer box).
+    shift_z: u32,
+    /// Blocks along each axis (the box rounded up to whole blocks).
+    counts: [u32; 3],
+    blocks: Vec<Block<T>>,
+}
+
+impl<T: Copy + PartialEq> CellBlocks<T> {
+    /// A box of `dims` cells, each holding `value`.
+    pub fn new(dims: Dims, value: T) -> Self {
+        let shift_z = if dims.nz == 1 { 0 } else { SHIFT };
+        let counts = [dims.nx.div_ceil(1 << SHIFT), dims.ny.div_ceil(1 << SHIFT), dims.nz.div_ceil(1 << shift_z)];
+        let n = counts.iter().map(|&c| c as usize).product();
+        Self { dims, shift_z, counts, blocks: vec![Block::Uniform(value); n] }
+    }
+
+    /// The values of the dense per-cell array `values` (x fastest).
+    ///
+    /// # Panics
+    /// If `values` does not hold one value per cell of `dims`.
+    pub fn from_dense(dims: Dims, values: &[T]) -> Self {
+        assert_eq!(values.len(), dims.cells(), "one value per cell");
+        let mut out = Self::new(dims, values.first().copied().expect("a box has cells"));
+        for (n, &v) in values.iter().enumerate() {
+            out.set(position(dims, n), v);
+        }
+        out.compact();
+        out
+    }
+
+    /// The box.
+    pub fn dims(&self) -> Dims {
+        self.dims
+    }
+
+    /// Cells of a block along each axis.
+    pub fn edge(&self) -> [u32; 3] {
+        [1 << SHIFT, 1 << SHIFT, 1 << self.shift_z]
+    }
+
+    /// Blocks along each axis.
+    pub fn block_counts(&self) -> [u32; 3] {
+        self.counts
+    }
+
+    fn block_number(&self, [bx, by, bz]: [u32; 3]) -> usize {
+        bx as usize + self.counts[0] as usize * (by as usize + self.counts[1] as usize * bz as usize)
+    }
+
+    /// The block holding cell `p`, and the cell's number inside it.
+    fn locate(&self, [x, y, z]: [u32; 3]) -> (usize, usize) {
+        debug_assert!(x < self.dims.nx && y < self.dims.ny && z < self.dims.nz, "cell {:?} outside the box", [x, y, z]);
+        let b = self.block_number([x >> SHIFT, y >> SHIFT, z >> self.shift_z]);
+        let m = (1 << SHIFT) - 1;
+        let inner = (x & m) | ((y & m) << SHIFT) | ((z & ((1 << self.shift_z) - 1)) << (2 * SHIFT));
+        (b, inner as usize)
+    }
+
+    /// The value of cell `p`.
+    #[inline]
+    pub fn get(&self, p: [u32; 3]) -> T {
+        self[p]
+    }
+
+    /// Sets cell `p` to `value`.
+    pub fn set(&mut self, p: [u32; 3], value: T) {
+        let (b, inner) = self.locate(p);
+        let volume = 1 << (2 * SHIFT + self.shift_z);
+        match &mut self.blocks[b] {
+            Block::Uniform(v) if *v == value => {}
+            Block::Uniform(v) => {
+                let mut cells = vec![*v; volume].into_boxed_slice();
+                cells[inner] = value;
+                self.blocks[b] = Block::Cells(cells);
+            }
+            Block::Cells(cells) => cells[inner] = value,
+        }
+    }
+
+    /// Sets every cell of the box `lo..hi` (per axis, `hi` excluded) to
+    /// `value`; whole blocks become uniform.
+    pub fn fill(&mut self, lo: [u32; 3], hi: [u32; 3], value: T) {
+        let hi: [u32; 3] = std::array::from_fn(|a| hi[a].min([self.dims.nx, self.dims.ny, self.dims.nz][a]));
+        if (0..3).any(|a| lo[a] >= hi[a]) {
+            return;
+        }
+        let edge = self.edge();
+        for bz in lo[2] / edge[2]..hi[2].div_ceil(edge[2]) {
+            for by in lo[1] / edge[1]..hi[1].div_ceil(edge[1]) {
+                for bx in lo[0] / edge[0]..hi[0].div_ceil(edge[0]) {
+                    let b = [bx, by, bz];
+                    let start: [u32; 3] = std::array::from_fn(|a| (b[a] * edge[a]).max(lo[a]));
+                    let end: [u32; 3] = std::array::from_fn(|a| ((b[a] + 1) * edge[a]).min(hi[a]));
+                    // A block covered to its edge, or to the box's far face.
+                    let whole = (0..3).all(|a| {
+                        start[a] == b[a] * edge[a]
+                            && (end[a] == (b[a] + 1) * edge[a]
+                                || end[a] == [self.dims.nx, self.dims.ny, self.dims.nz][a])
+                    });
+                    if whole {
+                        let k = self.block_number(b);
+                        self.blocks[k] = Block::Uniform(value);
+                        continue;
+                    }
+                    for z in start[2]..end[2] {
+                        for y in start[1]..end[1] {
+                            for x in start[0]..end[0] {
+                                self.set([x, y, z], value);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stores every block whose cells inside the box all hold one value as
+    /// that value.
+    pub fn compact(&mut self) {
+        for k in 0..self.blocks.len() {
+            if let Block::Cells(_) = &self.blocks[k] {
+                let b = self.block_position(k);
+                let uniform = {
+                    let mut inside = self.block_cells(b);
+                    let first = inside.next().map(|(_, v)| v);
+                    first.filter(|&f| inside.all(|(_, v)| v == f))
+                };
+                if let Some(value) = uniform {
+                    self.blocks[k] = Block::Uniform(value);
+                }
+            }
+        }
+    }
+
+    fn block_position(&self, k: usize) -> [u32; 3] {
+        let [cx, cy, _] = self.counts.map(|c| c as usize);
+        [(k % cx) as u32, ((k / cx) % cy) as u32, (k / (cx * cy)) as u32]
+    }
+
+    /// The cells of block `b` inside the box, with their values.
+    fn block_cells(&self, b: [u32; 3]) -> impl Iterator<Item = ([u32; 3], T)> + '_ {
+        let (lo, hi) = self.block_box(b);
+        (lo[2]..hi[2]).flat_map(move |z| {
+            (lo[1]..hi[1]).flat_map(move |y| (lo[0]..hi[0]).map(move |x| ([x, y, z], self[[x, y, z]])))
+        })
+    }
+
+    /// The cells of block `b` inside the box: `lo..hi` per axis.
+    pub fn block_box(&self, b: [u32; 3]) -> ([u32; 3], [u32; 3]) {
+        let edge = self.edge();
+        let n = [self.dims.nx, self.dims.ny, self.dims.nz];
+        (std::array::from_fn(|a| b[a] * edge[a]), std::array::from_fn(|a| ((b[a] + 1) * edge[a]).min(n[a])))
+    }
+
+    /// Every block: its position (in blocks) and its cells.
+    pub fn blocks(&self) -> impl Iterator<Item = ([u32; 3], BlockView<'_, T>)> + '_ {
+        self.blocks.iter().enumerate().map(|(k, block)| {
+            let view = match block {
+                Block::Uniform(v) => BlockView::Uniform(*v),
+                Block::Cells(c) => BlockView::Cells(c),
+            };
+            (self.block_position(k), view)
+        })
+    }
+
+    /// Every cell's value in dense order (x fastest).
+    pub fn to_dense(&self) -> Vec<T> {
+        let d = self.dims;
+        let first = match &self.blocks[0] {
+            Block::Uniform(v) => *v,
+            Block::Cells(c) => c[0],
+        };
+        let mut out = vec![first; d.cells()];
+        // Block by block, a row segment at a time.
+        for (b, view) in self.blocks() {
+            let (lo, hi) = self.block_box(b);
+            let len = (hi[0] - lo[0]) as usize;
+            for z in lo[2]..hi[2] {
+                for y in lo[1]..hi[1] {
+                    let row = &mut out[d.index(lo[0], y, z)..][..len];
+                    match view {
+                        BlockView::Uniform(v) => row.fill(v),
+                        BlockView::Cells(c) => {
+                            let start = (((z - lo[2]) << SHIFT | (y - lo[1])) << SHIFT) as usize;
+                            row.copy_from_slice(&c[start..start + len]);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Cells whose value satisfies `pred`.
+    pub fn count(&self, pred: impl Fn(T) -> bool) -> usize {
+        self.blocks()
+            .map(|(b, view)| match view {
+                BlockView::Uniform(v) => usize::from(pred(v)) * self.cells_in(b),
+                BlockView::Cells(_) => self.block_cells(b).filter(|&(_, v)| pred(v)).count(),
+            })
+            .sum()
+    }
+
+    /// Whether some cell's value satisfies `pred`.
+    pub fn any(&self, pred: impl Fn(T) -> bool) -> bool {
+        self.blocks().any(|(b, view)| match view {
+            BlockView::Uniform(v) => pred(v),
+            BlockView::Cells(_) => self.block_cells(b).any(|(_, v)| pred(v)),
+        })
+    }
+
+    /// The positions of the cells whose value satisfies `pred`, in dense order.
+    pub fn positions<'a>(&'a self, pred: impl Fn(T) -> bool + Copy + 'a) -> impl Iterator<Item = [u32; 3]> + 'a {
+        let d = self.dims;
+        let (cx, edge) = (self.counts[0], self.edge());
+        // Rows in dense order, skipping the blocks no cell of which is wanted.
+        (0..d.nz).flat_map(move |z| {
+            (0..d.ny).flat_map(move |y| {
+                (0..cx)
+                    .filter(move |&bx| match &self.blocks[self.block_number([bx, y >> SHIFT, z >> self.shift_z])] {
+                        Block::Uniform(v) => pred(*v),
+                        Block::Cells(_) => true,
+                    })
+                    .flat_map(move |bx| (bx * edge[0]..((bx + 1) * edge[0]).min(d.nx)).map(move |x| [x, y, z]))
+                    .filter(move |&p| pred(self[p]))
+            })
+        })
+    }
+
+    /// Cells of block `b` inside the box.
+    fn cells_in(&self, b: [u32; 3]) -> usize {
+        let (lo, hi) = self.block_box(b);
+        (0..3).map(|a| (hi[a] - lo[a]) as usize).product()
+    }
+
+    /// The values `f` gives each cell's value.
+    pub fn map<U: Copy + PartialEq>(&self, f: impl Fn(T) -> U) -> CellBlocks<U> {
+        let blocks = (self.blocks.iter())
+            .map(|b| match b {
+                Block::Uniform(v) => Block::Uniform(f(*v)),
+                Block::Cells(c) => Block::Cells(c.iter().map(|&v| f(v)).collect()),
+            })
+            .collect();
+        let mut out = CellBlocks { dims: self.dims, shift_z: self.shift_z, counts: self.counts, blocks };
+        out.compact();
+        out
+    }
+
+    /// Bytes the blocks take.
+    pub fn bytes(&self) -> usize {
+        let volume = 1usize << (2 * SHIFT + self.shift_z);
+        let mixed = self.blocks.iter().filter(|b| matches!(b, Block::Cells(_))).count();
+        self.blocks.len() * std::mem::size_of::<Block<T>>() + mixed * volume * std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Copy + PartialEq> Index<[u32; 3]> for CellBlocks<T> {
+    type Output = T;
+
+    #[inline]
+    fn index(&self, p: [u32; 3]) -> &T {
+        let (b, inner) = self.locate(p);
+        match &self.blocks[b] {
+            Block::Uniform(v) => v,
+            Block::Cells(c) => &c[inner],
+        }
+    }
+}
+
+/// Cell `n` in dense order.
+impl<T: Copy + PartialEq> Index<usize> for CellBlocks<T> {
+    type Output = T;
+
+    #[inline]
+    fn index(&self, n: usize) -> &T {
+        &self[position(self.dims, n)]
+    }
+}
+
+/// Two boxes are equal when every cell holds the same value, however their
+/// blocks are stored.
+impl<T: Copy + PartialEq> PartialEq for CellBlocks<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.dims == other.dims
+            && self.blocks.iter().zip(&other.blocks).enumerate().all(|(k, pair)| match pair {
+                (Block::Uniform(a), Block::Uniform(b)) => a == b,
+                _ => {
+                    let b = self.block_position(k);
+                    self.block_cells(b).zip(other.block_cells(b)).all(|((_, a), (_, b))| a == b)
+                }
+            })
+    }
+}
+
+/// Position of cell `n` (dense order, x fastest) of a box of `dims`.
+pub fn position(dims: Dims, n: usize) -> [u32; 3] {
+    let (nx, ny) = (dims.nx as usize, dims.ny as usize);
+    [(n % nx) as u32, ((n / nx) % ny) as u32, (n / (nx * ny)) as u32]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_hold_what_a_dense_array_holds() {
+        // Sizes that are not whole blocks, and a one-layer box.
+        for dims in [Dims::new(37, 21, 18), Dims::new(40, 17, 1)] {
+            let mut dense = vec![0u8; dims.cells()];
+            let mut blocks = CellBlocks::new(dims, 0u8);
+            let mut state = 12345u64;
+            for step in 0..400 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let r = |k: u32, n: u32| ((state >> (8 * k)) % n as u64) as u32;
+                let v = (step % 3) as u8;
+                if step % 10 == 0 {
+                    let lo = [r(0, dims.nx), r(1, dims.ny), r(2, dims.nz)];
+                    let hi = [lo[0] + r(3, 30), lo[1] + r(4, 30), lo[2] + r(5, 30)];
+                    blocks.fill(lo, hi, v);
+                    for z in lo[2]..hi[2].min(dims.nz) {
+                        for y in lo[1]..hi[1].min(dims.ny) {
+                            for x in lo[0]..hi[0].min(dims.nx) {
+                                dense[dims.index(x, y, z)] = v;
+                            }
+                        }
+                    }
+                } else {
+                    let p = [r(0, dims.nx), r(1, dims.ny), r(2, dims.nz)];
+                    blocks.set(p, v);
+                    dense[dims.index(p[0], p[1], p[2])] = v;
+                }
+            }
+            assert_eq!(blocks.to_dense(), dense);
+            let mut compacted = blocks.clone();
+            compacted.compact();
+            assert_eq!(compacted.to_dense(), dense);
+            assert_eq!(compacted, blocks);
+            assert_eq!(CellBlocks::from_dense(dims, &dense), blocks);
+            for v in 0..3 {
+                assert_eq!(blocks.count(|x| x == v), dense.iter().filter(|&&x| x == v).count());
+                let want: Vec<[u32; 3]> =
+                    (0..dense.len()).filter(|&n| dense[n] == v).map(|n| position(dims, n)).collect();
+                assert_eq!(blocks.positions(|x| x == v).collect::<Vec<_>>(), want);
+            }
+            assert!(!blocks.any(|x| x == 7));
+            assert_eq!(blocks.map(|x| x == 1).to_dense(), dense.iter().map(|&x| x == 1).collect::<Vec<_>>());
+            for n in (0..dense.len()).step_by(7) {
+                assert_eq!(blocks[n], dense[n]);
+            }
+            let mut other = blocks.clone();
+            other.set([dims.nx - 1, dims.ny - 1, dims.nz - 1], 9);
+            assert_ne!(other, blocks);
+        }
+    }
+
+    #[test]
+    fn a_box_of_more_than_2_32_cells_costs_its_mixed_blocks() {
+        let dims = Dims::new(4096, 4096, 300);
+        assert!(dims.cells() > 1 << 32);
+        let mut solid = CellBlocks::new(dims, 1u8);
+        // A tube of fluid along z.
+        for z in 0..dims.nz {
+            for y in 2000..2010 {
+                for x in 3000..3010 {
+                    solid.set([x, y, z], 0);
+                }
+            }
+        }
+        assert_eq!(solid.count(|v| v == 0), 100 * 300);
+        assert_eq!(solid[dims.index(3005, 2005, 299)], 0);
+        assert_eq!(solid[dims.index(4095, 4095, 299)], 1);
+        assert!(solid.bytes() < 200 << 20, "{} bytes", solid.bytes());
+    }
+}
