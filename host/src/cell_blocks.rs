@@ -22,6 +22,13 @@ enum Block<T> {
     Cells(Box<[T]>),
 }
 
+/// Where a cell is kept in a box of blocks ([`CellBlocks::slot`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    block: usize,
+    inner: usize,
+}
+
 /// A block's cells as [`CellBlocks::blocks`] shows them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum BlockView<'a, T> {
@@ -100,9 +107,41 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
         self[p]
     }
 
+    /// Where cell `p` is kept: the same in every box of the same size, so
+    /// one lookup serves several boxes ([`CellBlocks::get_at`], [`CellBlocks::set_at`]).
+    #[inline]
+    pub fn slot(&self, p: [u32; 3]) -> Slot {
+        let (block, inner) = self.locate(p);
+        Slot { block, inner }
+    }
+
+    /// The value of the cell at `slot`.
+    #[inline]
+    pub fn get_at(&self, slot: Slot) -> T {
+        match &self.blocks[slot.block] {
+            Block::Uniform(v) => *v,
+            Block::Cells(c) => c[slot.inner],
+        }
+    }
+
+    /// The value of every cell of the block holding cell `p`, if they all
+    /// hold one (as stored).
+    #[inline]
+    pub fn uniform_at(&self, p: [u32; 3]) -> Option<T> {
+        match &self.blocks[self.locate(p).0] {
+            Block::Uniform(v) => Some(*v),
+            Block::Cells(_) => None,
+        }
+    }
+
     /// Sets cell `p` to `value`.
     pub fn set(&mut self, p: [u32; 3], value: T) {
-        let (b, inner) = self.locate(p);
+        self.set_at(self.slot(p), value)
+    }
+
+    /// Sets the cell at `slot` to `value`.
+    pub fn set_at(&mut self, slot: Slot, value: T) {
+        let Slot { block: b, inner } = slot;
         let volume = 1 << (2 * SHIFT + self.shift_z);
         match &mut self.blocks[b] {
             Block::Uniform(v) if *v == value => {}
@@ -247,41 +286,10 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
         })
     }
 
-    /// The positions of the cells whose value satisfies `pred`, in dense order.
-    pub fn positions<'a>(&'a self, pred: impl Fn(T) -> bool + Copy + 'a) -> impl Iterator<Item = [u32; 3]> + 'a {
-        let d = self.dims;
-        let (cx, edge) = (self.counts[0], self.edge());
-        // Rows in dense order, skipping the blocks no cell of which is wanted.
-        (0..d.nz).flat_map(move |z| {
-            (0..d.ny).flat_map(move |y| {
-                (0..cx)
-                    .filter(move |&bx| match &self.blocks[self.block_number([bx, y >> SHIFT, z >> self.shift_z])] {
-                        Block::Uniform(v) => pred(*v),
-                        Block::Cells(_) => true,
-                    })
-                    .flat_map(move |bx| (bx * edge[0]..((bx + 1) * edge[0]).min(d.nx)).map(move |x| [x, y, z]))
-                    .filter(move |&p| pred(self[p]))
-            })
-        })
-    }
-
     /// Cells of block `b` inside the box.
     fn cells_in(&self, b: [u32; 3]) -> usize {
         let (lo, hi) = self.block_box(b);
         (0..3).map(|a| (hi[a] - lo[a]) as usize).product()
-    }
-
-    /// The values `f` gives each cell's value.
-    pub fn map<U: Copy + PartialEq>(&self, f: impl Fn(T) -> U) -> CellBlocks<U> {
-        let blocks = (self.blocks.iter())
-            .map(|b| match b {
-                Block::Uniform(v) => Block::Uniform(f(*v)),
-                Block::Cells(c) => Block::Cells(c.iter().map(|&v| f(v)).collect()),
-            })
-            .collect();
-        let mut out = CellBlocks { dims: self.dims, shift_z: self.shift_z, counts: self.counts, blocks };
-        out.compact();
-        out
     }
 
     /// Bytes the blocks take.
@@ -376,14 +384,15 @@ mod tests {
             assert_eq!(CellBlocks::from_dense(dims, &dense), blocks);
             for v in 0..3 {
                 assert_eq!(blocks.count(|x| x == v), dense.iter().filter(|&&x| x == v).count());
-                let want: Vec<[u32; 3]> =
-                    (0..dense.len()).filter(|&n| dense[n] == v).map(|n| position(dims, n)).collect();
-                assert_eq!(blocks.positions(|x| x == v).collect::<Vec<_>>(), want);
             }
             assert!(!blocks.any(|x| x == 7));
-            assert_eq!(blocks.map(|x| x == 1).to_dense(), dense.iter().map(|&x| x == 1).collect::<Vec<_>>());
             for n in (0..dense.len()).step_by(7) {
                 assert_eq!(blocks[n], dense[n]);
+                let (p, slot) = (position(dims, n), blocks.slot(position(dims, n)));
+                assert_eq!((blocks.get(p), blocks.get_at(slot)), (dense[n], dense[n]));
+                if let Some(v) = blocks.uniform_at(p) {
+                    assert_eq!(v, dense[n]);
+                }
             }
             let mut other = blocks.clone();
             other.set([dims.nx - 1, dims.ny - 1, dims.nz - 1], 9);

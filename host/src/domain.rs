@@ -314,36 +314,6 @@ impl Domain {
         self.leave_open_groups(cells);
     }
 
-    /// Sets the cells where `mask` is true to `kind`, taking them out of any
-    /// open group.
-    pub fn set_where(&mut self, mask: &CellBlocks<bool>, kind: CellKind) {
-        use crate::cell_blocks::BlockView;
-        for (b, view) in mask.blocks() {
-            if view == BlockView::Uniform(true) {
-                let (lo, hi) = mask.block_box(b);
-                self.flags.fill(lo, hi, kind.to_flag());
-            }
-        }
-        for (b, view) in mask.blocks() {
-            if let BlockView::Cells(_) = view {
-                let (lo, hi) = mask.block_box(b);
-                for z in lo[2]..hi[2] {
-                    for y in lo[1]..hi[1] {
-                        for x in lo[0]..hi[0] {
-                            if mask[[x, y, z]] {
-                                self.flags.set([x, y, z], kind.to_flag());
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        for g in &mut self.open {
-            g.cells.retain(|&n| !mask[n]);
-        }
-        self.open.retain(|g| !g.cells.is_empty());
-    }
-
     /// Takes the ascending `cells` out of every open group.
     fn leave_open_groups(&mut self, cells: &[usize]) {
         for g in &mut self.open {

@@ -18,6 +18,7 @@
 //!   no path around that axis carries no net flow: a warning with the
 //!   number of cells (all of it: the force drives no flow at all).
 
+use crate::cell_blocks::CellBlocks;
 use crate::domain::{Domain, OpenKind};
 use crate::error::{Error, Result};
 use crate::solver::LatticeKind;
@@ -37,8 +38,9 @@ fn links(lattice: LatticeKind) -> Vec<[i32; 3]> {
 /// Connected regions of flow cells.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Regions {
-    /// Region of each cell (`u32::MAX` for solid cells).
-    pub label: Vec<u32>,
+    /// Region of each cell ([`SOLID`] for solid cells), by blocks: solid
+    /// blocks cost one value.
+    pub label: CellBlocks<u32>,
     /// Cells in each region.
     pub sizes: Vec<usize>,
     /// Per region, whether it reaches around each periodic axis (a path
@@ -50,72 +52,83 @@ pub struct Regions {
 pub const SOLID: u32 = u32::MAX;
 
 /// Finds the connected regions of flow cells of `domain` along the links of
-/// `lattice`, wrapping around the `periodic` axes.
+/// `lattice`, wrapping around the `periodic` axes. Memory goes with the
+/// blocks that hold flow, not with the box.
 pub fn regions(domain: &Domain, lattice: LatticeKind, periodic: [bool; 3]) -> Regions {
     let d = domain.dims;
     let n = [d.nx as i64, d.ny as i64, d.nz as i64];
     let links = links(lattice);
-    let flags = domain.flags.to_dense();
-    let mut label = vec![SOLID; d.cells()];
+    let mut label = CellBlocks::new(d, SOLID);
     // How many times the path from the region's first cell wrapped around
     // each axis to reach the cell: two paths to one cell that differ
     // there make a loop around the axis.
-    let mut wraps = vec![[0i8; 3]; d.cells()];
+    let mut wraps = CellBlocks::new(d, [0i8; 3]);
     let (mut sizes, mut spans) = (Vec::new(), Vec::new());
     let mut queue = Vec::new();
-    for seed in 0..d.cells() {
-        if label[seed] != SOLID || !is_flow(flags[seed]) {
+    // Seeds in dense order, a block's row at a time; solid blocks skipped.
+    let edge = domain.flags.edge()[0];
+    let rows =
+        (0..d.nz).flat_map(|z| (0..d.ny).flat_map(move |y| (0..d.nx).step_by(edge as usize).map(move |x| [x, y, z])));
+    for [x0, y, z] in rows {
+        if domain.flags.uniform_at([x0, y, z]).is_some_and(|f| !is_flow(f)) {
             continue;
         }
-        let id = sizes.len() as u32;
-        let (mut size, mut span) = (0usize, [false; 3]);
-        label[seed] = id;
-        queue.push(seed as u32);
-        while let Some(cell) = queue.pop() {
-            size += 1;
-            let (x, y, z) = d.coords(cell);
-            let p = [x as i64, y as i64, z as i64];
-            let w = wraps[cell as usize];
-            for c in &links {
-                let mut q = [0i64; 3];
-                let mut wq = w;
-                let mut inside = true;
-                for a in 0..3 {
-                    let v = p[a] + c[a] as i64;
-                    q[a] = if (0..n[a]).contains(&v) {
-                        v
-                    } else if periodic[a] {
-                        // A one-cell axis (2D) has no neighbour across it.
-                        inside &= n[a] > 1;
-                        wq[a] = wq[a].saturating_add(if v < 0 { -1 } else { 1 });
-                        v.rem_euclid(n[a])
-                    } else {
-                        inside = false;
-                        0
-                    };
-                }
-                if !inside {
-                    continue;
-                }
-                let m = d.index(q[0] as u32, q[1] as u32, q[2] as u32);
-                if !is_flow(flags[m]) {
-                    continue;
-                }
-                if label[m] == SOLID {
-                    label[m] = id;
-                    wraps[m] = wq;
-                    queue.push(m as u32);
-                } else {
+        for x in x0..(x0 + edge).min(d.nx) {
+            let seed = [x, y, z];
+            let at = label.slot(seed);
+            if label.get_at(at) != SOLID || !is_flow(domain.flags.get_at(at)) {
+                continue;
+            }
+            let id = sizes.len() as u32;
+            let (mut size, mut span) = (0usize, [false; 3]);
+            label.set_at(at, id);
+            queue.push((seed, [0i8; 3]));
+            while let Some((cell, w)) = queue.pop() {
+                size += 1;
+                let p = cell.map(i64::from);
+                for c in &links {
+                    let mut q = [0u32; 3];
+                    let mut wq = w;
+                    let mut inside = true;
                     for a in 0..3 {
-                        // A saturated count is taken as a loop (a path that
-                        // wraps 127 times goes around the axis).
-                        span[a] |= wraps[m][a] != wq[a] || wq[a].unsigned_abs() == 127;
+                        let v = p[a] + c[a] as i64;
+                        q[a] = if (0..n[a]).contains(&v) {
+                            v as u32
+                        } else if periodic[a] {
+                            // A one-cell axis (2D) has no neighbour across it.
+                            inside &= n[a] > 1;
+                            wq[a] = wq[a].saturating_add(if v < 0 { -1 } else { 1 });
+                            v.rem_euclid(n[a]) as u32
+                        } else {
+                            inside = false;
+                            0
+                        };
+                    }
+                    if !inside {
+                        continue;
+                    }
+                    // The three boxes are the same size: one lookup for all.
+                    let at = label.slot(q);
+                    if !is_flow(domain.flags.get_at(at)) {
+                        continue;
+                    }
+                    if label.get_at(at) == SOLID {
+                        label.set_at(at, id);
+                        wraps.set_at(at, wq);
+                        queue.push((q, wq));
+                    } else {
+                        let wm = wraps.get_at(at);
+                        for a in 0..3 {
+                            // A saturated count is taken as a loop (a path that
+                            // wraps 127 times goes around the axis).
+                            span[a] |= wm[a] != wq[a] || wq[a].unsigned_abs() == 127;
+                        }
                     }
                 }
             }
+            sizes.push(size);
+            spans.push(span);
         }
-        sizes.push(size);
-        spans.push(span);
     }
     Regions { label, sizes, spans }
 }
@@ -272,6 +285,21 @@ mod tests {
         solid.set_cells(&all, CellKind::Wall);
         let e = check(&solid, LatticeKind::D2Q9, [false, false, true], [0.0; 3]).unwrap_err().to_string();
         assert!(e.contains("no fluid cell") && e.contains("solid_values"), "{e}");
+    }
+
+    /// The regions of a box of more than 2^32 cells cost memory for the
+    /// blocks the flow touches only.
+    #[test]
+    fn a_tube_in_a_box_of_more_than_2_32_cells() {
+        let dims = Dims::new(4096, 4096, 264);
+        let mut d = Domain::new(dims).unwrap();
+        d.flags.fill([0; 3], [dims.nx, dims.ny, dims.nz], CellKind::Wall.to_flag());
+        d.flags.fill([3001, 2003, 0], [3013, 2015, dims.nz], CellKind::Fluid.to_flag());
+        let r = regions(&d, LatticeKind::D3Q19, [true; 3]);
+        assert_eq!((r.sizes, r.spans), (vec![12 * 12 * 264], vec![[false, false, true]]));
+        assert!(r.label.bytes() < 64 << 20, "{} bytes of labels", r.label.bytes());
+        assert_eq!(r.label[[3005, 2010, 100]], 0);
+        assert!(check(&d, LatticeKind::D3Q19, [true; 3], [0.0, 0.0, 1e-5]).unwrap().is_empty());
     }
 
     #[test]
