@@ -11,6 +11,30 @@ pub fn tau_for_viscosity(nu: f64) -> f64 {
     3.0 * nu + 0.5
 }
 
+/// A square tube of fluid `width` cells wide along z, periodic, driven by a
+/// body force along z, in a box of `dims` otherwise solid, its low corner
+/// at `corner` (x, y), on 8^3 sparse blocks (D3Q19, f32, Esoteric Pull):
+/// one tube in a tight box and in a huge one is the same flow.
+pub fn tube_config(dims: Dims, corner: [u32; 2], width: u32) -> Result<SolverConfig> {
+    use kernels_gpu::flags::CellKind;
+    let mut domain = Domain::new(dims)?;
+    domain.flags.fill([0; 3], [dims.nx, dims.ny, dims.nz], CellKind::Wall.to_flag());
+    let [x, y] = corner;
+    domain.flags.fill([x, y, 0], [x + width, y + width, dims.nz], CellKind::Fluid.to_flag());
+    Ok(SolverConfig {
+        collision: CollisionModel::Bgk,
+        lattice: LatticeKind::D3Q19,
+        precision: Precision::F32,
+        streaming: Streaming::EsotericPull,
+        grid: crate::solver::GridLayout::Sparse { edge: 8 },
+        groups: crate::groups::BoundaryGroups::Lists,
+        tau: 0.8,
+        force: [0.0, 0.0, 1e-5],
+        domain,
+        initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
+    })
+}
+
 /// A lid-driven cavity: lid at the y-max face moving in +x, walls elsewhere
 /// (2D: periodic in z with nz = 1).
 pub fn cavity_config(

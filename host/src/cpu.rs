@@ -472,32 +472,10 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Partitions for CpuParts<L, Q, S>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Domain;
-    use crate::solver::{CollisionModel, GridLayout, Initial, LatticeKind, Precision, Solver};
+    use crate::cases::tube_config;
+    use crate::solver::Solver;
     use crate::sparse::with_sparse;
-    use kernels_gpu::flags::CellKind;
     use kernels_gpu::{Dims, D3Q19};
-
-    /// A square tube of fluid 12 cells wide along z, periodic, driven by a
-    /// body force, in a box of `dims` otherwise solid, its corner at `corner`.
-    fn tube(dims: Dims, corner: [u32; 2]) -> SolverConfig {
-        let mut domain = Domain::new(dims).unwrap();
-        domain.flags.fill([0; 3], [dims.nx, dims.ny, dims.nz], CellKind::Wall.to_flag());
-        let [x, y] = corner;
-        domain.flags.fill([x, y, 0], [x + 12, y + 12, dims.nz], CellKind::Fluid.to_flag());
-        SolverConfig {
-            collision: CollisionModel::Bgk,
-            lattice: LatticeKind::D3Q19,
-            precision: Precision::F32,
-            streaming: Streaming::EsotericPull,
-            grid: GridLayout::Sparse { edge: 8 },
-            groups: BoundaryGroups::Lists,
-            tau: 0.8,
-            force: [0.0, 0.0, 1e-5],
-            domain,
-            initial: Initial::Uniform { rho: 1.0, u: [0.0; 3] },
-        }
-    }
 
     /// A sparse grid's box may hold more than 2^32 cells: the host never
     /// makes it dense, and the flow in it is bit for bit the flow in a
@@ -507,8 +485,8 @@ mod tests {
         let (wide, tight) = (Dims::new(4096, 4096, 264), Dims::new(16, 16, 264));
         assert!(wide.cells() > 1 << 32);
         let (corner_wide, corner_tight) = ([3001, 2003], [2, 2]);
-        let mut a = CpuSolver::<D3Q19, 19, f32>::new(tube(wide, corner_wide)).unwrap();
-        let mut b = CpuSolver::<D3Q19, 19, f32>::new(tube(tight, corner_tight)).unwrap();
+        let mut a = CpuSolver::<D3Q19, 19, f32>::new(tube_config(wide, corner_wide, 12).unwrap()).unwrap();
+        let mut b = CpuSolver::<D3Q19, 19, f32>::new(tube_config(tight, corner_tight, 12).unwrap()).unwrap();
         let (pa, pb) = (&a.exec().parts[0], &b.exec().parts[0]);
         assert!(pa.grid.cells() < 200_000, "{} cells stored", pa.grid.cells());
         assert_eq!(pa.flags.iter().filter(|&&f| kernels_gpu::flags::is_flow(f)).count(), 12 * 12 * 264);
