@@ -667,8 +667,8 @@ impl Case {
         }
         let dims = Dims::new(size[0], size[1], size[2]);
         // The solver's sparse grids take larger boxes (their host flags are
-        // stored by blocks), but a case's geometry masks, flow-path check,
-        // fields and checkpoints are still one value per cell of the box.
+        // stored by blocks), but a case's geometry masks, fields and
+        // checkpoints are still one value per cell of the box.
         if dims.cells() > kernels_gpu::layout::MAX_CELLS {
             return Err(bad(format!(
                 "[simulation] size {size:?} is {} cells: a case's box must hold fewer than 2^32 cells \
