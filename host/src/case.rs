@@ -667,12 +667,12 @@ impl Case {
         }
         let dims = Dims::new(size[0], size[1], size[2]);
         // The solver's sparse grids take larger boxes (their host flags are
-        // stored by blocks), but a case's geometry masks, fields and
+        // stored by blocks), but a case's shape voxelisation, fields and
         // checkpoints are still one value per cell of the box.
         if dims.cells() > kernels_gpu::layout::MAX_CELLS {
             return Err(bad(format!(
                 "[simulation] size {size:?} is {} cells: a case's box must hold fewer than 2^32 cells \
-                 (geometry, output and checkpoints are stored per cell of the box); reduce the size",
+                 (shapes, output and checkpoints are stored per cell of the box); reduce the size",
                 dims.cells()
             )));
         }
@@ -1117,7 +1117,7 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
     #[test]
     fn geometry_is_voxelised_as_walls() {
         let s = setup(&with_geometry("shape = \"sphere\"\ncentre = [16.0, 16.0, 0.0]\nradius = 5.0")).unwrap();
-        let solid = s.objects[0].cells.iter().filter(|&&c| c).count();
+        let solid = s.objects[0].cells.count(|c| c);
         // A disc of radius 5 in the z = 0 layer: about pi r^2 = 78.5 cells.
         assert!((70..=90).contains(&solid), "{solid} cells");
         assert_eq!(s.config.domain.fluid_cells(), 32 * 32 - solid);
@@ -1125,7 +1125,7 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
             "shape = \"box\"\nmin = [4.5, 4.5, -0.5]\nmax = [8.5, 6.5, 0.5]\nmoving_wall = [0.0, 0.01, 0.0]",
         ))
         .unwrap();
-        assert_eq!(boxed.objects[0].cells.iter().filter(|&&c| c).count(), 8);
+        assert_eq!(boxed.objects[0].cells.count(|c| c), 8);
         assert_eq!(boxed.config.domain.wall_velocities.len(), 2, "lid and the moving box");
     }
 

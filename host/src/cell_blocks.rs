@@ -65,11 +65,29 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
     /// If `values` does not hold one value per cell of `dims`.
     pub fn from_dense(dims: Dims, values: &[T]) -> Self {
         assert_eq!(values.len(), dims.cells(), "one value per cell");
-        let mut out = Self::new(dims, values.first().copied().expect("a box has cells"));
-        for (n, &v) in values.iter().enumerate() {
-            out.set(position(dims, n), v);
+        let mut out = Self::new(dims, values[0]);
+        let volume = 1 << (2 * SHIFT + out.shift_z);
+        for k in 0..out.blocks.len() {
+            let (lo, hi) = out.block_box(out.block_position(k));
+            let first = values[dims.index(lo[0], lo[1], lo[2])];
+            let mut cells: Option<Box<[T]>> = None;
+            for z in lo[2]..hi[2] {
+                for y in lo[1]..hi[1] {
+                    let row = &values[dims.index(lo[0], y, z)..][..(hi[0] - lo[0]) as usize];
+                    if cells.is_none() && row.iter().all(|&v| v == first) {
+                        continue;
+                    }
+                    // Mixed: copy the rows so far (all `first`) and this one.
+                    let c = cells.get_or_insert_with(|| vec![first; volume].into_boxed_slice());
+                    let start = (((z - lo[2]) << SHIFT | (y - lo[1])) << SHIFT) as usize;
+                    c[start..start + row.len()].copy_from_slice(row);
+                }
+            }
+            out.blocks[k] = match cells {
+                Some(c) => Block::Cells(c),
+                None => Block::Uniform(first),
+            };
         }
-        out.compact();
         out
     }
 

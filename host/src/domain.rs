@@ -314,6 +314,34 @@ impl Domain {
         self.leave_open_groups(cells);
     }
 
+    /// Sets the cells where `mask` is true to `kind`, taking them out of any
+    /// open group: whole blocks at once where the mask's block is uniform.
+    pub fn set_where(&mut self, mask: &CellBlocks<bool>, kind: CellKind) {
+        use crate::cell_blocks::BlockView;
+        for (b, view) in mask.blocks() {
+            let (lo, hi) = mask.block_box(b);
+            match view {
+                BlockView::Uniform(false) => {}
+                BlockView::Uniform(true) => self.flags.fill(lo, hi, kind.to_flag()),
+                BlockView::Cells(_) => {
+                    for z in lo[2]..hi[2] {
+                        for y in lo[1]..hi[1] {
+                            for x in lo[0]..hi[0] {
+                                if mask[[x, y, z]] {
+                                    self.flags.set([x, y, z], kind.to_flag());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for g in &mut self.open {
+            g.cells.retain(|&n| !mask[n]);
+        }
+        self.open.retain(|g| !g.cells.is_empty());
+    }
+
     /// Takes the ascending `cells` out of every open group.
     fn leave_open_groups(&mut self, cells: &[usize]) {
         for g in &mut self.open {

@@ -3,6 +3,7 @@
 //! or `.npy`) and random packings of spheres, voxelised onto the grid as
 //! resting or moving walls.
 
+use crate::cell_blocks::CellBlocks;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::image::{read_npy, read_raw, SolidRule};
@@ -73,8 +74,9 @@ pub struct GeometrySpec {
 pub struct Object {
     /// Its name.
     pub name: String,
-    /// Which cells it occupies.
-    pub cells: Vec<bool>,
+    /// Which cells it occupies (by blocks: a block wholly inside or
+    /// outside costs one value).
+    pub cells: CellBlocks<bool>,
     /// What the user should know (open edges, thin features, clipping).
     pub notes: Vec<String>,
     /// For packed spheres: the packing.
@@ -262,7 +264,7 @@ impl GeometrySpec {
         domain: &Domain,
         context: &Context,
         notes: &mut Vec<String>,
-    ) -> Result<(Vec<bool>, Option<Packing>)> {
+    ) -> Result<(CellBlocks<bool>, Option<Packing>)> {
         let d = domain.dims;
         let file = || Ok::<_, Error>(context.case_dir.join(self.need(self.file.as_deref(), "file")?));
         match self.shape.as_str() {
@@ -274,7 +276,7 @@ impl GeometrySpec {
                     read_npy(&file()?, self.axes.as_deref(), &rule)?
                 };
                 let cells = image.place(d, self.offset.unwrap_or([0; 3]))?;
-                if !cells.contains(&true) {
+                if !cells.any(|c| c) {
                     notes.push(format!(
                         "geometry `{}`: the image has no solid voxel: check `solid_values` (default: every non-zero value)",
                         self.name
@@ -284,13 +286,13 @@ impl GeometrySpec {
             }
             "packed-spheres" => {
                 let packing = pack(&self.packing_spec(domain, context)?)?;
-                Ok((packing.rasterise((d.nx, d.ny, d.nz), context.cell_size), Some(packing)))
+                Ok((packing.rasterise(d, context.cell_size), Some(packing)))
             }
             _ => {
                 let shape = self.shape(context.case_dir, notes)?;
                 let voxels = voxelize(shape.as_ref(), (d.nx, d.ny, d.nz), context.cell_size, DVec3::ZERO)?;
                 notes.extend(voxels.warnings.iter().map(|w| format!("geometry `{}`: {w}", self.name)));
-                Ok((voxels.solid, None))
+                Ok((CellBlocks::from_dense(d, &voxels.solid), None))
             }
         }
     }
@@ -308,8 +310,7 @@ impl GeometrySpec {
             Some(u) => domain.add_moving_wall(u.map(&to_lattice_velocity))?,
             None => CellKind::Wall,
         };
-        let solid: Vec<usize> = (0..cells.len()).filter(|&n| cells[n]).collect();
-        domain.set_cells(&solid, kind);
+        domain.set_where(&cells, kind);
         Ok(Object { name: self.name.clone(), cells, notes, packing })
     }
 }

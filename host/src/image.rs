@@ -19,6 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::Result;
 use kernels_gpu::Dims;
 use npyz::{DType, NpyHeader, Order, TypeChar};
@@ -321,20 +322,20 @@ impl VoxelImage {
     ///
     /// # Errors
     /// [`ImageError::DoesNotFit`] when the image reaches past the domain.
-    pub fn place(&self, domain: Dims, offset: [u32; 3]) -> Result<Vec<bool>> {
+    pub fn place(&self, domain: Dims, offset: [u32; 3]) -> Result<CellBlocks<bool>> {
         let size = [domain.nx, domain.ny, domain.nz];
         let reach: [u64; 3] = std::array::from_fn(|a| offset[a] as u64 + self.dims[a] as u64);
         if (0..3).any(|a| reach[a] > size[a] as u64) {
             let need = std::array::from_fn(|a| reach[a].max(size[a] as u64));
             return Err(ImageError::DoesNotFit { dims: self.dims, offset, reach, size, need }.into());
         }
-        let mut cells = vec![false; domain.cells()];
+        let mut cells = CellBlocks::new(domain, false);
         let [nx, ny, _] = self.dims.map(|n| n as usize);
         for (n, _) in self.solid.iter().enumerate().filter(|(_, &s)| s) {
             let (x, y, z) = (n % nx, (n / nx) % ny, n / (nx * ny));
-            let at = domain.index(offset[0] + x as u32, offset[1] + y as u32, offset[2] + z as u32);
-            cells[at] = true;
+            cells.set([offset[0] + x as u32, offset[1] + y as u32, offset[2] + z as u32], true);
         }
+        cells.compact();
         Ok(cells)
     }
 }

@@ -15,7 +15,9 @@
 
 use glam::DVec3;
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::{Error, Result};
+use kernels_gpu::Dims;
 
 /// Largest overlap left between two spheres, as a fraction of the diameter.
 pub const OVERLAP_TOLERANCE: f64 = 1e-3;
@@ -318,9 +320,9 @@ pub fn pack(spec: &PackingSpec) -> Result<Packing> {
 impl Packing {
     /// The cells of a grid `dims` (cell `i` centred at `i * cell_size`)
     /// whose centres lie in a sphere, periodic images included.
-    pub fn rasterise(&self, dims: (u32, u32, u32), cell_size: f64) -> Vec<bool> {
-        let n = [dims.0 as i64, dims.1 as i64, dims.2 as i64];
-        let mut out = vec![false; (n[0] * n[1] * n[2]) as usize];
+    pub fn rasterise(&self, dims: Dims, cell_size: f64) -> CellBlocks<bool> {
+        let n = [dims.nx as i64, dims.ny as i64, dims.nz as i64];
+        let mut out = CellBlocks::new(dims, false);
         let r = self.spec.radius;
         let d = self.spec.dimension;
         for &c in &self.centres {
@@ -344,7 +346,7 @@ impl Packing {
                             sep.z = 0.0;
                         }
                         if inside && sep.length_squared() <= r * r {
-                            out[(at[0] + n[0] * (at[1] + n[1] * at[2])) as usize] = true;
+                            out.set(at.map(|a| a as u32), true);
                         }
                     }
                 }
@@ -421,8 +423,8 @@ mod tests {
             dimension: 2,
         };
         let p = pack(&disc).unwrap();
-        let cells = p.rasterise((60, 60, 1), 1.0);
-        let solid = cells.iter().filter(|&&c| c).count() as f64;
+        let cells = p.rasterise(Dims::new(60, 60, 1), 1.0);
+        let solid = cells.count(|c| c) as f64;
         let area = 30.0 * sphere_volume(4.0, 2);
         // A disc of radius 4 covers pi r^2 = 50.3 cell centres on average;
         // the lattice count of one disc differs by a few cells.

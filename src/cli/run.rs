@@ -83,7 +83,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         say(line);
     }
     for o in &setup.objects {
-        say(format!("geometry `{}`: {} cells", o.name, o.cells.iter().filter(|&&c| c).count()));
+        say(format!("geometry `{}`: {} cells", o.name, o.cells.count(|c| c)));
         for note in o.notes.iter().filter(|_| root) {
             eprintln!("warning: {note}");
         }
@@ -105,7 +105,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             }
         });
     }
-    let masks: Vec<Vec<bool>> = setup.objects.iter().map(|o| o.cells.clone()).collect();
+    let masks: Vec<Vec<bool>> = setup.objects.iter().map(|o| o.cells.to_dense()).collect();
     // A sparse grid's VTK files hold its stored blocks only, when that is
     // the smaller file.
     let sparse = match setup.config.grid {
