@@ -79,7 +79,7 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
                     }
                     // Mixed: copy the rows so far (all `first`) and this one.
                     let c = cells.get_or_insert_with(|| vec![first; volume].into_boxed_slice());
-                    let start = (((z - lo[2]) << SHIFT | (y - lo[1])) << SHIFT) as usize;
+                    let start = inner([0, y - lo[1], z - lo[2]]);
                     c[start..start + row.len()].copy_from_slice(row);
                 }
             }
@@ -91,19 +91,9 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
         out
     }
 
-    /// The box.
-    pub fn dims(&self) -> Dims {
-        self.dims
-    }
-
     /// Cells of a block along each axis.
     pub fn edge(&self) -> [u32; 3] {
         [1 << SHIFT, 1 << SHIFT, 1 << self.shift_z]
-    }
-
-    /// Blocks along each axis.
-    pub fn block_counts(&self) -> [u32; 3] {
-        self.counts
     }
 
     fn block_number(&self, [bx, by, bz]: [u32; 3]) -> usize {
@@ -115,14 +105,7 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
         debug_assert!(x < self.dims.nx && y < self.dims.ny && z < self.dims.nz, "cell {:?} outside the box", [x, y, z]);
         let b = self.block_number([x >> SHIFT, y >> SHIFT, z >> self.shift_z]);
         let m = (1 << SHIFT) - 1;
-        let inner = (x & m) | ((y & m) << SHIFT) | ((z & ((1 << self.shift_z) - 1)) << (2 * SHIFT));
-        (b, inner as usize)
-    }
-
-    /// The value of cell `p`.
-    #[inline]
-    pub fn get(&self, p: [u32; 3]) -> T {
-        self[p]
+        (b, inner([x & m, y & m, z & ((1 << self.shift_z) - 1)]))
     }
 
     /// Where cell `p` is kept: the same in every box of the same size, so
@@ -276,7 +259,7 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
                     match view {
                         BlockView::Uniform(v) => row.fill(v),
                         BlockView::Cells(c) => {
-                            let start = (((z - lo[2]) << SHIFT | (y - lo[1])) << SHIFT) as usize;
+                            let start = inner([0, y - lo[1], z - lo[2]]);
                             row.copy_from_slice(&c[start..start + len]);
                         }
                     }
@@ -356,6 +339,13 @@ impl<T: Copy + PartialEq> PartialEq for CellBlocks<T> {
     }
 }
 
+/// Number inside its block of the cell at offset `(x, y, z)` from the
+/// block's corner (x fastest).
+#[inline]
+fn inner([x, y, z]: [u32; 3]) -> usize {
+    (x | (y << SHIFT) | (z << (2 * SHIFT))) as usize
+}
+
 /// Position of cell `n` (dense order, x fastest) of a box of `dims`.
 pub fn position(dims: Dims, n: usize) -> [u32; 3] {
     let (nx, ny) = (dims.nx as usize, dims.ny as usize);
@@ -407,7 +397,7 @@ mod tests {
             for n in (0..dense.len()).step_by(7) {
                 assert_eq!(blocks[n], dense[n]);
                 let (p, slot) = (position(dims, n), blocks.slot(position(dims, n)));
-                assert_eq!((blocks.get(p), blocks.get_at(slot)), (dense[n], dense[n]));
+                assert_eq!((blocks[p], blocks.get_at(slot)), (dense[n], dense[n]));
                 if let Some(v) = blocks.uniform_at(p) {
                     assert_eq!(v, dense[n]);
                 }

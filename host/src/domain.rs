@@ -305,15 +305,6 @@ impl Domain {
         self.leave_open_groups(&[self.dims.index(x, y, z)]);
     }
 
-    /// Sets the ascending `cells` (dense numbers) to `kind`, taking them out
-    /// of any open group (open boundaries: [`Self::add_open_face`]).
-    pub fn set_cells(&mut self, cells: &[usize], kind: CellKind) {
-        for &n in cells {
-            self.flags.set(crate::cell_blocks::position(self.dims, n), kind.to_flag());
-        }
-        self.leave_open_groups(cells);
-    }
-
     /// Sets the cells where `mask` is true to `kind`, taking them out of any
     /// open group: whole blocks at once where the mask's block is uniform.
     pub fn set_where(&mut self, mask: &CellBlocks<bool>, kind: CellKind) {
@@ -348,11 +339,6 @@ impl Domain {
             g.cells.retain(|n| cells.binary_search(n).is_err());
         }
         self.open.retain(|g| !g.cells.is_empty());
-    }
-
-    /// The flag of cell `(x, y, z)`.
-    pub fn flag(&self, x: u32, y: u32, z: u32) -> u8 {
-        self.flags[[x, y, z]]
     }
 
     /// Flag bytes as the kernels use them: [`kernels_gpu::flags::NEAR_SOLID`]

@@ -281,8 +281,8 @@ mod tests {
             "{w:?}"
         );
         let mut solid = d.clone();
-        let all: Vec<usize> = (0..solid.dims.cells()).filter(|&n| is_fluid(solid.flags[n])).collect();
-        solid.set_cells(&all, CellKind::Wall);
+        let fluid: Vec<bool> = solid.flags.to_dense().into_iter().map(is_fluid).collect();
+        solid.set_where(&CellBlocks::from_dense(solid.dims, &fluid), CellKind::Wall);
         let e = check(&solid, LatticeKind::D2Q9, [false, false, true], [0.0; 3]).unwrap_err().to_string();
         assert!(e.contains("no fluid cell") && e.contains("solid_values"), "{e}");
     }
@@ -306,8 +306,7 @@ mod tests {
     fn periodic_paths_are_found_around_the_axis() {
         // Fully periodic 3D box with a solid slab across x: nothing crosses x.
         let mut d = Domain::new(Dims::new(8, 6, 6)).unwrap();
-        let slab: Vec<usize> = (0..d.dims.cells()).filter(|&n| d.dims.coords(n as u32).0 == 3).collect();
-        d.set_cells(&slab, CellKind::Wall);
+        d.flags.fill([3, 0, 0], [4, 6, 6], CellKind::Wall.to_flag());
         let r = regions(&d, LatticeKind::D3Q19, [true; 3]);
         assert_eq!(r.sizes, vec![7 * 36]);
         assert_eq!(r.spans, vec![[false, true, true]]);

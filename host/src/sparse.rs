@@ -204,22 +204,24 @@ impl SparseLayout {
         let lengths = [d.nx, d.ny, d.nz];
         // Marks the blocks holding the cells `lo..hi` (per axis, which may
         // stick out of the box: they wrap, but not along a partition's z).
+        // The block lists along each axis, reused from call to call.
+        let mut lists: [Vec<usize>; 3] = Default::default();
         let mut mark = |lo: [i64; 3], hi: [i64; 3]| {
-            let along = |a: usize| {
+            for (a, blocks) in lists.iter_mut().enumerate() {
                 let (len, s) = (lengths[a] as i64, if a == 2 { shift_z } else { shift });
                 let (lo, hi) =
                     if a == 2 && split { (lo[a].max(0), hi[a].min(len)) } else { (lo[a], hi[a].min(lo[a] + len)) };
-                let mut blocks: Vec<usize> = (lo..hi)
-                    .map(|p| ((p.rem_euclid(len) as u32 + if a == 2 { pad } else { 0 }) >> s) as usize)
-                    .collect();
+                blocks.clear();
+                blocks.extend(
+                    (lo..hi).map(|p| ((p.rem_euclid(len) as u32 + if a == 2 { pad } else { 0 }) >> s) as usize),
+                );
                 blocks.sort_unstable();
                 blocks.dedup();
-                blocks
-            };
-            let [bx, by, bz] = [along(0), along(1), along(2)];
-            for &z in &bz {
-                for &y in &by {
-                    for &x in &bx {
+            }
+            let [bx, by, bz] = &lists;
+            for &z in bz {
+                for &y in by {
+                    for &x in bx {
                         stored[x + block_dims[0] as usize * (y + block_dims[1] as usize * z)] = true;
                     }
                 }
@@ -447,27 +449,16 @@ impl SparseLayout {
         use rayon::prelude::*;
         let flags = &domain.flags;
         let d = domain.dims;
-        let (edge, counts) = (flags.edge(), flags.block_counts());
-        // Which blocks of the flags may hold a solid cell.
-        let mut solid_blocks = vec![false; counts.iter().map(|&c| c as usize).product()];
-        for (b, view) in flags.blocks() {
-            let k = b[0] as usize + counts[0] as usize * (b[1] as usize + counts[1] as usize * b[2] as usize);
-            solid_blocks[k] = !matches!(view, BlockView::Uniform(f) if !is_solid(f));
-        }
         let r = radius as i64;
         let n = [d.nx as i64, d.ny as i64, d.nz as i64];
         let wrap = |p: u32, dp: i64, a: usize| (p as i64 + dp).rem_euclid(n[a]) as u32;
+        // The cube spans at most two flag blocks along an axis (along a
+        // one-cell z axis it is the cell's own layer).
+        let two_blocks = 2 * radius < flags.edge()[0];
         let near_solid = |p: [u32; 3]| {
-            // The cube spans at most two blocks along an axis: look at the
-            // cells only if one of its corners' blocks may hold a solid.
-            let corners = (0..8).map(|c: usize| {
-                let q: [u32; 3] =
-                    std::array::from_fn(|a| wrap(p[a], if c >> a & 1 == 0 { -r } else { r }, a) / edge[a]);
-                q[0] as usize + counts[0] as usize * (q[1] as usize + counts[1] as usize * q[2] as usize)
-            });
-            // (Along a one-cell z axis the cube is the cell's own layer.)
-            let two_blocks = 2 * radius < edge[0];
-            if two_blocks && !corners.into_iter().any(|k| solid_blocks[k]) {
+            // Look at the cells only if a corner's block may hold a solid.
+            let corner = |c: usize| std::array::from_fn(|a| wrap(p[a], if c >> a & 1 == 0 { -r } else { r }, a));
+            if two_blocks && !(0..8).any(|c| flags.uniform_at(corner(c)).is_none_or(is_solid)) {
                 return false;
             }
             (-r..=r).any(|dz| {
