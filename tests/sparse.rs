@@ -84,9 +84,11 @@ fn geometries(lattice: LatticeKind, precision: Precision, streaming: Streaming) 
     vec![("cavity", cavity), ("channel", channel), ("tunnel", tunnel), ("bed", bed)]
 }
 
-/// Population values of `state`, each as its raw bytes.
-fn values(state: &lbm::host::solver::SavedState, bytes: usize) -> Vec<Vec<u8>> {
-    state.populations().chunks_exact(bytes).map(|c| c.to_vec()).collect()
+/// Population values of `state` of a box of `dims` with `q` values per cell
+/// in the dense layout, each as its raw bytes.
+fn values(state: &lbm::host::solver::SavedState, dims: Dims, q: usize, bytes: usize) -> Vec<Vec<u8>> {
+    let dense = state.dense_populations(dims, q, bytes).unwrap();
+    dense.chunks_exact(bytes).map(|c| c.to_vec()).collect()
 }
 
 fn sparse_matches_dense(backend: BackendKind) {
@@ -111,8 +113,8 @@ fn sparse_matches_dense(backend: BackendKind) {
                             let q = lattice.q();
                             let bytes = precision.bytes();
                             let (a, b) = (
-                                values(&dense.save_state().unwrap(), bytes),
-                                values(&sparse.save_state().unwrap(), bytes),
+                                values(&dense.save_state().unwrap(), d, q, bytes),
+                                values(&sparse.save_state().unwrap(), d, q, bytes),
                             );
                             assert_eq!(a.len(), b.len(), "{what}: state sizes differ");
                             let mut differing = 0;
@@ -170,14 +172,18 @@ fn sparse_matches_dense(backend: BackendKind) {
 }
 on_backends!(sparse_matches_dense);
 
-/// A checkpoint is the dense layout whatever the grid: a dense run's state
-/// resumes on a sparse grid and the other way round, and each continues bit
-/// for bit as an unbroken run.
+/// A checkpoint resumes whatever the grid: a dense run's state (whole
+/// layers) on a sparse grid, a sparse run's (its blocks) on the dense box
+/// or on blocks of another size, and each continues bit for bit as an
+/// unbroken run.
 fn checkpoints_cross_grids(backend: BackendKind) {
     let on = common::On::from(backend);
     for (name, config) in geometries(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull) {
         let sparse = SolverConfig { grid: GridLayout::Sparse { edge: 4 }, ..config.clone() };
-        for (from, to) in [(config.clone(), sparse.clone()), (sparse.clone(), config.clone())] {
+        let sparse8 = SolverConfig { grid: GridLayout::Sparse { edge: 8 }, ..config.clone() };
+        for (from, to) in
+            [(config.clone(), sparse.clone()), (sparse.clone(), config.clone()), (sparse.clone(), sparse8)]
+        {
             let mut first = on.build(from.clone());
             first.step(7).unwrap();
             let state = first.save_state().unwrap();

@@ -287,6 +287,37 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
         })
     }
 
+    /// Calls `visit(p, value, cells)` for runs of cells that hold one value:
+    /// a uniform block once (`p` its first cell, `cells` its cells inside
+    /// the box), each cell of a mixed block on its own (`cells` 1).
+    pub fn for_each_run(&self, mut visit: impl FnMut([u32; 3], T, usize)) {
+        for (k, block) in self.blocks.iter().enumerate() {
+            let b = self.block_position(k);
+            match block {
+                Block::Uniform(v) => visit(self.block_box(b).0, *v, self.cells_in(b)),
+                Block::Cells(_) => self.block_cells(b).for_each(|(p, v)| visit(p, v, 1)),
+            }
+        }
+    }
+
+    /// As [`CellBlocks::for_each_run`] over this box and `other` (of the
+    /// same size) together: a block where both are uniform once, else cell
+    /// by cell.
+    pub fn for_each_pair<U: Copy + PartialEq>(
+        &self,
+        other: &CellBlocks<U>,
+        mut visit: impl FnMut([u32; 3], T, U, usize),
+    ) {
+        assert_eq!(self.dims, other.dims, "boxes of one size");
+        for (k, pair) in self.blocks.iter().zip(&other.blocks).enumerate() {
+            let b = self.block_position(k);
+            match pair {
+                (Block::Uniform(a), Block::Uniform(o)) => visit(self.block_box(b).0, *a, *o, self.cells_in(b)),
+                _ => self.block_cells(b).for_each(|(p, v)| visit(p, v, other[p], 1)),
+            }
+        }
+    }
+
     /// Cells of block `b` inside the box.
     fn cells_in(&self, b: [u32; 3]) -> usize {
         let (lo, hi) = self.block_box(b);
@@ -401,6 +432,19 @@ mod tests {
                 if let Some(v) = blocks.uniform_at(p) {
                     assert_eq!(v, dense[n]);
                 }
+            }
+            let (mut runs, mut pairs) = (vec![0usize; 3], vec![0usize; 3]);
+            blocks.for_each_run(|p, v, n| {
+                assert_eq!(dense[dims.index(p[0], p[1], p[2])], v);
+                runs[v as usize] += n;
+            });
+            blocks.for_each_pair(&CellBlocks::from_dense(dims, &dense), |_, a, b, n| {
+                assert_eq!(a, b);
+                pairs[a as usize] += n;
+            });
+            for v in 0..3 {
+                let count = dense.iter().filter(|&&x| x == v as u8).count();
+                assert_eq!((runs[v], pairs[v]), (count, count));
             }
             let mut other = blocks.clone();
             other.set([dims.nx - 1, dims.ny - 1, dims.nz - 1], 9);

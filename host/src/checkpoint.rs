@@ -6,24 +6,30 @@
 //!
 //! Layout (little-endian): magic `LBMCKPT\0`, format version (u32), reserved
 //! (u32), set-up fingerprint (32 bytes), time step (u64), number of parts
-//! (u64); per part its first and end layer (u32 each), its length (u64) and
-//! its SHA-256 (32 bytes); then the parts' populations in that order (the
-//! whole domain's buffer, as layers are contiguous).
+//! (u64); per part its first and end layer (u32 each), its payload's length
+//! (u64) and SHA-256 (32 bytes), its block edge (3 u32, zeros for dense
+//! layers) and its number of blocks (u64); then the parts' payloads in that
+//! order: a sparse part's block corners (3 u32 each), then the populations
+//! (see [`crate::saved`]).
 
 use crate::error::{Error, Result};
 use crate::files::write_atomic_pieces;
-use crate::solver::{SavedPart, SavedState, SolverConfig};
+use crate::saved::{SavedBlocks, SavedPart, SavedState};
+use crate::solver::SolverConfig;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"LBMCKPT\0";
-/// Format 4: one checksum per partition's layers (format 3: one checksum
-/// over the blocked-by-layer buffer; format 2: plain SoA in direction order;
-/// format 1: older direction order and flag byte).
-const VERSION: u32 = 4;
+/// Format 5: parts of dense layers or of sparse blocks (format 4: dense
+/// layers only, still read; format 3: one checksum over the
+/// blocked-by-layer buffer; format 2: plain SoA in direction order; format
+/// 1: older direction order and flag byte).
+const VERSION: u32 = 5;
 const HEADER: usize = 8 + 4 + 4 + 32 + 8 + 8;
 /// Bytes of one part's entry in the table after the header.
-const PART: usize = 4 + 4 + 8 + 32;
+const PART: usize = 4 + 4 + 8 + 32 + 12 + 8;
+/// [`PART`] of format 4.
+const PART_4: usize = 4 + 4 + 8 + 32;
 
 /// SHA-256 over everything that decides how a state evolves: lattice,
 /// storage, scheme, size, tau, force, wall velocities and every cell flag.
@@ -76,8 +82,20 @@ pub fn fingerprint(config: &SolverConfig) -> [u8; 32] {
 }
 
 /// Writes `state` of a solver built from `config` to `path`, atomically, one
-/// partition's populations after the other.
+/// partition's share after the other.
 pub fn write(path: &Path, config: &SolverConfig, state: &SavedState) -> Result<()> {
+    let (head, payloads) = encode(config, state);
+    let pieces: Vec<&[u8]> =
+        std::iter::once(&head[..]).chain(payloads.iter().flat_map(|(corners, p)| [&corners[..], &p[..]])).collect();
+    write_atomic_pieces(path, &pieces)
+}
+
+/// A part's payload: its blocks' corners (none for dense layers) and its populations.
+type Payload<'a> = (Vec<u8>, &'a [u8]);
+
+/// The header and table of `state`, and each part's payload: its blocks'
+/// corners (none for dense layers) and its populations.
+fn encode<'a>(config: &SolverConfig, state: &'a SavedState) -> (Vec<u8>, Vec<Payload<'a>>) {
     let mut head = Vec::with_capacity(HEADER + PART * state.parts.len());
     head.extend_from_slice(MAGIC);
     head.extend_from_slice(&VERSION.to_le_bytes());
@@ -85,69 +103,113 @@ pub fn write(path: &Path, config: &SolverConfig, state: &SavedState) -> Result<(
     head.extend_from_slice(&fingerprint(config));
     head.extend_from_slice(&state.time.to_le_bytes());
     head.extend_from_slice(&(state.parts.len() as u64).to_le_bytes());
+    let mut payloads = Vec::with_capacity(state.parts.len());
     for p in &state.parts {
+        let (edge, corners) = match &p.blocks {
+            Some(b) => (b.edge, b.corners.iter().flatten().flat_map(|v| v.to_le_bytes()).collect()),
+            None => ([0; 3], Vec::new()),
+        };
+        let mut sha = Sha256::new();
+        sha.update(&corners);
+        sha.update(&p.populations);
         head.extend_from_slice(&p.layers.start.to_le_bytes());
         head.extend_from_slice(&p.layers.end.to_le_bytes());
-        head.extend_from_slice(&(p.populations.len() as u64).to_le_bytes());
-        head.extend_from_slice(&Sha256::digest(&p.populations));
+        head.extend_from_slice(&((corners.len() + p.populations.len()) as u64).to_le_bytes());
+        head.extend_from_slice(&sha.finalize());
+        edge.iter().for_each(|e| head.extend_from_slice(&e.to_le_bytes()));
+        head.extend_from_slice(&(corners.len() as u64 / 12).to_le_bytes());
+        payloads.push((corners, &p.populations[..]));
     }
-    let pieces: Vec<&[u8]> = std::iter::once(&head[..]).chain(state.parts.iter().map(|p| &p.populations[..])).collect();
-    write_atomic_pieces(path, &pieces)
+    (head, payloads)
+}
+
+/// `state` as one run of bytes that [`decode`] reads for the same `config`
+/// (to send a state to another process).
+pub fn to_bytes(config: &SolverConfig, state: &SavedState) -> Vec<u8> {
+    let (mut out, payloads) = encode(config, state);
+    for (corners, p) in payloads {
+        out.extend_from_slice(&corners);
+        out.extend_from_slice(p);
+    }
+    out
 }
 
 /// Reads a checkpoint for a solver built from `config`, checking that it is
 /// complete, uncorrupted and from the same set-up.
 pub fn read(path: &Path, config: &SolverConfig) -> Result<SavedState> {
-    let bad = |message: String| Error::Case { path: path.into(), message };
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    decode(&bytes, config).map_err(|message| Error::Case { path: path.into(), message })
+}
+
+/// The state in `bytes` (a checkpoint file's), checked as [`read`] does;
+/// the error says what is wrong.
+pub fn decode(bytes: &[u8], config: &SolverConfig) -> std::result::Result<SavedState, String> {
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
-        return Err(bad("not an lbm checkpoint (bad header)".into()));
+        return Err("not an lbm checkpoint (bad header)".into());
     }
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
-    if u32_at(8) != VERSION {
-        return Err(bad(format!(
-            "checkpoint format {} is not supported (this lbm writes {VERSION}): resume it with the lbm version that \
-             wrote it, or start the case again",
-            u32_at(8)
-        )));
-    }
+    // Format 4 is format 5 with dense layers only, and shorter table entries.
+    let part_bytes = match u32_at(8) {
+        VERSION => PART,
+        4 => PART_4,
+        v => {
+            return Err(format!(
+                "checkpoint format {v} is not supported (this lbm writes {VERSION}): resume it with the lbm version \
+                 that wrote it, or start the case again"
+            ))
+        }
+    };
     if bytes[16..48] != fingerprint(config) {
-        return Err(bad(
-            "checkpoint was written by a different set-up (lattice, size, viscosity, walls or geometry changed): \
-             resume with the case file it was written with, or start without --resume"
-                .into(),
-        ));
+        return Err("checkpoint was written by a different set-up (lattice, size, viscosity, walls or geometry \
+                    changed): resume with the case file it was written with, or start without --resume"
+            .into());
     }
     let time = u64_at(48);
     let count = u64_at(56) as usize;
-    let table_end = count.checked_mul(PART).and_then(|t| t.checked_add(HEADER)).filter(|&e| e <= bytes.len());
+    let table_end = count.checked_mul(part_bytes).and_then(|t| t.checked_add(HEADER)).filter(|&e| e <= bytes.len());
     let Some(mut at) = table_end else {
-        return Err(bad(
-            "checkpoint is truncated (its table of parts is incomplete): use an older one or restart".into()
-        ));
+        return Err("checkpoint is truncated (its table of parts is incomplete): use an older one or restart".into());
     };
     let mut parts = Vec::with_capacity(count);
     for k in 0..count {
-        let entry = HEADER + k * PART;
+        let entry = HEADER + k * part_bytes;
         let (layers, len) = (u32_at(entry)..u32_at(entry + 4), u64_at(entry + 8) as usize);
-        let Some(populations) = at.checked_add(len).and_then(|end| bytes.get(at..end)) else {
-            return Err(bad(format!(
+        let Some(payload) = at.checked_add(len).and_then(|end| bytes.get(at..end)) else {
+            return Err(format!(
                 "checkpoint is truncated (part {k} of {count}, layers {layers:?}, is incomplete): use an older one or restart"
-            )));
+            ));
         };
-        if Sha256::digest(populations)[..] != bytes[entry + 16..entry + PART] {
-            return Err(bad(format!(
+        if Sha256::digest(payload)[..] != bytes[entry + 16..entry + 48] {
+            return Err(format!(
                 "checkpoint is corrupted (checksum mismatch in layers {layers:?}): use an older one or restart"
-            )));
+            ));
         }
-        parts.push(SavedPart { layers, populations: populations.to_vec() });
+        let (blocks, populations) = match part_bytes {
+            PART if u32_at(entry + 48) != 0 => {
+                let edge = [0, 1, 2].map(|a| u32_at(entry + 48 + 4 * a));
+                let n = u64_at(entry + 60) as usize;
+                let Some((corners, populations)) = n.checked_mul(12).and_then(|c| payload.split_at_checked(c)) else {
+                    return Err(format!(
+                        "checkpoint part {k} (layers {layers:?}) is damaged: use an older one or restart"
+                    ));
+                };
+                let corners = corners.chunks_exact(12).map(|c| [0, 4, 8].map(|o| u32_at_in(c, o))).collect();
+                (Some(SavedBlocks { edge, corners }), populations)
+            }
+            _ => (None, payload),
+        };
+        parts.push(SavedPart { layers, blocks, populations: populations.to_vec() });
         at += len;
     }
     if at != bytes.len() {
-        return Err(bad("checkpoint has bytes after its last part: it is damaged; use an older one or restart".into()));
+        return Err("checkpoint has bytes after its last part: it is damaged; use an older one or restart".into());
     }
     Ok(SavedState { time, parts })
+}
+
+fn u32_at_in(bytes: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap())
 }
 
 #[cfg(test)]
@@ -165,15 +227,38 @@ mod tests {
         let state = SavedState {
             time: 17,
             parts: vec![
-                SavedPart { layers: 0..1, populations: bytes[..1000].to_vec() },
-                SavedPart { layers: 1..1, populations: bytes[1000..].to_vec() },
+                SavedPart { layers: 0..1, blocks: None, populations: bytes[..1000].to_vec() },
+                SavedPart { layers: 1..1, blocks: None, populations: bytes[1000..].to_vec() },
             ],
+        };
+        // Sparse parts keep their blocks.
+        let blocks = SavedBlocks { edge: [4, 4, 1], corners: vec![[0, 0, 0], [4, 0, 0]] };
+        let sparse = SavedState {
+            time: 18,
+            parts: vec![SavedPart {
+                layers: 0..1,
+                blocks: Some(blocks),
+                populations: bytes[..2 * 9 * 16 * 4].to_vec(),
+            }],
         };
         let dir = std::env::temp_dir().join(format!("lbm-ckpt-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("c.lbm");
+        write(&path, &config, &sparse).unwrap();
+        assert_eq!(read(&path, &config).unwrap(), sparse);
+        assert_eq!(decode(&to_bytes(&config, &sparse), &config).unwrap(), sparse);
         write(&path, &config, &state).unwrap();
         assert_eq!(read(&path, &config).unwrap(), state);
+        // Format 4 (dense parts, shorter table entries) still reads.
+        let mut v4 = std::fs::read(&path).unwrap();
+        v4[8..12].copy_from_slice(&4u32.to_le_bytes());
+        for k in (0..2).rev() {
+            let entry = HEADER + k * PART;
+            v4.drain(entry + PART_4..entry + PART);
+        }
+        std::fs::write(&path, &v4).unwrap();
+        assert_eq!(read(&path, &config).unwrap(), state);
+        write(&path, &config, &state).unwrap();
 
         let good = std::fs::read(&path).unwrap();
         let mut flipped = good.clone();
@@ -193,7 +278,7 @@ mod tests {
         std::fs::write(&path, &good).unwrap();
         let other = cavity_config(LatticeKind::D2Q9, Precision::F32, Streaming::EsotericPull, 6, 20.0, 0.05).unwrap();
         assert!(read(&path, &other).unwrap_err().to_string().contains("different set-up"));
-        for version in [1u32, 2, 3] {
+        for version in [1u32, 2, 3, 6] {
             let mut old = good.clone();
             old[8..12].copy_from_slice(&version.to_le_bytes());
             std::fs::write(&path, &old).unwrap();

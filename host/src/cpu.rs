@@ -3,14 +3,15 @@
 //! over cells calling the very per-cell functions the GPU kernels call.
 
 use crate::error::Result;
+use crate::fields::PartFields;
 use crate::forces::momentum_exchange;
 use crate::groups::{passes, BoundaryGroups, OpenTables, Pass};
 use crate::halo::{HaloRun, HaloSends};
 use crate::part_grid::{with_grid, PartGrid};
-use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
+use crate::partition::{local_config, local_layers, own_values, Slab};
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
-use crate::solver::{mass_of, BackendKind, CollisionParams, SavedState, SolverConfig};
+use crate::solver::{mass_of, BackendKind, CollisionParams, SavedPart, SavedState, SolverConfig};
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::lattice::z_pairs;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
@@ -314,8 +315,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         self.t += 1;
     }
 
-    /// `rho, ux, uy, uz` planes over the own cells at step `t`.
-    fn fields(&self, t: u64) -> Vec<f64> {
+    /// The own cells' density and velocity at step `t`.
+    fn fields(&self, t: u64) -> PartFields {
         let cells = self.grid.cells();
         let mut out = vec![S::Real::ZERO; FIELD_COMPONENTS * cells];
         let p = self.config.step_params::<S::Real>(t);
@@ -327,10 +328,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
                 unsafe { stream::fields::<L, Q, S, _>(&g, scheme, &p, f.get(), flags.get(), o.get(), cell) }
             }));
         }
-        let own = self.slab.own_cells(self.plane());
-        let (one, zero) = (S::Real::ONE, S::Real::ZERO);
-        let planes = self.grid.dense_planes(&out, FIELD_COMPONENTS, own, &[one, zero, zero, zero]);
-        planes.into_iter().map(|v| v.to_f64()).collect()
+        self.grid.own_fields(&self.slab, &out)
     }
 }
 
@@ -420,7 +418,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Partitions for CpuParts<L, Q, S>
         Ok(())
     }
 
-    fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>> {
+    fn fields(&mut self, t: u64) -> Result<Vec<PartFields>> {
         Ok(self.parts.iter().map(|p| p.fields(t)).collect())
     }
 
@@ -455,10 +453,14 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Partitions for CpuParts<L, Q, S>
             .collect())
     }
 
+    fn saved_parts(&mut self) -> Result<Vec<SavedPart>> {
+        Ok(self.parts.iter().map(|p| p.grid.saved_part(&p.slab, &p.f, Q)).collect())
+    }
+
     fn restore(&mut self, state: &SavedState, t: u64) -> Result<()> {
         let d = self.config.domain.dims;
         for p in &mut self.parts {
-            p.f = p.grid.stored_populations(local_from_saved(state, d, Q, &p.slab)?, Q, S::ZERO);
+            p.f = p.grid.restored(state, &p.slab, d, Q)?;
             p.t = t;
         }
         Ok(())

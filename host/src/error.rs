@@ -100,7 +100,7 @@ pub enum Error {
     Diverged {
         /// Time step at which it was seen.
         step: u64,
-        /// First bad cell.
+        /// A bad cell (the first of its block found).
         cell: (u32, u32, u32),
     },
 }

@@ -4,13 +4,14 @@
 //! [`crate::multi_gpu`] (the GPUs of one process) and [`crate::nccl`].
 
 use crate::error::{CudaContextExt, Error, Result};
+use crate::fields::PartFields;
 use crate::forces::momentum_exchange;
 use crate::groups::{passes, BoundaryGroups, OpenTables, Pass};
 use crate::launch::{self, Buffers};
 use crate::part_grid::{with_grid, PartGrid};
-use crate::partition::{local_config, local_from_saved, local_layers, own_values, Slab};
+use crate::partition::{local_config, local_layers, own_values, Slab};
 use crate::plan::Region;
-use crate::solver::{mass_of, CollisionParams, KernelReport, SavedState, SolverConfig};
+use crate::solver::{mass_of, CollisionParams, KernelReport, SavedPart, SavedState, SolverConfig};
 use crate::sparse::SparseLayout;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits,
@@ -514,27 +515,17 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         ptr
     }
 
-    /// `rho, ux, uy, uz` planes over the own cells at step `t`.
-    pub(crate) fn fields(&mut self, t: u64) -> Result<Vec<f64>> {
-        let (cells, own) = (self.grid.cells(), self.slab.own_cells(self.plane()));
+    /// The own cells' density and velocity at step `t`.
+    pub(crate) fn fields(&mut self, t: u64) -> Result<PartFields> {
         let s = self.device.stream().clone();
-        let mut out = s.alloc_zeros::<S::Real>(FIELD_COMPONENTS * cells).ctx("allocating the fields buffer")?;
+        let mut out =
+            s.alloc_zeros::<S::Real>(FIELD_COMPONENTS * self.grid.cells()).ctx("allocating the fields buffer")?;
         let cfg = with_grid!(&self.grid, |g| launch_all(&g, block_size(KernelKind::Fields)));
         let p = self.config.step_params::<S::Real>(t);
         let (scheme, grid) = (self.config.streaming, self.kernel_grid());
         launch::fields(&s, &self.fields_kernel, &self.f, &self.flags, &mut out, p, scheme, grid, cfg)?;
-        if let PartGrid::Dense(_) = self.grid {
-            let mut planes = Vec::with_capacity(FIELD_COMPONENTS * own.len());
-            for c in 0..FIELD_COMPONENTS {
-                let view = out.slice(c * cells + own.start..c * cells + own.end);
-                planes.extend(s.clone_dtoh(&view).ctx("reading fields back")?.into_iter().map(|v| v.to_f64()));
-            }
-            return Ok(planes);
-        }
         let stored = s.clone_dtoh(&out).ctx("reading fields back")?;
-        let (one, zero) = (S::Real::ONE, S::Real::ZERO);
-        let planes = self.grid.dense_planes(&stored, FIELD_COMPONENTS, own, &[one, zero, zero, zero]);
-        Ok(planes.into_iter().map(|v| v.to_f64()).collect())
+        Ok(self.grid.own_fields(&self.slab, &stored))
     }
 
     /// The current population buffer, halos included.
@@ -551,6 +542,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             sparse => sparse.dense_populations(&f, Q, S::ZERO),
         };
         Ok(own_values(&dense, self.plane(), Q, &self.slab).to_vec())
+    }
+
+    /// The own cells' share of a saved state.
+    pub(crate) fn saved_part(&self) -> Result<SavedPart> {
+        Ok(self.grid.saved_part(&self.slab, &self.read_populations()?, Q))
     }
 
     /// Storage numbers of the own cells.
@@ -581,13 +577,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     /// Sets the populations (halos included) from a saved state of the whole
     /// domain `global`, and the time to `t`.
     pub(crate) fn restore(&mut self, state: &SavedState, global: kernels_gpu::Dims, t: u64) -> Result<()> {
-        self.restore_local(&local_from_saved(state, global, Q, &self.slab)?, t)
-    }
-
-    /// Sets the populations from the partition's own buffer (halos
-    /// included, in the dense layout), and the time to `t`.
-    pub(crate) fn restore_local(&mut self, local: &[S], t: u64) -> Result<()> {
-        let local = self.grid.stored_populations(local.to_vec(), Q, S::ZERO);
+        let local = self.grid.restored::<S>(state, &self.slab, global, Q)?;
         let elems: Vec<S::Elem> = local.iter().map(|&v| S::to_elem(v)).collect();
         self.device.stream().memcpy_htod(&elems, &mut self.f).ctx("uploading populations")?;
         self.t = t;

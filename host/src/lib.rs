@@ -34,6 +34,7 @@ pub mod porous;
 pub mod probe;
 pub mod ptxas;
 pub mod reference;
+pub mod saved;
 pub mod simulation;
 pub mod solver;
 pub mod sparse;

@@ -21,6 +21,7 @@
 //! hardware allows it; elsewhere the driver stages peer copies through the host.
 
 use crate::error::{CudaContextExt, Error, Result};
+use crate::fields::PartFields;
 use crate::gpu::{DeviceStorage, GpuDevice, GpuPart};
 use crate::halo::{HaloRun, HaloSends};
 use crate::overlap::SplitStep;
@@ -28,7 +29,7 @@ use crate::partition::Slab;
 use crate::peer;
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
-use crate::solver::{BackendKind, KernelReport, SavedState, Solver, SolverConfig};
+use crate::solver::{BackendKind, KernelReport, SavedPart, SavedState, Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 use kernels_gpu::lattice::z_pairs;
@@ -385,7 +386,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for GpuParts<L,
         Ok(())
     }
 
-    fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>> {
+    fn fields(&mut self, t: u64) -> Result<Vec<PartFields>> {
         // A neighbour's copy writes into a partition's own layers: finish
         // every partition's work before reading any.
         self.synchronize()?;
@@ -406,6 +407,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for GpuParts<L,
     fn populations(&mut self) -> Result<Vec<Vec<S>>> {
         self.synchronize()?;
         self.parts.iter().map(|p| p.gpu.own_populations()).collect()
+    }
+
+    fn saved_parts(&mut self) -> Result<Vec<SavedPart>> {
+        self.synchronize()?;
+        self.parts.iter().map(|p| p.gpu.saved_part()).collect()
     }
 
     fn restore(&mut self, state: &SavedState, t: u64) -> Result<()> {

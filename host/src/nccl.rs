@@ -18,17 +18,19 @@
 //! `tcp:HOST:PORT` (rank 0 listens there).
 
 use crate::bench::COPY_BYTES;
+use crate::checkpoint;
 use crate::error::{CudaContextExt, Error, Result};
+use crate::fields::PartFields;
 use crate::gpu::{DeviceStorage, GpuDevice, GpuPart};
 use crate::halo::{halo_copies, HaloRun};
 use crate::multi_gpu::GpuSolver;
 use crate::overlap::SplitStep;
 use crate::part_grid::PartGrid;
-use crate::partition::{local_config, local_from_saved, local_layers, Slab};
+use crate::partition::{local_config, local_layers, Slab};
 use crate::peer;
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
-use crate::solver::{storage_bytes, BackendKind, SavedState, Solver, SolverConfig};
+use crate::solver::{storage_bytes, BackendKind, SavedPart, SavedState, Solver, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nccl::sys as nccl;
@@ -558,6 +560,14 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
 
     /// Every rank's `mine` on rank 0 (`len(r)` bytes from rank `r`); an
     /// empty list on the others.
+    /// [`Self::gather_bytes`] of messages whose sizes only their senders
+    /// know (a sparse partition's stored cells): each size goes first.
+    fn gather_sized(&self, mine: Vec<u8>) -> Result<Vec<Vec<u8>>> {
+        let sizes = self.gather_bytes((mine.len() as u64).to_ne_bytes().to_vec(), |_| 8)?;
+        let sizes: Vec<usize> = sizes.iter().map(|b| bytemuck::pod_read_unaligned::<u64>(b) as usize).collect();
+        self.gather_bytes(mine, |r| sizes[r])
+    }
+
     fn gather_bytes(&self, mine: Vec<u8>, len: impl Fn(usize) -> usize) -> Result<Vec<Vec<u8>>> {
         if self.ranks.rank != 0 {
             self.send_bytes(0, &mine)?;
@@ -706,13 +716,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for NcclParts<L
         })
     }
 
-    fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>> {
+    fn fields(&mut self, t: u64) -> Result<Vec<PartFields>> {
         self.synchronize()?;
-        let mine = bytemuck::cast_slice::<f64, u8>(&self.gpu.fields(t)?).to_vec();
-        let plane = (self.config.domain.dims.nx * self.config.domain.dims.ny) as usize;
-        let slabs = self.slabs.clone();
-        let all = self.gather_bytes(mine, |r| 4 * 8 * plane * slabs[r].z.len())?;
-        Ok(all.iter().map(|b| bytemuck::pod_collect_to_vec::<u8, f64>(b)).collect())
+        let mine = self.gpu.fields(t)?.to_bytes();
+        let all = self.gather_sized(mine)?;
+        all.iter().map(|b| PartFields::from_bytes(b)).collect()
     }
 
     fn masses(&mut self, t: u64) -> Result<Vec<f64>> {
@@ -760,23 +768,29 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for NcclParts<L
             .collect()
     }
 
-    /// Rank 0 reads the state and sends each rank its layers; the others
-    /// pass any state (an empty one) and receive.
+    fn saved_parts(&mut self) -> Result<Vec<SavedPart>> {
+        self.synchronize()?;
+        let all = self.gather_sized(self.gpu.saved_part()?.to_bytes())?;
+        all.iter().map(|b| SavedPart::from_bytes(b)).collect()
+    }
+
+    /// Rank 0 holds the state and sends it to every rank, which takes the
+    /// cells it needs; the others pass any state (an empty one) and receive.
     fn restore(&mut self, state: &SavedState, t: u64) -> Result<()> {
         self.synchronize()?;
         let d = self.config.domain.dims;
-        let layer = Q * (d.nx * d.ny) as usize;
         if self.ranks.rank == 0 {
+            let bytes = checkpoint::to_bytes(&self.config, state);
             for r in 1..self.ranks.world {
-                self.send_bytes(r, storage_bytes(&local_from_saved::<S>(state, d, Q, &self.slabs[r])?))?;
+                self.send_bytes(r, &(bytes.len() as u64).to_ne_bytes())?;
+                self.send_bytes(r, &bytes)?;
             }
-            self.gpu.restore_local(&local_from_saved::<S>(state, d, Q, &self.slabs[0])?, t)
+            self.gpu.restore(state, d, t)
         } else {
-            let n = layer * (self.slabs[self.ranks.rank].z.len() + 2);
-            let bytes = self.recv_bytes(0, n * S::BYTES)?;
-            let mut local = vec![S::ZERO; n];
-            crate::solver::restore_storage(&mut local, &bytes)?;
-            self.gpu.restore_local(&local, t)
+            let len = bytemuck::pod_read_unaligned::<u64>(&self.recv_bytes(0, 8)?) as usize;
+            let bytes = self.recv_bytes(0, len)?;
+            let state = checkpoint::decode(&bytes, &self.config).map_err(Error::Setup)?;
+            self.gpu.restore(&state, d, t)
         }
     }
 

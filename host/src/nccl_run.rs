@@ -140,7 +140,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for NcclRun<L, Q, S
     fn restore_state(&mut self, state: &SavedState) -> Result<()> {
         // Checked before the others are told, so a wrong state is refused cleanly.
         let d = self.sim.config().domain.dims;
-        state.check(d.nz, self.sim.config().lattice.q() * (d.nx * d.ny) as usize * S::BYTES)?;
+        crate::saved::SavedCells::new(state, d, self.sim.config().lattice.q(), S::BYTES)?;
         self.collective(Command::Scatter(state.time), |s| s.restore_state(state))
     }
 

@@ -5,14 +5,17 @@
 //! turns those into the grid's storage order and back.
 
 use crate::error::Result;
+use crate::fields::PartFields;
 use crate::halo::{HaloCopy, HaloRun};
-use crate::partition::{region_ranges, Slab};
+use crate::partition::{global_layer, local_from_saved, own_values, region_ranges, Slab};
 use crate::plan::Region;
+use crate::saved::{SavedBlocks, SavedCells, SavedPart, SavedState};
+use crate::solver::{restore_storage, storage_bytes};
 use crate::solver::{GridLayout, SolverConfig};
 use crate::sparse::{with_sparse, SparseLayout};
 use kernels_gpu::layout::population_index;
 use kernels_gpu::stream::FIELD_COMPONENTS;
-use kernels_gpu::{Dims, Grid};
+use kernels_gpu::{Dims, Grid, Storage};
 use std::ops::Range;
 
 /// A partition's grid.
@@ -139,19 +142,101 @@ impl PartGrid {
         }
     }
 
-    /// `components` dense planes over the box cells `own` from planes in
-    /// storage order; cells not stored take `absent[c]`.
-    pub fn dense_planes<T: Copy>(&self, stored: &[T], components: usize, own: Range<usize>, absent: &[T]) -> Vec<T> {
+    /// The own cells' fields from `rho, ux, uy, uz` planes in storage
+    /// order (`slab` places the partition in the box): whole layers on
+    /// the dense box, the stored cells on a sparse grid.
+    pub fn own_fields<T: kernels_gpu::Real>(&self, slab: &Slab, stored: &[T]) -> PartFields {
         let n = self.cells();
-        (0..components)
-            .flat_map(|c| {
-                let plane = &stored[c * n..(c + 1) * n];
-                match self {
-                    PartGrid::Dense(_) => plane[own.clone()].to_vec(),
-                    PartGrid::Sparse(s) => s.scatter(plane, absent[c])[own.clone()].to_vec(),
+        match self {
+            PartGrid::Dense(d) => {
+                let own = slab.own_cells(d.nx * d.ny);
+                let planes = (0..FIELD_COMPONENTS)
+                    .flat_map(|c| stored[c * n..][own.clone()].iter().map(|v| v.to_f64()))
+                    .collect();
+                PartFields::Layers { z: slab.z.clone(), planes }
+            }
+            PartGrid::Sparse(s) => {
+                let (mut positions, mut values) = (Vec::new(), Vec::new());
+                let own = slab.own_layers();
+                for cells in self.region_cells(slab, Region::Whole) {
+                    for k in cells {
+                        let Some([x, y, z]) = s.cell_position(k as u32).filter(|p| own.contains(&p[2])) else {
+                            continue;
+                        };
+                        positions.push([x, y, z - own.start + slab.z.start]);
+                        values.push(std::array::from_fn(|c| stored[c * n + k].to_f64()));
+                    }
                 }
-            })
-            .collect()
+                PartFields::Cells { positions, values }
+            }
+        }
+    }
+
+    /// The own cells' populations `f` (storage order) as a part of a saved
+    /// state: whole layers of the dense box; the own stored blocks of a
+    /// sparse grid, in z, y, x order of their corners, so that every
+    /// partitioning of a grid saves the same bytes.
+    pub fn saved_part<S: Storage>(&self, slab: &Slab, f: &[S], q: usize) -> SavedPart {
+        match self {
+            PartGrid::Dense(d) => {
+                let populations = storage_bytes(own_values(f, d.nx * d.ny, q, slab)).to_vec();
+                SavedPart { layers: slab.z.clone(), blocks: None, populations }
+            }
+            PartGrid::Sparse(s) => {
+                let edge = [1 << s.shift, 1 << s.shift, 1 << s.shift_z];
+                let own = s.own_layers();
+                let mut blocks: Vec<([u32; 3], usize)> = (s.origin.iter().enumerate())
+                    .filter(|(_, o)| own.contains(&o[2]))
+                    // Padded grid z to the box's: the pad, then the partition's place.
+                    .map(|(b, o)| {
+                        ([o[0] * edge[0], o[1] * edge[1], o[2] * edge[2] - s.pad - slab.halo + slab.z.start], b)
+                    })
+                    .collect();
+                blocks.sort_unstable_by_key(|&([x, y, z], _)| [z, y, x]);
+                let chunk = q * s.block_cells();
+                let mut populations = Vec::with_capacity(blocks.len() * chunk * S::BYTES);
+                for &(_, b) in &blocks {
+                    populations.extend_from_slice(storage_bytes(&f[b * chunk..][..chunk]));
+                }
+                let corners = blocks.into_iter().map(|(c, _)| c).collect();
+                SavedPart { layers: slab.z.clone(), blocks: Some(SavedBlocks { edge, corners }), populations }
+            }
+        }
+    }
+
+    /// A partition's population buffer in storage order, halos included,
+    /// from a saved state of the box `global` (of either grid and any
+    /// partitioning); slots the state does not hold are zero.
+    pub fn restored<S: Storage>(&self, state: &SavedState, slab: &Slab, global: Dims, q: usize) -> Result<Vec<S>> {
+        if let (PartGrid::Dense(_), true) = (self, state.is_dense()) {
+            return local_from_saved(state, global, q, slab);
+        }
+        let cells = SavedCells::new(state, global, q, S::BYTES)?;
+        let global_z = |zl: u32| if slab.halo == 0 { zl } else { global_layer(slab.z.start, zl, global.nz) };
+        let mut out = vec![S::ZERO; q * self.cells()];
+        let mut put = |p: [u32; 3], at: &dyn Fn(usize) -> usize| {
+            if let Some(slots) = cells.cell([p[0], p[1], global_z(p[2])]) {
+                for (slot, bytes) in slots.enumerate() {
+                    restore_storage(&mut out[at(slot)..][..1], bytes).expect("one value");
+                }
+            }
+        };
+        match self {
+            PartGrid::Dense(d) => {
+                let plane = d.nx * d.ny;
+                for n in 0..d.cells() {
+                    let p = crate::cell_blocks::position(*d, n);
+                    put(p, &|slot| population_index(plane, q, p[0] + d.nx * p[1], p[2], slot));
+                }
+            }
+            PartGrid::Sparse(s) => with_sparse!(s, |grid| for n in 0..s.cells() as u32 {
+                if let Some(p) = s.cell_position(n) {
+                    let cell = grid.cell_of(n);
+                    put(p, &|slot| grid.population(q, cell, slot));
+                }
+            }),
+        }
+        Ok(out)
     }
 
     /// A population buffer of `q` per cell in the dense layout from one in
@@ -164,18 +249,6 @@ impl PartGrid {
             PartGrid::Sparse(s) => {
                 let mut out = vec![zero; q * s.dims.cells()];
                 for_each_slot(s, q, |dense, stored| out[dense] = f[stored]);
-                out
-            }
-        }
-    }
-
-    /// The inverse of [`PartGrid::dense_populations`] on stored cells.
-    pub fn stored_populations<T: Copy>(&self, dense: Vec<T>, q: usize, zero: T) -> Vec<T> {
-        match self {
-            PartGrid::Dense(_) => dense,
-            PartGrid::Sparse(s) => {
-                let mut out = vec![zero; q * s.cells()];
-                for_each_slot(s, q, |at, stored| out[stored] = dense[at]);
                 out
             }
         }

@@ -196,7 +196,7 @@ pub(crate) fn local_layers<T: Copy>(global: &[T], d: Dims, q: usize, slab: &Slab
 /// domain for an unsplit slab) from a saved state of any partitioning.
 pub(crate) fn local_from_saved<S: Storage>(state: &SavedState, d: Dims, q: usize, slab: &Slab) -> Result<Vec<S>> {
     let layer_bytes = q * (d.nx * d.ny) as usize * S::BYTES;
-    state.check(d.nz, layer_bytes)?;
+    state.check(d.nz, layer_bytes, |b| q * b.volume() * S::BYTES)?;
     let layers: Vec<u32> = if slab.halo == 0 {
         (0..d.nz).collect()
     } else {

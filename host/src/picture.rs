@@ -1,8 +1,9 @@
 //! PNG pictures of a slice through the fields, with a colour bar, so a user
 //! sees the flow while it runs without opening ParaView.
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::{Error, Result};
-use crate::fields::Fields;
+use crate::fields::{speed, Fields};
 use crate::files::write_atomic;
 use image::{Rgb, RgbImage};
 use std::path::Path;
@@ -54,7 +55,13 @@ const INK: Rgb<u8> = Rgb([0, 0, 0]);
 
 /// Renders `quantity` on `slice` and writes a PNG (atomically). Solid cells
 /// are grey; the colour bar on the right is labelled with the range.
-pub fn write_slice(path: &Path, fields: &Fields, flags: &[u8], quantity: Quantity, slice: Slice) -> Result<()> {
+pub fn write_slice(
+    path: &Path,
+    fields: &Fields,
+    flags: &CellBlocks<u8>,
+    quantity: Quantity,
+    slice: Slice,
+) -> Result<()> {
     let d = fields.dims;
     let n = [d.nx, d.ny, d.nz];
     if slice.normal > 2 || slice.index >= n[slice.normal] {
@@ -69,27 +76,22 @@ pub fn write_slice(path: &Path, fields: &Fields, flags: &[u8], quantity: Quantit
         1 => (0, 2),
         _ => (0, 1),
     };
-    let values: Vec<f64> = match quantity {
-        Quantity::Velocity => fields.u.iter().map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt()).collect(),
-        Quantity::Vorticity => fields.vorticity_magnitude(flags),
-    };
-    let cell_at = |i: u32, j: u32| {
-        let mut p = [0u32; 3];
-        p[slice.normal] = slice.index;
-        p[a] = i;
-        p[b] = j;
-        d.index(p[0], p[1], p[2])
-    };
     let (w, h) = (n[a], n[b]);
-    let mut max = 0.0f64;
-    for j in 0..h {
-        for i in 0..w {
-            let c = cell_at(i, j);
-            if kernels_gpu::flags::is_flow(flags[c]) && values[c].is_finite() {
-                max = max.max(values[c]);
-            }
-        }
-    }
+    // The slice's values, `None` in solid cells.
+    let values: Vec<Option<f64>> = (0..h)
+        .flat_map(|j| (0..w).map(move |i| (i, j)))
+        .map(|(i, j)| {
+            let mut p = [0u32; 3];
+            p[slice.normal] = slice.index;
+            p[a] = i;
+            p[b] = j;
+            kernels_gpu::flags::is_flow(flags[p]).then(|| match quantity {
+                Quantity::Velocity => speed(fields.u[p]),
+                Quantity::Vorticity => fields.vorticity_at(flags, p),
+            })
+        })
+        .collect();
+    let max = values.iter().flatten().filter(|v| v.is_finite()).fold(0.0f64, |m, &v| m.max(v));
     // Scale small grids up so the picture is at least ~1024 pixels across.
     let scale = (1024 / w.max(h)).clamp(1, 16);
     let bar_w = 90;
@@ -97,11 +99,9 @@ pub fn write_slice(path: &Path, fields: &Fields, flags: &[u8], quantity: Quantit
     let mut img = RgbImage::from_pixel(img_w, img_h, BACKGROUND);
     for j in 0..h {
         for i in 0..w {
-            let c = cell_at(i, j);
-            let px = if kernels_gpu::flags::is_flow(flags[c]) {
-                colour(if max > 0.0 { values[c] / max } else { 0.0 })
-            } else {
-                SOLID
+            let px = match values[(i + w * j) as usize] {
+                Some(v) => colour(if max > 0.0 { v / max } else { 0.0 }),
+                None => SOLID,
             };
             for dy in 0..scale {
                 for dx in 0..scale {
@@ -176,9 +176,9 @@ mod tests {
         let dims = Dims::new(20, 10, 1);
         let mut u = vec![[0.0; 3]; dims.cells()];
         u[dims.index(5, 5, 0)] = [0.1, 0.0, 0.0];
-        let mut flags = vec![0u8; dims.cells()];
-        flags[dims.index(0, 0, 0)] = kernels_gpu::flags::WALL;
-        let f = Fields { dims, rho: vec![1.0; dims.cells()], u };
+        let mut flags = CellBlocks::new(dims, 0u8);
+        flags.set([0, 0, 0], kernels_gpu::flags::WALL);
+        let f = Fields::from_dense(dims, &vec![1.0; dims.cells()], &u);
         let dir = std::env::temp_dir().join(format!("lbm-png-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.png");

@@ -16,6 +16,7 @@
 //! * Simple cubic arrays of spheres: the drag of Hasimoto (1959) extended
 //!   by Sangani & Acrivos (1982), see [`sangani_acrivos_simple_cubic`].
 
+use crate::cell_blocks::CellBlocks;
 use crate::fields::Fields;
 use kernels_gpu::flags::is_flow;
 
@@ -64,23 +65,29 @@ pub struct Permeability {
 /// driven by the body force `force`, with kinematic viscosity `nu` and
 /// cell flags `flags`; `diameter` is the grains' diameter (cells) when known.
 /// `None` when the force is zero.
-pub fn measure(fields: &Fields, flags: &[u8], force: [f64; 3], nu: f64, diameter: Option<f64>) -> Option<Permeability> {
+pub fn measure(
+    fields: &Fields,
+    flags: &CellBlocks<u8>,
+    force: [f64; 3],
+    nu: f64,
+    diameter: Option<f64>,
+) -> Option<Permeability> {
     let g = (force[0] * force[0] + force[1] * force[1] + force[2] * force[2]).sqrt();
     if g == 0.0 {
         return None;
     }
     let along = force.map(|f| f / g);
-    let cells = fields.u.len() as f64;
-    // Solid cells carry no velocity: summing every cell is the superficial mean.
-    let sum: f64 = fields
-        .u
-        .iter()
-        .zip(flags)
-        .filter(|(_, &f)| is_flow(f))
-        .map(|(u, _)| u[0] * along[0] + u[1] * along[1] + u[2] * along[2])
-        .sum();
+    let cells = fields.dims.cells() as f64;
+    // Solid cells carry no velocity: summing every flow cell is the superficial mean.
+    let (mut sum, mut flow) = (0.0, 0usize);
+    fields.u.for_each_pair(flags, |_, u, f, n| {
+        if is_flow(f) {
+            sum += n as f64 * (u[0] * along[0] + u[1] * along[1] + u[2] * along[2]);
+            flow += n;
+        }
+    });
     let superficial_velocity = sum / cells;
-    let porosity = flags.iter().filter(|&&f| is_flow(f)).count() as f64 / cells;
+    let porosity = flow as f64 / cells;
     let permeability = nu * superficial_velocity / g;
     Some(Permeability {
         porosity,

@@ -87,8 +87,8 @@ mod tests {
     #[test]
     fn samples_a_linear_field_exactly() {
         let dims = Dims::new(5, 5, 1);
-        let u = (0..dims.cells()).map(|n| [dims.coords(n as u32).1 as f64 * 0.01, 0.0, 0.0]).collect();
-        let f = Fields { dims, rho: vec![1.0; dims.cells()], u };
+        let u: Vec<[f64; 3]> = (0..dims.cells()).map(|n| [dims.coords(n as u32).1 as f64 * 0.01, 0.0, 0.0]).collect();
+        let f = Fields::from_dense(dims, &vec![1.0; dims.cells()], &u);
         let spec =
             ProbeSpec { name: "c".into(), from: [2.0, 0.0, 0.0], to: [2.0, 4.0, 0.0], samples: 9, relative: false };
         let rel = ProbeSpec { from: [0.5, 0.0, 0.0], to: [0.5, 1.0, 0.0], relative: true, ..spec.clone() };

@@ -5,11 +5,10 @@
 //! forces), and only those results are put together here.
 
 use crate::error::Result;
-use crate::fields::Fields;
+use crate::fields::{Fields, PartFields};
 use crate::partition::Slab;
 use crate::plan::{self, Executor, Plan};
-use crate::solver::{storage_bytes, BackendKind, KernelReport, SavedPart, SavedState, Solver, SolverConfig};
-use kernels_gpu::stream::FIELD_COMPONENTS;
+use crate::solver::{BackendKind, KernelReport, SavedPart, SavedState, Solver, SolverConfig};
 use kernels_gpu::{Real, Storage};
 
 /// What a simulation asks of its partitions besides stepping them.
@@ -20,16 +19,18 @@ pub trait Partitions: Executor + Send {
     fn slabs(&self) -> &[Slab];
     /// Waits until queued work is done.
     fn synchronize(&mut self) -> Result<()>;
-    /// Each partition's density and velocity at time `t`: `rho, ux, uy, uz`
-    /// planes over its own cells.
-    fn fields(&mut self, t: u64) -> Result<Vec<Vec<f64>>>;
+    /// Each partition's density and velocity of its own cells at time `t`.
+    fn fields(&mut self, t: u64) -> Result<Vec<PartFields>>;
     /// Each partition's fluid mass at time `t` (f64 sums of its populations).
     fn masses(&mut self, t: u64) -> Result<Vec<f64>>;
     /// Each partition's momentum-exchange force on each object at time `t`
     /// (`objects` over the whole domain; see [`crate::forces`]).
     fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>>;
-    /// Each partition's own layers of the current population buffer.
+    /// Each partition's own layers of the current population buffer, in
+    /// the dense layout.
     fn populations(&mut self) -> Result<Vec<Vec<Self::Storage>>>;
+    /// Each partition's share of a saved state ([`crate::part_grid::PartGrid::saved_part`]).
+    fn saved_parts(&mut self) -> Result<Vec<SavedPart>>;
     /// Sets every partition's populations, halos included, from a saved
     /// state (of any partitioning), and its time to `t`.
     fn restore(&mut self, state: &SavedState, t: u64) -> Result<()>;
@@ -94,17 +95,7 @@ impl<X: Partitions> Solver for Simulation<X> {
     }
 
     fn fields(&mut self) -> Result<Fields> {
-        let dims = self.config.domain.dims;
-        let (cells, plane) = (dims.cells(), (dims.nx * dims.ny) as usize);
-        let parts = self.exec.fields(self.t)?;
-        let mut planes = vec![0.0; FIELD_COMPONENTS * cells];
-        for (slab, own) in self.exec.slabs().iter().zip(parts) {
-            let (start, n) = (slab.z.start as usize * plane, slab.z.len() * plane);
-            for c in 0..FIELD_COMPONENTS {
-                planes[c * cells + start..][..n].copy_from_slice(&own[c * n..][..n]);
-            }
-        }
-        Ok(planes_to_fields(dims, &planes))
+        Ok(Fields::from_parts(self.config.domain.dims, &self.exec.fields(self.t)?))
     }
 
     fn populations(&mut self) -> Result<Vec<f64>> {
@@ -128,11 +119,7 @@ impl<X: Partitions> Solver for Simulation<X> {
     }
 
     fn save_state(&mut self) -> Result<SavedState> {
-        let parts = self.exec.populations()?;
-        let parts = (self.exec.slabs().iter().zip(parts))
-            .map(|(slab, f)| SavedPart { layers: slab.z.clone(), populations: storage_bytes(&f).to_vec() })
-            .collect();
-        Ok(SavedState { time: self.t, parts })
+        Ok(SavedState { time: self.t, parts: self.exec.saved_parts()? })
     }
 
     fn restore_state(&mut self, state: &SavedState) -> Result<()> {
@@ -151,15 +138,5 @@ impl<X: Partitions> Solver for Simulation<X> {
 
     fn kernel_report(&self) -> Option<KernelReport> {
         self.exec.kernel_report()
-    }
-}
-
-/// Converts `rho, ux, uy, uz` planes into [`Fields`].
-pub(crate) fn planes_to_fields<T: Real>(dims: kernels_gpu::Dims, planes: &[T]) -> Fields {
-    let cells = dims.cells();
-    Fields {
-        dims,
-        rho: planes[..cells].iter().map(|v| v.to_f64()).collect(),
-        u: (0..cells).map(|n| [1, 2, 3].map(|a| planes[a * cells + n].to_f64())).collect(),
     }
 }

@@ -4,6 +4,7 @@
 use crate::domain::{Domain, OpenScheme};
 use crate::error::{Error, Result};
 use crate::fields::Fields;
+pub use crate::saved::{SavedBlocks, SavedPart, SavedState};
 use kernels_gpu::{Bgk, CollisionKind, F16s, Lattice, Real, StepParams, Storage, Streaming, Trt, D2Q9, D3Q19, D3Q27};
 use serde::{Deserialize, Serialize};
 
@@ -427,69 +428,6 @@ impl Named for GridLayout {
     }
     fn label(self) -> &'static str {
         self.name()
-    }
-}
-
-/// A solver's restorable state: the time, and each partition's own layers
-/// of the current population buffer exactly as stored (native byte order),
-/// in z order. Layers are contiguous in the layout, so the parts end to end
-/// are the whole domain's buffer, and a state saved by one partitioning
-/// restores into any other.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SavedState {
-    /// Time steps done.
-    pub time: u64,
-    /// The partitions' layers.
-    pub parts: Vec<SavedPart>,
-}
-
-/// One partition's share of a [`SavedState`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SavedPart {
-    /// Global z-layers held.
-    pub layers: std::ops::Range<u32>,
-    /// Their populations, raw storage bytes.
-    pub populations: Vec<u8>,
-}
-
-impl SavedState {
-    /// The whole domain's buffer of `nz` layers as one part.
-    pub fn whole(time: u64, populations: Vec<u8>, nz: u32) -> Self {
-        Self { time, parts: vec![SavedPart { layers: 0..nz, populations }] }
-    }
-
-    /// The whole domain's population bytes.
-    pub fn populations(&self) -> Vec<u8> {
-        self.parts.iter().flat_map(|p| p.populations.iter().copied()).collect()
-    }
-
-    /// Checks that the parts hold layers `0 .. nz` in order, `layer_bytes` each.
-    pub fn check(&self, nz: u32, layer_bytes: usize) -> Result<()> {
-        let mut z = 0;
-        for p in &self.parts {
-            if p.layers.start != z || p.populations.len() != p.layers.len() * layer_bytes {
-                return Err(Error::Setup(format!(
-                    "saved state holds layers {:?} in {} bytes where layers from {z} of {layer_bytes} bytes were \
-                     expected: it was saved from another case",
-                    p.layers,
-                    p.populations.len()
-                )));
-            }
-            z = p.layers.end;
-        }
-        if z != nz {
-            return Err(Error::Setup(format!(
-                "saved state holds {z} layers but this solver has {nz}: it was saved from another case"
-            )));
-        }
-        Ok(())
-    }
-
-    /// The bytes of global layer `z` (of `layer_bytes`), from the part that
-    /// holds it (the state must have passed [`Self::check`]).
-    pub fn layer(&self, z: u32, layer_bytes: usize) -> &[u8] {
-        let p = self.parts.iter().find(|p| p.layers.contains(&z)).expect("a checked state holds every layer");
-        &p.populations[(z - p.layers.start) as usize * layer_bytes..][..layer_bytes]
     }
 }
 

@@ -384,7 +384,8 @@ pub fn taylor_green(
             s.step(every)?;
         }
         let f = s.fields()?;
-        let e: f64 = f.u.iter().map(|v| v[0] * v[0] + v[1] * v[1]).sum();
+        let mut e = 0.0;
+        f.u.for_each_run(|_, v, n| e += n as f64 * (v[0] * v[0] + v[1] * v[1]));
         pts.push((s.time() as f64, e.ln()));
     }
     let m = pts.len() as f64;
@@ -409,12 +410,7 @@ pub fn run_to_steady(
     while s.time() < max_steps {
         s.step(check_every)?;
         let now = s.fields()?;
-        let change = now
-            .u
-            .iter()
-            .zip(&last.u)
-            .map(|(a, b)| (0..3).map(|k| (a[k] - b[k]).abs()).fold(0.0, f64::max))
-            .fold(0.0, f64::max);
+        let change = now.max_change(&last.u);
         last = now;
         if change < tolerance * scale {
             return Ok((last, true));

@@ -4,6 +4,7 @@
 //! grid, so solid regions take no space in the file either.
 
 use crate::case::UnitConversion;
+use crate::cell_blocks::CellBlocks;
 use crate::error::Result;
 use crate::fields::Fields;
 use crate::files::write_atomic;
@@ -25,13 +26,13 @@ pub struct View {
 /// Writes density, velocity, vorticity magnitude and cell flags of `fields`
 /// (the part and units `view` asks for) to `path`, atomically: a temporary
 /// file renamed into place, so a reader never sees half a file.
-pub fn write_fields(path: &Path, fields: &Fields, flags: &[u8], title: &str, view: &View) -> Result<()> {
+pub fn write_fields(path: &Path, fields: &Fields, flags: &CellBlocks<u8>, title: &str, view: &View) -> Result<()> {
     let d = fields.dims;
     let (lo, hi) = view.region.unwrap_or(([0; 3], [d.nx - 1, d.ny - 1, d.nz - 1]));
     let dims = [0, 1, 2].map(|a| hi[a] - lo[a] + 1);
     let n = dims.iter().map(|&k| k as usize).product::<usize>();
     let cells =
-        (lo[2]..=hi[2]).flat_map(|z| (lo[1]..=hi[1]).flat_map(move |y| (lo[0]..=hi[0]).map(move |x| d.index(x, y, z))));
+        (lo[2]..=hi[2]).flat_map(|z| (lo[1]..=hi[1]).flat_map(move |y| (lo[0]..=hi[0]).map(move |x| [x, y, z])));
     let (length, velocity, density, rate) = match view.si {
         Some(u) => (u.dx, u.dx / u.dt, u.density, 1.0 / u.dt),
         None => (1.0, 1.0, 1.0, 1.0),
@@ -61,9 +62,8 @@ pub fn write_fields(path: &Path, fields: &Fields, flags: &[u8], title: &str, vie
         }
     }
     buf.extend_from_slice(b"\nSCALARS vorticity_magnitude float 1\nLOOKUP_TABLE default\n");
-    let vorticity = fields.vorticity_magnitude(flags);
     for c in cells.clone() {
-        buf.extend_from_slice(&((vorticity[c] * rate) as f32).to_be_bytes());
+        buf.extend_from_slice(&((fields.vorticity_at(flags, c) * rate) as f32).to_be_bytes());
     }
     buf.extend_from_slice(b"\nSCALARS flags unsigned_char 1\nLOOKUP_TABLE default\n");
     buf.extend(cells.map(|c| flags[c]));
@@ -93,7 +93,7 @@ pub fn sparse_file_is_smaller(layout: &SparseLayout) -> bool {
 pub fn write_sparse_fields(
     path: &Path,
     fields: &Fields,
-    flags: &[u8],
+    flags: &CellBlocks<u8>,
     layout: &SparseLayout,
     title: &str,
     view: &View,
@@ -134,13 +134,22 @@ pub fn write_sparse_fields(
                         connectivity.push(point(x + dx, y + dy, z + dz));
                     }
                     offsets.push(connectivity.len() as u64);
-                    cells.push(d.index(p[0], p[1], p[2]));
+                    cells.push(p);
                 }
             }
         }
     }
-    let vorticity = fields.vorticity_magnitude(flags);
-    let f32s = |f: &dyn Fn(usize) -> f64| cells.iter().flat_map(|&c| (f(c) as f32).to_le_bytes()).collect::<Vec<u8>>();
+    let f32s =
+        |f: &dyn Fn([u32; 3]) -> f64| cells.iter().flat_map(|&c| (f(c) as f32).to_le_bytes()).collect::<Vec<u8>>();
+    // 32-bit point numbers while they fit.
+    let wide = points.len() / 3 > i32::MAX as usize;
+    let int = if wide { "Int64" } else { "Int32" };
+    let ints = |v: &[u64]| -> Vec<u8> {
+        match wide {
+            false => v.iter().flat_map(|&v| (v as i32).to_le_bytes()).collect(),
+            true => v.iter().flat_map(|&v| (v as i64).to_le_bytes()).collect(),
+        }
+    };
     let title: String = title.chars().filter(|c| !matches!(c, '\n' | '<' | '>' | '&' | '"')).take(200).collect();
     let unit_note = if view.si.is_some() { "SI units" } else { "lattice units" };
     // (XML element, attributes) of each array, and its bytes, written inline
@@ -151,12 +160,8 @@ pub fn write_sparse_fields(
             r#"type="Float32" NumberOfComponents="3""#,
             points.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect(),
         ),
-        (
-            "Cells",
-            r#"type="Int32" Name="connectivity""#,
-            connectivity.iter().flat_map(|&v| (v as i32).to_le_bytes()).collect(),
-        ),
-        ("Cells", r#"type="Int32" Name="offsets""#, offsets.iter().flat_map(|&v| (v as i32).to_le_bytes()).collect()),
+        ("Cells", &format!(r#"type="{int}" Name="connectivity""#), ints(&connectivity)),
+        ("Cells", &format!(r#"type="{int}" Name="offsets""#), ints(&offsets)),
         ("Cells", r#"type="UInt8" Name="types""#, vec![11u8; cells.len()]), // VTK_VOXEL
         ("CellData", r#"type="Float32" Name="density""#, f32s(&|c| fields.rho[c] * density)),
         (
@@ -164,7 +169,7 @@ pub fn write_sparse_fields(
             r#"type="Float32" Name="velocity" NumberOfComponents="3""#,
             cells.iter().flat_map(|&c| fields.u[c].map(|v| (v * velocity) as f32)).flat_map(f32::to_le_bytes).collect(),
         ),
-        ("CellData", r#"type="Float32" Name="vorticity_magnitude""#, f32s(&|c| vorticity[c] * rate)),
+        ("CellData", r#"type="Float32" Name="vorticity_magnitude""#, f32s(&|c| fields.vorticity_at(flags, c) * rate)),
         ("CellData", r#"type="UInt8" Name="flags""#, cells.iter().map(|&c| flags[c]).collect()),
     ];
     let mut xml = format!(
@@ -200,11 +205,11 @@ mod tests {
     #[test]
     fn header_and_payload_sizes() {
         let dims = Dims::new(3, 2, 1);
-        let f = Fields { dims, rho: vec![1.0; 6], u: vec![[0.5, 0.0, -0.25]; 6] };
+        let f = Fields::from_dense(dims, &[1.0; 6], &[[0.5, 0.0, -0.25]; 6]);
         let dir = std::env::temp_dir().join(format!("lbm-vtk-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f.vtk");
-        write_fields(&path, &f, &[0; 6], "test", &View::default()).unwrap();
+        write_fields(&path, &f, &CellBlocks::new(dims, 0), "test", &View::default()).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let text = String::from_utf8_lossy(&bytes);
         assert!(text.starts_with("# vtk DataFile Version 3.0\ntest (lattice units)\nBINARY\n"));
@@ -220,12 +225,14 @@ mod tests {
         let dims = Dims::new(4, 3, 2);
         let n = dims.cells();
         let u: Vec<[f64; 3]> = (0..n).map(|k| [k as f64 * 0.001, -(k as f64) * 0.002, 0.5]).collect();
-        let f = Fields { dims, rho: (0..n).map(|k| 1.0 + k as f64 * 1e-3).collect(), u };
+        let rho: Vec<f64> = (0..n).map(|k| 1.0 + k as f64 * 1e-3).collect();
+        let f = Fields::from_dense(dims, &rho, &u);
         let flags: Vec<u8> = (0..n).map(|k| (k % 2) as u8).collect();
+        let blocks = CellBlocks::from_dense(dims, &flags);
         let dir = std::env::temp_dir().join(format!("lbm-vtkio-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("r.vtk");
-        write_fields(&path, &f, &flags, "read back", &View::default()).unwrap();
+        write_fields(&path, &f, &blocks, "read back", &View::default()).unwrap();
         let vtk = vtkio::Vtk::import(&path).expect("vtkio reads the file");
         let DataSet::ImageData { extent, pieces, .. } = vtk.data else { panic!("not STRUCTURED_POINTS / image data") };
         assert_eq!(extent, vtkio::model::Extent::Dims([4, 3, 2]));
@@ -239,7 +246,7 @@ mod tests {
                 seen.push(arr.name.clone());
                 match (arr.name.as_str(), &arr.data) {
                     ("density", IOBuffer::F32(v)) => {
-                        assert!(v.iter().zip(&f.rho).all(|(a, b)| (*a as f64 - b).abs() < 1e-6))
+                        assert!(v.iter().zip(&rho).all(|(a, b)| (*a as f64 - b).abs() < 1e-6))
                     }
                     ("velocity", IOBuffer::F32(v)) => {
                         assert_eq!(v.len(), 3 * n);
@@ -256,7 +263,7 @@ mod tests {
         // A region in SI units: 2 x 2 x 1 cells from (1, 1, 1), dx = 0.5 m, dt = 0.25 s.
         let si = UnitConversion { dx: 0.5, dt: 0.25, density: 1000.0 };
         let view = View { region: Some(([1, 1, 1], [2, 2, 1])), si: Some(si) };
-        write_fields(&path, &f, &flags, "region", &view).unwrap();
+        write_fields(&path, &f, &blocks, "region", &view).unwrap();
         let vtk = vtkio::Vtk::import(&path).expect("vtkio reads the region");
         let DataSet::ImageData { extent, origin, spacing, pieces, .. } = vtk.data else { panic!() };
         assert_eq!(extent, vtkio::model::Extent::Dims([2, 2, 1]));
@@ -296,11 +303,12 @@ mod tests {
         }
         let layout = SparseLayout::build(&domain, 4, 1, BoundaryGroups::Lists).unwrap();
         let n = dims.cells();
-        let f = Fields { dims, rho: (0..n).map(|k| 1.0 + k as f64 * 1e-4).collect(), u: vec![[0.01, 0.0, 0.0]; n] };
+        let rho: Vec<f64> = (0..n).map(|k| 1.0 + k as f64 * 1e-4).collect();
+        let f = Fields::from_dense(dims, &rho, &vec![[0.01, 0.0, 0.0]; n]);
         let dir = std::env::temp_dir().join(format!("lbm-vtu-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.vtu");
-        write_sparse_fields(&path, &f, &domain.flags.to_dense(), &layout, "sparse", &View::default()).unwrap();
+        write_sparse_fields(&path, &f, &domain.flags, &layout, "sparse", &View::default()).unwrap();
         let vtk = vtkio::Vtk::import(&path).expect("vtkio reads the file");
         let DataSet::UnstructuredGrid { pieces, .. } = vtk.data else { panic!("not an unstructured grid") };
         let vtkio::model::Piece::Inline(p) = &pieces[0] else { panic!("inline piece expected") };

@@ -3,6 +3,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lbm::host::case::{Case, Setup};
+use lbm::host::cell_blocks::CellBlocks;
 use lbm::host::fields::Fields;
 use lbm::host::files::write_atomic;
 use lbm::host::groups::BoundaryGroups;
@@ -169,9 +170,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let start = Instant::now();
     let (mut stepping, mut steps_run) = (0.0, 0u64);
     let mut outcome = Outcome::Finished;
-    let mut previous: Option<Vec<[f64; 3]>> = None;
-    // Field output is dense: one flag per cell of the box.
-    let dense_flags = setup.config.domain.flags.to_dense();
+    let mut previous: Option<CellBlocks<[f64; 3]>> = None;
     let mut steady = false;
     while solver.time() < total {
         let n = next_event(solver.time()).min(total) - solver.time();
@@ -207,17 +206,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             if let Some(tol) = setup.steady_tolerance {
                 if due(t, check_every) {
                     if let Some(prev) = &previous {
-                        let change = fields
-                            .u
-                            .iter()
-                            .zip(prev)
-                            .flat_map(|(a, b)| (0..3).map(move |k| (a[k] - b[k]).abs()))
-                            .fold(0.0, f64::max);
-                        let speed = fields
-                            .u
-                            .iter()
-                            .map(|u| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt())
-                            .fold(0.0, f64::max);
+                        let (change, speed) = (fields.max_change(prev), fields.max_speed());
                         steady = speed > 0.0 && change < tol * speed;
                     }
                     previous = Some(fields.u.clone());
@@ -226,7 +215,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             let write_fields = write_fields || steady;
             let write_ckpt = write_ckpt || steady;
             if write_fields {
-                let flags = &dense_flags;
+                let flags = &setup.config.domain.flags;
                 if setup.output.vtk {
                     let view = vtk::View {
                         region: setup.output.region.map(|r| (r.min, r.max)),
@@ -283,7 +272,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         Some(sample) => {
             let fields = solver.fields()?;
             let c = &setup.config;
-            porous::measure(&fields, &dense_flags, c.force, setup.viscosity, sample.diameter)
+            porous::measure(&fields, &c.domain.flags, c.force, setup.viscosity, sample.diameter)
         }
         None => None,
     };
@@ -392,13 +381,8 @@ fn describe_permeability(k: &porous::Permeability, units: Option<lbm::host::case
 
 /// Fails on a non-finite value or a runaway velocity, naming the first bad cell.
 fn check_health(f: &Fields, step: u64) -> Result<()> {
-    let bad = f.rho.iter().zip(&f.u).position(|(r, u)| {
-        !r.is_finite()
-            || u.iter().any(|v| !v.is_finite())
-            || (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt() > RUNAWAY_SPEED
-    });
-    match bad {
-        Some(n) => Err(Error::Diverged { step, cell: f.dims.coords(n as u32) }),
+    match f.first_unhealthy(RUNAWAY_SPEED) {
+        Some([x, y, z]) => Err(Error::Diverged { step, cell: (x, y, z) }),
         None => Ok(()),
     }
 }
