@@ -65,22 +65,31 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
     /// If `values` does not hold one value per cell of `dims`.
     pub fn from_dense(dims: Dims, values: &[T]) -> Self {
         assert_eq!(values.len(), dims.cells(), "one value per cell");
-        let mut out = Self::new(dims, values[0]);
+        Self::from_fn(dims, |n| values[n])
+    }
+
+    /// The values `value(n)` of the cells `n` in dense order (x fastest),
+    /// asked for block by block, a row at a time: no dense array is made.
+    pub fn from_fn(dims: Dims, value: impl Fn(usize) -> T) -> Self {
+        let mut out = Self::new(dims, value(0));
         let volume = 1 << (2 * SHIFT + out.shift_z);
+        let mut row = Vec::with_capacity(1 << SHIFT);
         for k in 0..out.blocks.len() {
             let (lo, hi) = out.block_box(out.block_position(k));
-            let first = values[dims.index(lo[0], lo[1], lo[2])];
+            let first = value(dims.index(lo[0], lo[1], lo[2]));
             let mut cells: Option<Box<[T]>> = None;
             for z in lo[2]..hi[2] {
                 for y in lo[1]..hi[1] {
-                    let row = &values[dims.index(lo[0], y, z)..][..(hi[0] - lo[0]) as usize];
+                    let start = dims.index(lo[0], y, z);
+                    row.clear();
+                    row.extend((start..start + (hi[0] - lo[0]) as usize).map(&value));
                     if cells.is_none() && row.iter().all(|&v| v == first) {
                         continue;
                     }
                     // Mixed: copy the rows so far (all `first`) and this one.
                     let c = cells.get_or_insert_with(|| vec![first; volume].into_boxed_slice());
-                    let start = inner([0, y - lo[1], z - lo[2]]);
-                    c[start..start + row.len()].copy_from_slice(row);
+                    let at = inner([0, y - lo[1], z - lo[2]]);
+                    c[at..at + row.len()].copy_from_slice(&row);
                 }
             }
             out.blocks[k] = match cells {

@@ -95,8 +95,8 @@ impl Fields {
     /// The fields of `rho, ux, uy, uz` planes over the whole box.
     pub fn from_planes(dims: Dims, planes: &[f64]) -> Self {
         let cells = dims.cells();
-        let u: Vec<[f64; 3]> = (0..cells).map(|n| [1, 2, 3].map(|a| planes[a * cells + n])).collect();
-        Self::from_dense(dims, &planes[..cells], &u)
+        let u = CellBlocks::from_fn(dims, |n| [1, 2, 3].map(|a| planes[a * cells + n]));
+        Self { dims, rho: CellBlocks::from_dense(dims, &planes[..cells]), u }
     }
 
     /// The fields of a box of `dims` from its partitions' read-backs.

@@ -193,6 +193,8 @@ impl<'a> SavedCells<'a> {
             Some(b) => {
                 let corner: [u32; 3] = std::array::from_fn(|a| p[a] / b.edge[a] * b.edge[a]);
                 let n = *self.blocks[k].get(&corner)?;
+                // The format's in-block order, x fastest, is the sparse kernels' (`Sparse::cell_of`):
+                // `saved_part` copies blocks as stored; resuming on another grid checks the two agree.
                 let inner = (p[0] - corner[0]) + b.edge[0] * ((p[1] - corner[1]) + b.edge[1] * (p[2] - corner[2]));
                 (n * self.q * b.volume() + inner as usize, b.volume())
             }

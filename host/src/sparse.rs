@@ -490,18 +490,6 @@ impl SparseLayout {
         (0..self.cells() as u32).map(|n| self.dense_of(n).map_or(outside, |m| dense[m])).collect()
     }
 
-    /// Dense per-cell values from values in storage order: cells not stored
-    /// take `absent`.
-    pub fn scatter<T: Copy>(&self, stored: &[T], absent: T) -> Vec<T> {
-        let mut out = vec![absent; self.dims.cells()];
-        for n in 0..self.cells() as u32 {
-            if let Some(m) = self.dense_of(n) {
-                out[m] = stored[n as usize];
-            }
-        }
-        out
-    }
-
     /// Share of the box's cells the stored blocks hold.
     pub fn stored_share(&self) -> f64 {
         (self.blocks() as usize * self.block_cells()) as f64 / self.dims.cells() as f64
@@ -707,14 +695,14 @@ mod tests {
     }
 
     #[test]
-    fn gather_and_scatter_invert_each_other_on_stored_cells() {
+    fn gather_takes_each_stored_cell_from_its_dense_place() {
         let dims = Dims::new(16, 14, 8);
         let layout = SparseLayout::build(&lumpy(dims), 4, 1, BoundaryGroups::Lists).unwrap();
         let dense: Vec<u32> = (0..dims.cells() as u32).collect();
         let stored = layout.gather(&dense, u32::MAX);
-        let back = layout.scatter(&stored, u32::MAX);
-        for (n, &v) in back.iter().enumerate() {
-            assert!(v == n as u32 || (v == u32::MAX && layout.storage_of(n).is_none()));
+        for (k, &v) in stored.iter().enumerate() {
+            assert_eq!(v, layout.dense_of(k as u32).map_or(u32::MAX, |n| n as u32));
         }
+        assert!((0..dims.cells()).all(|n| layout.storage_of(n).is_none_or(|k| stored[k as usize] == n as u32)));
     }
 }
