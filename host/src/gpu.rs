@@ -17,6 +17,7 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
+use kernels_gpu::grid::LaunchShape;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::stream::FIELD_COMPONENTS;
@@ -183,7 +184,11 @@ pub fn kernel_name(kind: KernelKind, grid: GridKind, lattice: &str, precision: &
 /// at most `block` threads per block, as the grid lays launches out
 /// ([`Grid::launch`]).
 pub(crate) fn launch_config(grid: &impl Grid, units: u32, block: u32) -> LaunchConfig {
-    let shape = grid.launch(units, block);
+    config_of(grid.launch(units, block))
+}
+
+/// The launch configuration of `shape`.
+fn config_of(shape: LaunchShape) -> LaunchConfig {
     let [x, y, z] = shape.blocks;
     LaunchConfig { grid_dim: (x, y, z), block_dim: (shape.threads, 1, 1), shared_mem_bytes: 0 }
 }
@@ -258,9 +263,9 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     fields_kernel: CudaFunction,
     /// The open-boundary groups (own cells), updated after the bulk.
     open: Vec<OpenGroup<S::Real>>,
-    /// The kernel that updates open cells with the fluid ones, and the
-    /// tables it reads (every boundary-group variant but `lists`).
-    with_open: Option<(CudaFunction, DeviceOpenCells<S::Real>)>,
+    /// The kernel that updates open cells with the fluid ones (every
+    /// boundary-group variant but `lists`).
+    with_open: Option<OpenKernel<S::Real>>,
     /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
@@ -290,6 +295,15 @@ impl DeviceSparse {
         let tables = unsafe { layout.tables_at(n as *const u32, o as *const [u32; 3], m) };
         Ok(Self { _neighbour: neighbour, _origin: origin, _mask: mask, tables })
     }
+}
+
+/// The kernel that updates open cells too, the tables it reads, and how
+/// many of its thread blocks of `step_block` threads the device keeps
+/// running at once (a bitmask grid launches that many: [`Grid::launch_open`]).
+struct OpenKernel<T> {
+    kernel: CudaFunction,
+    tables: DeviceOpenCells<T>,
+    resident: u32,
 }
 
 /// The open cells' tables ([`OpenTables`]) in device memory, and the kernel
@@ -386,17 +400,22 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
                 })
             })
             .collect::<Result<_>>()?;
+        let step_block = block_size(step_kind);
         let with_open = match OpenTables::<S::Real>::build(&config, &grid)? {
             Some(tables) => {
                 let kind = KernelKind::StreamCollideOpen(config.streaming, config.collision.kind());
-                Some((device.kernel::<L, Q, S>(kind, on)?, DeviceOpenCells::upload(&s, &tables)?))
+                let kernel = device.kernel::<L, Q, S>(kind, on)?;
+                let per_sm = (kernel.occupancy_max_active_blocks_per_multiprocessor(step_block, 0, None))
+                    .ctx("reading the occupancy of the open cells' kernel")?;
+                let resident = per_sm.max(1) * device.info()?.multiprocessors as u32;
+                Some(OpenKernel { kernel, tables: DeviceOpenCells::upload(&s, &tables)?, resident })
             }
             None => None,
         };
         Ok(Self {
             with_open,
             step_kernel: device.kernel::<L, Q, S>(step_kind, on)?,
-            step_block: block_size(step_kind),
+            step_block,
             collision: config.collision_params::<S::Real>(),
             fields_kernel: device.kernel::<L, Q, S>(KernelKind::Fields, on)?,
             config,
@@ -464,16 +483,19 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         if units.is_empty() {
             return Ok(());
         }
-        let cfg = with_grid!(&self.grid, |g| launch_config(&g, units.len() as u32, self.step_block));
+        let (count, block) = (units.len() as u32, self.step_block);
+        let (kernel, open, cfg) = match (&self.with_open, with_open) {
+            (Some(k), true) => {
+                let shape = with_grid!(&self.grid, |g| g.launch_open(count, block, k.resident));
+                (&k.kernel, Some(k.tables.cells), config_of(shape))
+            }
+            (None, true) => unreachable!("the open cells' kernel is loaded for every variant that runs it"),
+            (_, false) => (&self.step_kernel, None, with_grid!(&self.grid, |g| launch_config(&g, count, block))),
+        };
         let p = self.config.step_params::<S::Real>(t);
         let grid = self.kernel_grid();
-        let (kernel, open) = match (&self.with_open, with_open) {
-            (Some((kernel, tables)), true) => (kernel, Some(tables.cells)),
-            (None, true) => unreachable!("the open cells' kernel is loaded for every variant that runs it"),
-            (_, false) => (&self.step_kernel, None),
-        };
         let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
-        launch::stream_collide(s, kernel, b, &self.flags, p, self.collision, grid, open, units.start, cfg)
+        launch::stream_collide(s, kernel, b, &self.flags, p, self.collision, grid, open, units, cfg)
     }
 
     /// Queues open-boundary group `k` for step `t`.
@@ -601,7 +623,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
                 with_open: None,
             })
         };
-        let with_open = self.with_open.as_ref().and_then(|(k, _)| report(k)).map(Box::new);
+        let with_open = self.with_open.as_ref().and_then(|k| report(&k.kernel)).map(Box::new);
         Some(KernelReport { with_open, ..report(&self.step_kernel)? })
     }
 }

@@ -10,6 +10,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConf
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::{Dims, OpenBoundary, StepParams, Streaming};
+use std::ops::Range;
 
 /// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
 #[repr(transparent)]
@@ -28,8 +29,8 @@ pub(crate) struct Buffers<'a, E> {
     pub next: Option<&'a mut CudaSlice<E>>,
 }
 
-/// `stream_collide_{ep|ab}_{bgk|trt}_*` over the units `first ..` (layers
-/// of the box, or blocks of the sparse `grid`) that `cfg` covers; with
+/// `stream_collide_{ep|ab}_{bgk|trt}_*` over the units `units` (layers of
+/// the box, or blocks of the sparse `grid`) as `cfg` lays them out; with
 /// `open`, `stream_collide_open_*`, which updates open cells too.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
@@ -41,7 +42,7 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     collision: CollisionParams<T>,
     grid: Option<SparseTables>,
     open: Option<OpenCells<T>>,
-    first: u32,
+    units: Range<u32>,
     cfg: LaunchConfig,
 ) -> Result<()> {
     // Declared before the launch, which borrows the one that is set.
@@ -68,10 +69,14 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     if let Some(open) = &open {
         launch.arg(open);
     }
-    launch.arg(&first);
+    launch.arg(&units.start);
+    if open.is_some() {
+        launch.arg(&units.end);
+    }
     // SAFETY: the argument list of the `stream_collide_*` entry points (the
     // sparse ones take the grid before the first unit, the `_open_` ones the
-    // open cells' tables after the grid).
+    // open cells' tables after the grid and the end of the units after the
+    // first).
     unsafe { launch.launch(cfg) }.ctx("launching stream-collide")?;
     Ok(())
 }

@@ -673,13 +673,69 @@ mod tests {
             let mut seen = vec![0; layout.cells()];
             for bx in 0..shape.blocks[0] {
                 for t in 0..shape.threads {
-                    let at = kernels_gpu::grid::LaunchIndex { x: bx * shape.threads + t, y: 0, z: 0 };
+                    let at = kernels_gpu::grid::LaunchIndex {
+                        x: bx * shape.threads + t,
+                        y: 0,
+                        z: 0,
+                        block: bx,
+                        threads: shape.threads,
+                        blocks: shape.blocks[0],
+                    };
                     seen[grid.index_of(grid.launch_cell(region.start, at).unwrap()) as usize] += 1;
                 }
             }
             let cells = grid.region_cells(region.clone());
             for (n, &k) in seen.iter().enumerate() {
                 assert_eq!(k, cells.contains(&n) as u32, "threads {threads} cell {n}");
+            }
+        }
+    }
+
+    /// With a bitmask, the kernel that updates open cells too visits each
+    /// cell of the boundary blocks of its region exactly once, whatever the
+    /// number of thread blocks resident, and nothing else: boundary blocks
+    /// one per row (inlet and outlet on the x faces) and a whole layer of
+    /// them (an inlet on a z face), regions that do not start on a word.
+    #[test]
+    fn a_bitmask_launch_of_the_open_kernel_covers_each_boundary_cell_once() {
+        use crate::domain::OpenScheme::Regularized;
+        for inlet_face in [0, 4] {
+            let mut faces = [FaceBoundary::Periodic; 6];
+            faces[inlet_face] = FaceBoundary::VelocityInlet([0.02, 0.0, 0.0], Regularized);
+            faces[inlet_face + 1] = FaceBoundary::PressureOutlet(1.0, Regularized);
+            let d = Domain::with_faces(Dims::new(24, 16, 20), faces).unwrap();
+            let layout = SparseLayout::build(&d, 4, 1, BoundaryGroups::Bitmask).unwrap();
+            let grid = layout.grid::<2, 2>();
+            let boundary = layout.boundary_blocks();
+            assert!(!boundary.is_empty() && boundary.len() < grid.units() as usize);
+            for region in [0..grid.units(), 3..grid.units() - 5, 37..38] {
+                for (threads, resident) in [(32, 1), (64, 7), (128, 1000)] {
+                    let shape = grid.launch_open(region.len() as u32, threads, resident);
+                    assert!(shape.blocks[0] <= resident.max(1) && shape.threads <= threads);
+                    let mut seen = vec![0; layout.cells()];
+                    for bx in 0..shape.blocks[0] {
+                        for t in 0..shape.threads {
+                            let x = bx * shape.threads + t;
+                            let at = kernels_gpu::grid::LaunchIndex {
+                                x,
+                                y: 0,
+                                z: 0,
+                                block: bx,
+                                threads: shape.threads,
+                                blocks: shape.blocks[0],
+                            };
+                            grid.open_cells(region.clone(), at, |c| seen[grid.index_of(c) as usize] += 1);
+                        }
+                    }
+                    for (n, &k) in seen.iter().enumerate() {
+                        let b = (n / 64) as u32;
+                        let expected = region.contains(&b) && boundary.binary_search(&b).is_ok();
+                        assert_eq!(
+                            k, expected as u32,
+                            "face {inlet_face} region {region:?} threads {threads} cell {n}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -80,7 +80,12 @@ pub(crate) fn density_velocity_scaled<L: Lattice<Q>, const Q: usize, T: Real>(
 #[inline(always)]
 pub fn equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) -> [T; Q] {
     let x = equilibrium_over_weights::<L, Q, T>(rho, u);
-    core::array::from_fn(|i| T::from_f64(L::W[i]) * x[i])
+    // A loop, not `array::from_fn`, which is not always inlined (see `Trt`).
+    let mut feq = [T::ZERO; Q];
+    for i in 0..Q {
+        feq[i] = T::from_f64(L::W[i]) * x[i];
+    }
+    feq
 }
 
 /// `(feq_i - w_i) / w_i = rho_bar + rho (3 c.u + 9/2 (c.u)^2 - 3/2 u.u)`,

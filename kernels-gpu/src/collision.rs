@@ -113,7 +113,12 @@ impl<T: Real> Collision<T> for Trt<T> {
         let (wp, wm) = (self.omega_plus, self.omega_minus);
         let half = T::from_f64(0.5);
         // Non-equilibrium w x - f, formed as BGK forms it.
-        let noneq: [T; Q] = core::array::from_fn(|i| (T::from_f64(L::W[i]) * scale).mul_add(x[i], -f[i]));
+        // A loop, not `array::from_fn`: LLVM does not always inline the latter
+        // into the largest kernels, which then pass arrays through local memory.
+        let mut noneq = [T::ZERO; Q];
+        for i in 0..Q {
+            noneq[i] = (T::from_f64(L::W[i]) * scale).mul_add(x[i], -f[i]);
+        }
         // The odd parts relax by (wm - wp) more than BGK at wp relaxes them.
         let extra = wm - wp;
         let mut odd = [T::ZERO; Q];

@@ -15,7 +15,8 @@ use crate::params::{OpenBoundary, StepParams};
 use crate::sparse::{Sparse, SparseTables};
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
-use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
+use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _grid_dim_x, _thread_idx_x};
+use core::ops::Range;
 
 /// This thread's cell in a launch over the region of `grid` that starts at
 /// unit `first` ([`Grid::launch_cell`]): the stream-collide kernels of a
@@ -23,11 +24,23 @@ use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, 
 /// so that halo copies overlap the interior. `None` past the grid.
 #[inline(always)]
 fn this_cell<G: Grid>(grid: &G, first: u32) -> Option<G::Cell> {
+    grid.launch_cell(first, launch_index())
+}
+
+/// Where this thread sits in its launch.
+#[inline(always)]
+fn launch_index() -> LaunchIndex {
     // SAFETY: reading special registers has no preconditions.
-    let at = unsafe {
-        LaunchIndex { x: _block_idx_x() * _block_dim_x() + _thread_idx_x(), y: _block_idx_y(), z: _block_idx_z() }
-    };
-    grid.launch_cell(first, at)
+    unsafe {
+        LaunchIndex {
+            x: _block_idx_x() * _block_dim_x() + _thread_idx_x(),
+            y: _block_idx_y(),
+            z: _block_idx_z(),
+            block: _block_idx_x(),
+            threads: _block_dim_x(),
+            blocks: _grid_dim_x(),
+        }
+    }
 }
 
 /// Index of this thread in a one-dimensional launch.
@@ -110,8 +123,9 @@ macro_rules! sparse_entries {
                 tables: SparseTables,
                 open: OpenCells<Real>,
                 first: u32,
+                end: u32,
             ) {
-                any(&Grid::new(tables), Streaming::EsotericPull, f, f, flags, p, open, Grid::BLOCK_SHIFT, first)
+                any(&Grid::new(tables), Streaming::EsotericPull, f, f, flags, p, open, Grid::BLOCK_SHIFT, first..end)
             }
 
             #[export_name = concat!("stream_collide_open_ep_trt_", stringify!($grid), "_", stringify!($id))]
@@ -122,8 +136,9 @@ macro_rules! sparse_entries {
                 tables: SparseTables,
                 open: OpenCells<Real>,
                 first: u32,
+                end: u32,
             ) {
-                any(&Grid::new(tables), Streaming::EsotericPull, f, f, flags, p, open, Grid::BLOCK_SHIFT, first)
+                any(&Grid::new(tables), Streaming::EsotericPull, f, f, flags, p, open, Grid::BLOCK_SHIFT, first..end)
             }
 
             #[export_name = concat!("stream_collide_open_ab_bgk_", stringify!($grid), "_", stringify!($id))]
@@ -135,8 +150,9 @@ macro_rules! sparse_entries {
                 tables: SparseTables,
                 open: OpenCells<Real>,
                 first: u32,
+                end: u32,
             ) {
-                any(&Grid::new(tables), Streaming::TwoLattice, src, dst, flags, p, open, Grid::BLOCK_SHIFT, first)
+                any(&Grid::new(tables), Streaming::TwoLattice, src, dst, flags, p, open, Grid::BLOCK_SHIFT, first..end)
             }
 
             #[export_name = concat!("stream_collide_open_ab_trt_", stringify!($grid), "_", stringify!($id))]
@@ -148,8 +164,9 @@ macro_rules! sparse_entries {
                 tables: SparseTables,
                 open: OpenCells<Real>,
                 first: u32,
+                end: u32,
             ) {
-                any(&Grid::new(tables), Streaming::TwoLattice, src, dst, flags, p, open, Grid::BLOCK_SHIFT, first)
+                any(&Grid::new(tables), Streaming::TwoLattice, src, dst, flags, p, open, Grid::BLOCK_SHIFT, first..end)
             }
 
             #[export_name = concat!("open_boundary_", stringify!($grid), "_", stringify!($id))]
@@ -229,8 +246,8 @@ macro_rules! entry_points {
             }
 
             /// Stream-collide of fluid and open cells together
-            /// ([`crate::groups`]), one thread per cell of the units
-            /// `first ..` that it runs ([`Grid::runs`]), on a grid of blocks of
+            /// ([`crate::groups`]) over the cells of `units` that it runs
+            /// ([`Grid::open_cells`]), on a grid of blocks of
             /// `2^shift` cells (0 for the dense box). Esoteric Pull passes
             /// `src == dst`.
             #[inline(always)]
@@ -244,12 +261,15 @@ macro_rules! entry_points {
                 p: StepParams<Real, C>,
                 open: OpenCells<Real>,
                 shift: u32,
-                first: u32,
+                units: Range<u32>,
             ) {
-                if let Some(cell) = this_cell(grid, first).filter(|&c| grid.runs(c, true)) {
+                // Inlined: a call would pass the step's state through local memory.
+                let update = #[inline(always)]
+                |cell| {
                     let group = |n| open.group(n, shift);
                     stream::stream_collide_any::<$lattice, $q, $s, C, G>(grid, scheme, &p, src, dst, flags, cell, group);
-                }
+                };
+                grid.open_cells(units, launch_index(), update);
             }
 
             /// An open-boundary group: its cells, one thread per entry of
@@ -335,8 +355,9 @@ macro_rules! entry_points {
                 p: StepParams<Real, Bgk<Real>>,
                 open: OpenCells<Real>,
                 z0: u32,
+                end: u32,
             ) {
-                any(&{ p.dims }, Streaming::EsotericPull, f, f, flags, p, open, 0, z0)
+                any(&{ p.dims }, Streaming::EsotericPull, f, f, flags, p, open, 0, z0..end)
             }
 
             #[export_name = concat!("stream_collide_open_ep_trt_", stringify!($id))]
@@ -346,8 +367,9 @@ macro_rules! entry_points {
                 p: StepParams<Real, Trt<Real>>,
                 open: OpenCells<Real>,
                 z0: u32,
+                end: u32,
             ) {
-                any(&{ p.dims }, Streaming::EsotericPull, f, f, flags, p, open, 0, z0)
+                any(&{ p.dims }, Streaming::EsotericPull, f, f, flags, p, open, 0, z0..end)
             }
 
             #[export_name = concat!("stream_collide_open_ab_bgk_", stringify!($id))]
@@ -358,8 +380,9 @@ macro_rules! entry_points {
                 p: StepParams<Real, Bgk<Real>>,
                 open: OpenCells<Real>,
                 z0: u32,
+                end: u32,
             ) {
-                any(&{ p.dims }, Streaming::TwoLattice, src, dst, flags, p, open, 0, z0)
+                any(&{ p.dims }, Streaming::TwoLattice, src, dst, flags, p, open, 0, z0..end)
             }
 
             #[export_name = concat!("stream_collide_open_ab_trt_", stringify!($id))]
@@ -370,8 +393,9 @@ macro_rules! entry_points {
                 p: StepParams<Real, Trt<Real>>,
                 open: OpenCells<Real>,
                 z0: u32,
+                end: u32,
             ) {
-                any(&{ p.dims }, Streaming::TwoLattice, src, dst, flags, p, open, 0, z0)
+                any(&{ p.dims }, Streaming::TwoLattice, src, dst, flags, p, open, 0, z0..end)
             }
 
             #[export_name = concat!("open_boundary_", stringify!($id))]

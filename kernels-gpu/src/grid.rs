@@ -177,6 +177,25 @@ pub trait Grid: Copy {
         let _ = (cell, heavy);
         true
     }
+
+    /// The launch of the kernel that updates open cells too over `units`
+    /// units, on a device that keeps `resident` blocks of that kernel
+    /// running at once: by default [`Grid::launch`].
+    fn launch_open(&self, units: u32, threads: u32, resident: u32) -> LaunchShape {
+        let _ = resident;
+        self.launch(units, threads)
+    }
+
+    /// Calls `update` with each cell that the thread at `at` of the kernel
+    /// that updates open cells too updates, in a launch over the units
+    /// `units` ([`Grid::launch_open`]): by default its one cell of
+    /// [`Grid::launch_cell`] that this kernel [`Grid::runs`].
+    #[inline(always)]
+    fn open_cells(&self, units: Range<u32>, at: LaunchIndex, mut update: impl FnMut(Self::Cell)) {
+        if let Some(cell) = self.launch_cell(units.start, at).filter(|&c| self.runs(c, true)) {
+            update(cell)
+        }
+    }
 }
 
 /// A cell's gathered neighbours (see [`Grid::neighbours`]).
@@ -210,6 +229,12 @@ pub struct LaunchIndex {
     pub y: u32,
     /// `blockIdx.z`.
     pub z: u32,
+    /// `blockIdx.x`.
+    pub block: u32,
+    /// Threads per block: `blockDim.x`.
+    pub threads: u32,
+    /// Blocks along x: `gridDim.x`.
+    pub blocks: u32,
 }
 
 /// Layers a z-partition needs on each side of its own: the farthest a
@@ -396,7 +421,14 @@ mod tests {
                         for by in 0..shape.blocks[1] {
                             for bx in 0..shape.blocks[0] {
                                 for thread in 0..shape.threads {
-                                    let at = LaunchIndex { x: bx * shape.threads + thread, y: by, z: bz };
+                                    let at = LaunchIndex {
+                                        x: bx * shape.threads + thread,
+                                        y: by,
+                                        z: bz,
+                                        block: bx,
+                                        threads: shape.threads,
+                                        blocks: shape.blocks[0],
+                                    };
                                     if let Some(cell) = d.launch_cell(region.start, at) {
                                         seen[d.index_of(cell) as usize] += 1;
                                         assert_eq!(cell, d.cell_of(cell.n));

@@ -106,7 +106,12 @@ pub fn stress_part<L: Lattice<Q>, const Q: usize, T: Real>(pi: &[T; 6]) -> [T; Q
 pub fn regularized<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q], rho: T, u: [T; 3], normal: [T; 3]) -> [T; Q] {
     let feq = equilibrium::<L, Q, T>(rho, u);
     let neq = stress_part::<L, Q, T>(&boundary_stress::<L, Q, T>(f, &feq, normal));
-    core::array::from_fn(|i| feq[i] + neq[i])
+    // A loop, not `array::from_fn`, which is not always inlined (see `Trt`).
+    let mut f = feq;
+    for i in 0..Q {
+        f[i] += neq[i];
+    }
+    f
 }
 
 /// The post-collision populations of a regularized boundary cell: the

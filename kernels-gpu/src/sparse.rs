@@ -278,9 +278,55 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
     /// without an open cell and the other kernel the rest.
     #[inline(always)]
     fn runs(&self, cell: SparseCell, heavy: bool) -> bool {
-        let (mask, b) = (self.tables.boundary, cell.b);
+        self.tables.boundary.is_null() || self.is_boundary_block(cell.b) == heavy
+    }
+
+    /// With a bitmask, as many blocks as stay resident: most blocks are not
+    /// boundary blocks, and a launch of a thread block per grid block spent
+    /// most of its time starting thread blocks that only read their bit.
+    fn launch_open(&self, units: u32, threads: u32, resident: u32) -> LaunchShape {
+        if self.tables.boundary.is_null() {
+            return self.launch(units, threads);
+        }
+        LaunchShape { blocks: [units.min(resident).max(1), 1, 1], threads: threads.min(Self::BLOCK_CELLS) }
+    }
+
+    /// With a bitmask, thread block `k` of `K` looks at grid blocks
+    /// `first + k`, `first + k + K`, ... and updates the boundary ones, its
+    /// threads striding over the block's cells: neighbouring boundary blocks
+    /// (an inlet face) go to different thread blocks. Without, the thread's
+    /// one cell, as [`Grid::launch_cell`]. One loop for both keeps `update`
+    /// at one call site, where it is inlined.
+    #[inline(always)]
+    fn open_cells(&self, units: Range<u32>, at: LaunchIndex, mut update: impl FnMut(SparseCell)) {
+        let masked = !self.tables.boundary.is_null();
+        let (mut b, end, stride, first_local, local_step) = if masked {
+            (units.start + at.block, units.end, at.blocks, at.x - at.block * at.threads, at.threads)
+        } else {
+            let n = (units.start << Self::BLOCK_SHIFT) + at.x;
+            let b = n >> Self::BLOCK_SHIFT;
+            (b, b + 1, 1, n & (Self::BLOCK_CELLS - 1), Self::BLOCK_CELLS)
+        };
+        while b < end {
+            if !masked || self.is_boundary_block(b) {
+                let mut local = first_local;
+                while local < Self::BLOCK_CELLS {
+                    update(self.cell_of((b << Self::BLOCK_SHIFT) | local));
+                    local += local_step;
+                }
+            }
+            b += stride;
+        }
+    }
+}
+
+impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
+    /// Whether stored block `b` holds an open cell, by the bitmask (which
+    /// must not be null).
+    #[inline(always)]
+    fn is_boundary_block(&self, b: u32) -> bool {
         // SAFETY: a mask holds a bit per stored block (`with_boundary_mask`),
         // and launches cover stored blocks only.
-        mask.is_null() || ((unsafe { u32::load(mask.add((b >> 5) as usize)) } >> (b & 31)) & 1 == 1) == heavy
+        (unsafe { u32::load(self.tables.boundary.add((b >> 5) as usize)) } >> (b & 31)) & 1 == 1
     }
 }
