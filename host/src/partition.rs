@@ -166,14 +166,7 @@ pub(crate) fn local_config(config: &SolverConfig, slab: &Slab) -> Result<SolverC
         .collect();
     // Local layer 0 (the lower halo) is global layer z.start - 1.
     domain.z_offset = z.start.wrapping_sub(1);
-    for zl in 0..local.nz {
-        let zg = global_layer(z.start, zl, d.nz);
-        for y in 0..d.ny {
-            for x in 0..d.nx {
-                domain.flags.set([x, y, zl], config.domain.flags[[x, y, zg]]);
-            }
-        }
-    }
+    domain.flags = config.domain.flags.layers(local.nz, |zl| global_layer(z.start, zl, d.nz));
     let initial = match &config.initial {
         Initial::Uniform { rho, u } => Initial::Uniform { rho: *rho, u: *u },
         Initial::Fields { rho, u } => Initial::Fields {
