@@ -167,7 +167,12 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     };
     let bar = progress_bar(total, o.report);
     bar.set_position(solver.time());
-    let cells = setup.config.domain.dims.cells() as f64;
+    // Cells updated per step: the box's on a dense grid, the flow cells on a
+    // sparse one (as `lbm bench` counts them; its box may be mostly solid).
+    let cells = match setup.config.grid {
+        GridLayout::Dense => setup.config.domain.dims.cells(),
+        GridLayout::Sparse { .. } => setup.config.domain.fluid_cells(),
+    } as f64;
     let start = Instant::now();
     let (mut stepping, mut steps_run) = (0.0, 0u64);
     let mut outcome = Outcome::Finished;
