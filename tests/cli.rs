@@ -210,6 +210,79 @@ fn resume_is_bit_exact() {
     std::fs::remove_dir_all(&b).ok();
 }
 
+/// A 12 x 12 tube along z, periodic and driven by a body force, walled in
+/// by four geometry boxes that fill the rest of a box of 4096 x 4096 x 264
+/// cells (4.4 billion, more than 2^32), on grid `grid`.
+fn huge_tube_case(grid: &str) -> String {
+    let walls = [
+        ("left", [0, 0], [2041, 4095]),
+        ("right", [2054, 0], [4095, 4095]),
+        ("front", [2042, 0], [2053, 2041]),
+        ("back", [2042, 2054], [2053, 4095]),
+    ]
+    .map(|(name, lo, hi)| {
+        format!(
+            "[[geometry]]\nname = \"{name}\"\nshape = \"box\"\nmin = [{}, {}, 0]\nmax = [{}, {}, 263]\n",
+            lo[0], lo[1], hi[0], hi[1]
+        )
+    });
+    format!(
+        "[simulation]\nlattice = \"D3Q19\"\nsize = [4096, 4096, 264]\nsteps = 12\ngrid = \"{grid}\"\n\
+         [physics]\nviscosity = 0.1\nforce = [0.0, 0.0, 1e-5]\n\
+         [boundaries]\nx_min = \"wall\"\nx_max = \"wall\"\ny_min = \"wall\"\ny_max = \"wall\"\n\
+         [output]\nevery = 6\ncheckpoint_every = 6\n{}",
+        walls.concat()
+    )
+}
+
+/// A case whose box holds more than 2^32 cells runs on a sparse grid: its
+/// VTK files hold the stored cells only, its checkpoint resumes bit for bit
+/// as a run straight through, and on a dense grid it is refused with the
+/// reason before anything is written.
+#[test]
+fn a_sparse_case_of_more_than_2_32_cells_runs_writes_and_resumes() {
+    let dir = scratch("huge");
+    let case = dir.join("tube.toml");
+    std::fs::write(&case, huge_tube_case("sparse")).unwrap();
+    let case = case.to_str().unwrap();
+    let (straight, resumed) = (dir.join("straight"), dir.join("resumed"));
+    let text = run_ok(&["run", case, "--backend", "cpu", "--steps", "12"], &straight);
+    assert!(text.contains("4096x4096x264 cells (38016 fluid)"), "{text}");
+    assert!(text.contains("geometry `left`: 2208104448 cells"), "{text}");
+    run_ok(&["run", case, "--backend", "cpu", "--steps", "6", "--report", "quiet"], &resumed);
+    let text = run_ok(&["run", case, "--backend", "cpu", "--steps", "12", "--resume"], &resumed);
+    assert!(text.contains("at step 6"), "{text}");
+    for file in ["checkpoint.lbm", "tube_00000012.vtu"] {
+        let (a, b) = (std::fs::read(straight.join(file)).unwrap(), std::fs::read(resumed.join(file)).unwrap());
+        assert!(a == b, "{file}: the resumed run differs from the straight run");
+    }
+    // The forces at step 12 too (a resumed run's file starts at the resume).
+    let step_12 = |out: &std::path::Path| -> Vec<String> {
+        let csv = std::fs::read_to_string(out.join("tube_forces.csv")).unwrap();
+        csv.lines().filter(|l| l.starts_with("12,")).map(String::from).collect()
+    };
+    assert_eq!(step_12(&straight).len(), 4);
+    assert_eq!(step_12(&straight), step_12(&resumed));
+    // The stored cells (4^3 blocks: 4 x 4 columns of 66 blocks around the
+    // tube) as voxels, not the box's 4.4 billion cells.
+    let vtu = std::fs::read(straight.join("tube_00000012.vtu")).unwrap();
+    assert!(String::from_utf8_lossy(&vtu[..400]).contains("NumberOfCells=\"67584\""));
+    assert!(vtu.len() < 16 << 20, "{} bytes", vtu.len());
+    let csv = std::fs::read_to_string(straight.join("tube_forces.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * 4, "{csv}");
+
+    let dense = dir.join("dense.toml");
+    std::fs::write(&dense, huge_tube_case("dense")).unwrap();
+    let out = dir.join("dense-out");
+    let o = lbm().arg("run").arg(&dense).args(["--backend", "cpu", "--output"]).arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("dense.toml") && err.contains("4429185024 cells is more than a dense grid holds"), "{err}");
+    assert!(err.contains("use grid = \"sparse\"") && !err.contains("panicked"), "{err}");
+    assert!(!out.exists(), "a refused case must not create its output directory");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A resume with a changed set-up is refused with a reason.
 #[test]
 fn resume_from_another_case_is_refused() {

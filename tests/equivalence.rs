@@ -206,7 +206,7 @@ on_executors!(sixteen_bit_blow_up_stays_visible);
 fn gpu_forces_match_cpu() {
     let Some(gpu) = common::gpu("gpu_forces_match_cpu") else { return };
     let c = forced_cavity(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, 16);
-    let walls: Vec<bool> = c.domain.flags.to_dense().iter().map(|&f| f != 0).collect();
+    let walls = c.domain.flags.map(|f| f != 0);
     let mut cpu = lbm::build_solver(c.clone(), BackendKind::Cpu).unwrap();
     let mut dev = lbm::build_solver(c, gpu).unwrap();
     cpu.step(50).unwrap();

@@ -301,13 +301,7 @@ fn split_sparse_matches_one_partition(backend: BackendKind) {
             for streaming in Streaming::ALL {
                 for (name, config) in geometries(lattice, precision, streaming) {
                     // The walls, as an object the flow pushes on.
-                    let walls = vec![config
-                        .domain
-                        .flags
-                        .to_dense()
-                        .iter()
-                        .map(|&f| f == CellKind::Wall.to_flag())
-                        .collect::<Vec<_>>()];
+                    let walls = vec![config.domain.flags.map(|f| f == CellKind::Wall.to_flag())];
                     for (edge, parts) in [(4, 2), (4, 4), (8, 2)] {
                         // Every variant and (on GPUs) every exchange in f32; the
                         // other precisions with the defaults.
@@ -368,7 +362,7 @@ fn split_sparse_matches_one_partition(backend: BackendKind) {
                                     let (a, b) = (one.forces(&walls).unwrap(), s.forces(&walls).unwrap());
                                     // Summed in another order: the sums of at most `links`
                                     // terms differ by `links` f64 epsilons of their size.
-                                    let links = (walls[0].iter().filter(|&&w| w).count() * lattice.q()) as f64;
+                                    let links = (walls[0].count(|w| w) * lattice.q()) as f64;
                                     let size = a[0].iter().map(|v| v.abs()).sum::<f64>().max(1.0);
                                     for k in 0..3 {
                                         assert!(

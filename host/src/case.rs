@@ -666,15 +666,12 @@ impl Case {
             };
         }
         let dims = Dims::new(size[0], size[1], size[2]);
-        // The solver's sparse grids take larger boxes (their host flags are
-        // stored by blocks), but a case's shape voxelisation, fields and
-        // checkpoints are still one value per cell of the box.
-        if dims.cells() > kernels_gpu::layout::MAX_CELLS {
-            return Err(bad(format!(
-                "[simulation] size {size:?} is {} cells: a case's box must hold fewer than 2^32 cells \
-                 (shapes, output and checkpoints are stored per cell of the box); reduce the size",
-                dims.cells()
-            )));
+        // Everything a case builds goes by blocks, so a box of 2^32 cells or
+        // more is fine on a sparse grid; a dense one is refused here, before
+        // any geometry is voxelised.
+        let grid_request = parse_grid(&sim.grid, sim.block).map_err(in_case(path, "[simulation] grid"))?;
+        if grid_request == GridRequest::Fixed(GridLayout::Dense) {
+            crate::domain::check_dense(dims).map_err(in_case(path, "[simulation] size / grid"))?;
         }
         let mut domain = Domain::with_faces(dims, faces).map_err(in_case(path, "[simulation] size / [boundaries]"))?;
         let case_dir = path.parent().unwrap_or(Path::new("."));
@@ -750,7 +747,6 @@ impl Case {
                 "viscosity {viscosity:.3e} (lattice units) gives tau = {tau:.6}; the collision needs tau of at least {MIN_TAU} (above 1/2): {knob}"
             )));
         }
-        let grid_request = parse_grid(&sim.grid, sim.block).map_err(in_case(path, "[simulation] grid"))?;
         let groups = match sim.boundary_groups.to_ascii_lowercase().as_str() {
             "auto" => None,
             name => Some(
@@ -768,7 +764,12 @@ impl Case {
             lattice: sim.lattice,
             precision: sim.precision,
             streaming,
-            grid: crate::solver::GridLayout::Dense,
+            // Until `auto` has chosen, a sparse grid stands in (the dense
+            // grid's size limit is checked once the choice is made).
+            grid: match grid_request {
+                GridRequest::Fixed(layout) => layout,
+                GridRequest::Auto { edges } => GridLayout::Sparse { edge: edges[0] },
+            },
             groups: crate::groups::BoundaryGroups::Lists,
             tau,
             collision,
@@ -960,15 +961,54 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         assert!(format!("{e:?} {e}").contains("auto, lists, naive, memory, bitmask"), "{e}");
     }
 
+    /// A 12 x 12 tube along z, periodic and driven by a body force, walled
+    /// in by four boxes that fill the rest of a box of 4.4 billion cells.
+    fn huge_tube(grid: &str) -> String {
+        let walls = [
+            ("left", [0, 0], [2041, 4095]),
+            ("right", [2054, 0], [4095, 4095]),
+            ("front", [2042, 0], [2053, 2041]),
+            ("back", [2042, 2054], [2053, 4095]),
+        ]
+        .map(|(name, lo, hi)| {
+            format!(
+                "[[geometry]]\nname = \"{name}\"\nshape = \"box\"\nmin = [{}, {}, 0]\nmax = [{}, {}, 263]\n",
+                lo[0], lo[1], hi[0], hi[1]
+            )
+        });
+        format!(
+            "[simulation]\nlattice = \"D3Q19\"\nsize = [4096, 4096, 264]\nsteps = 10\ngrid = \"{grid}\"\n\
+             [physics]\nviscosity = 0.1\nforce = [0.0, 0.0, 1e-5]\n\
+             [boundaries]\nx_min = \"wall\"\nx_max = \"wall\"\ny_min = \"wall\"\ny_max = \"wall\"\n{}",
+            walls.concat()
+        )
+    }
+
+    /// A box of 2^32 cells or more is refused on a dense grid, with the
+    /// dense grid's reason, before any geometry is built; a sparse grid
+    /// takes it, and `auto` picks sparse and says why.
     #[test]
-    fn a_box_of_2_32_cells_or_more_is_refused_before_anything_is_built() {
-        for grid in ["dense", "sparse", "auto"] {
-            let text = CAVITY
-                .replace("size = [34, 34, 1]", "size = [4096, 4096, 264]")
-                .replace("lattice = \"D2Q9\"", "lattice = \"D3Q19\"")
-                .replace("steps = 10", &format!("steps = 10\ngrid = \"{grid}\""));
-            let e = setup(&text).unwrap_err().to_string();
-            assert!(e.contains("4429185024 cells") && e.contains("fewer than 2^32"), "{grid}: {e}");
+    fn a_box_of_2_32_cells_or_more_is_refused_dense_and_taken_sparse() {
+        let e = setup(&huge_tube("dense")).unwrap_err().to_string();
+        assert!(
+            e.contains("4429185024 cells is more than a dense grid holds") && e.contains("grid = \"sparse\""),
+            "{e}"
+        );
+        assert!(e.contains("t.toml") && e.contains("[simulation] size / grid"), "{e}");
+        for grid in ["sparse", "auto"] {
+            let s = setup(&huge_tube(grid)).unwrap_or_else(|e| panic!("{grid}: {e}"));
+            assert!(matches!(s.config.grid, GridLayout::Sparse { .. }), "{grid}: {:?}", s.config.grid);
+            assert_eq!(s.config.domain.dims.cells(), 4096 * 4096 * 264);
+            assert_eq!(s.config.domain.fluid_cells(), 12 * 12 * 264);
+            let walled: usize = s.objects.iter().map(|o| o.cells.count(|c| c)).sum();
+            assert_eq!(walled, 4096 * 4096 * 264 - 12 * 12 * 264);
+            assert!(s.objects.iter().all(|o| o.notes.is_empty()), "{grid}");
+            match grid {
+                "auto" => {
+                    assert!(s.grid_choice.as_deref().unwrap().starts_with("grid auto: sparse"), "{:?}", s.grid_choice)
+                }
+                _ => assert_eq!(s.grid_choice, None),
+            }
         }
     }
 

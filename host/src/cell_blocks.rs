@@ -100,6 +100,108 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
         out
     }
 
+    /// The box.
+    pub fn dims(&self) -> Dims {
+        self.dims
+    }
+
+    /// The same cells holding `f(value)`: block by block, a uniform block
+    /// stays one value.
+    pub fn map<U: Copy + PartialEq>(&self, f: impl Fn(T) -> U) -> CellBlocks<U> {
+        let blocks = self
+            .blocks
+            .iter()
+            .map(|b| match b {
+                Block::Uniform(v) => Block::Uniform(f(*v)),
+                Block::Cells(c) => Block::Cells(c.iter().map(|&v| f(v)).collect()),
+            })
+            .collect();
+        CellBlocks { dims: self.dims, shift_z: self.shift_z, counts: self.counts, blocks }
+    }
+
+    /// A box as wide as this one, of `nz` layers, whose layer `z` is this
+    /// box's layer `layer(z)`: built block by block, a block whose layers
+    /// all come from blocks of one value stored as that value.
+    pub fn layers(&self, nz: u32, layer: impl Fn(u32) -> u32) -> Self {
+        let first = match &self.blocks[0] {
+            Block::Uniform(v) => *v,
+            Block::Cells(c) => c[0],
+        };
+        let mut out = Self::new(Dims::new(self.dims.nx, self.dims.ny, nz), first);
+        let volume = 1 << (2 * SHIFT + out.shift_z);
+        let (m, mz) = ((1 << SHIFT) - 1, (1 << self.shift_z) - 1);
+        for k in 0..out.blocks.len() {
+            let [bx, by, bz] = out.block_position(k);
+            let (lo, hi) = out.block_box([bx, by, bz]);
+            let source = |z: u32| &self.blocks[self.block_number([bx, by, layer(z) >> self.shift_z])];
+            let uniform = match source(lo[2]) {
+                Block::Uniform(v) => Some(*v),
+                Block::Cells(_) => None,
+            };
+            if let Some(v) =
+                uniform.filter(|v| (lo[2]..hi[2]).all(|z| matches!(source(z), Block::Uniform(u) if u == v)))
+            {
+                out.blocks[k] = Block::Uniform(v);
+                continue;
+            }
+            let mut cells = vec![first; volume].into_boxed_slice();
+            let len = (hi[0] - lo[0]) as usize;
+            for z in lo[2]..hi[2] {
+                for y in lo[1]..hi[1] {
+                    let row = &mut cells[inner([0, y - lo[1], z - lo[2]])..][..len];
+                    match source(z) {
+                        Block::Uniform(v) => row.fill(*v),
+                        Block::Cells(c) => row.copy_from_slice(&c[inner([0, y & m, layer(z) & mz])..][..len]),
+                    }
+                }
+            }
+            out.blocks[k] = Block::Cells(cells);
+        }
+        out
+    }
+
+    /// Appends the values of the row of cells `(.., y, z)` to `out`, in x order.
+    pub fn extend_row(&self, y: u32, z: u32, out: &mut Vec<T>) {
+        let nx = self.dims.nx as usize;
+        let m = (1 << SHIFT) - 1;
+        let at = inner([0, y & m, z & ((1 << self.shift_z) - 1)]);
+        for bx in 0..self.counts[0] {
+            let len = (nx - ((bx as usize) << SHIFT)).min(1 << SHIFT);
+            match &self.blocks[self.block_number([bx, y >> SHIFT, z >> self.shift_z])] {
+                Block::Uniform(v) => out.extend(std::iter::repeat_n(*v, len)),
+                Block::Cells(c) => out.extend_from_slice(&c[at..at + len]),
+            }
+        }
+    }
+
+    /// Calls `visit` with each block's cells inside the box (x fastest), in
+    /// block order, or with their one value alone when they all hold it: the
+    /// same calls for equal boxes, however their blocks are stored.
+    pub fn for_each_block_values(&self, mut visit: impl FnMut(&[T])) {
+        let mut values = Vec::with_capacity(1 << (2 * SHIFT + self.shift_z));
+        for (k, block) in self.blocks.iter().enumerate() {
+            let cells = match block {
+                Block::Uniform(v) => {
+                    visit(&[*v]);
+                    continue;
+                }
+                Block::Cells(c) => c,
+            };
+            let (lo, hi) = self.block_box(self.block_position(k));
+            values.clear();
+            for z in 0..hi[2] - lo[2] {
+                for y in 0..hi[1] - lo[1] {
+                    let at = inner([0, y, z]);
+                    values.extend_from_slice(&cells[at..at + (hi[0] - lo[0]) as usize]);
+                }
+            }
+            match values.iter().all(|&v| v == values[0]) {
+                true => visit(&values[..1]),
+                false => visit(&values),
+            }
+        }
+    }
+
     /// Cells of a block along each axis.
     pub fn edge(&self) -> [u32; 3] {
         [1 << SHIFT, 1 << SHIFT, 1 << self.shift_z]
@@ -341,6 +443,74 @@ impl<T: Copy + PartialEq> CellBlocks<T> {
     }
 }
 
+impl<T: Copy + PartialEq + Send + Sync> CellBlocks<T> {
+    /// A box of `dims` cells holding `outside`, but for the cells `lo..hi`
+    /// (per axis, `hi` excluded) where cell `p` holds `value(p)`. Only the
+    /// blocks that meet `lo..hi` are worked out, in parallel, so the cost goes
+    /// with that region, not with the box. `uniform(a, b)`, asked of each
+    /// block's part `a..b` of the region, may give the value all its cells
+    /// hold, sparing a call of `value` per cell; `None` when it cannot tell.
+    pub fn par_from_region(
+        dims: Dims,
+        outside: T,
+        lo: [u32; 3],
+        hi: [u32; 3],
+        uniform: impl Fn([u32; 3], [u32; 3]) -> Option<T> + Sync,
+        value: impl Fn([u32; 3]) -> T + Sync,
+    ) -> Self {
+        use rayon::prelude::*;
+        let mut out = Self::new(dims, outside);
+        let n = [dims.nx, dims.ny, dims.nz];
+        let hi: [u32; 3] = std::array::from_fn(|a| hi[a].min(n[a]));
+        if (0..3).any(|a| lo[a] >= hi[a]) {
+            return out;
+        }
+        let edge = out.edge();
+        let volume = 1 << (2 * SHIFT + out.shift_z);
+        let mut positions = Vec::new();
+        for bz in lo[2] / edge[2]..hi[2].div_ceil(edge[2]) {
+            for by in lo[1] / edge[1]..hi[1].div_ceil(edge[1]) {
+                positions.extend((lo[0] / edge[0]..hi[0].div_ceil(edge[0])).map(|bx| [bx, by, bz]));
+            }
+        }
+        let this = &out;
+        let built: Vec<(usize, Block<T>)> = positions
+            .par_iter()
+            .map(|&b| {
+                let (block_lo, block_hi) = this.block_box(b);
+                let (a, c): ([u32; 3], [u32; 3]) =
+                    (std::array::from_fn(|k| block_lo[k].max(lo[k])), std::array::from_fn(|k| block_hi[k].min(hi[k])));
+                let known = uniform(a, c);
+                if let (Some(v), true) = (known, a == block_lo && c == block_hi) {
+                    return (this.block_number(b), Block::Uniform(v));
+                }
+                let mut cells = vec![outside; volume].into_boxed_slice();
+                for z in a[2]..c[2] {
+                    for y in a[1]..c[1] {
+                        for x in a[0]..c[0] {
+                            let v = known.unwrap_or_else(|| value([x, y, z]));
+                            cells[inner([x - block_lo[0], y - block_lo[1], z - block_lo[2]])] = v;
+                        }
+                    }
+                }
+                // One value over the block's cells in the box: store it alone.
+                let first = cells[0];
+                let same = (0..block_hi[2] - block_lo[2]).all(|z| {
+                    (0..block_hi[1] - block_lo[1]).all(|y| {
+                        let at = inner([0, y, z]);
+                        cells[at..at + (block_hi[0] - block_lo[0]) as usize].iter().all(|&v| v == first)
+                    })
+                });
+                (this.block_number(b), if same { Block::Uniform(first) } else { Block::Cells(cells) })
+            })
+            .collect();
+        for (k, block) in built {
+            out.blocks[k] = block;
+        }
+        out
+    }
+}
+
 impl<T: Copy + PartialEq> Index<[u32; 3]> for CellBlocks<T> {
     type Output = T;
 
@@ -458,6 +628,55 @@ mod tests {
             let mut other = blocks.clone();
             other.set([dims.nx - 1, dims.ny - 1, dims.nz - 1], 9);
             assert_ne!(other, blocks);
+
+            let mut rows = Vec::new();
+            for z in 0..dims.nz {
+                for y in 0..dims.ny {
+                    blocks.extend_row(y, z, &mut rows);
+                }
+            }
+            assert_eq!(rows, dense);
+            assert_eq!(blocks.map(|v| 10 * v + 1).to_dense(), dense.iter().map(|v| 10 * v + 1).collect::<Vec<_>>());
+            let values = |b: &CellBlocks<u8>| {
+                let mut all = Vec::new();
+                b.for_each_block_values(|v| all.push(v.to_vec()));
+                all
+            };
+            assert_eq!(values(&blocks), values(&compacted), "however the blocks are stored");
+            // Layers picked from anywhere, wrapping: as a dense copy layer by layer.
+            let nz = dims.nz + 3;
+            let layer = |z: u32| (5 * z + 3) % dims.nz;
+            let plane = (dims.nx * dims.ny) as usize;
+            let picked: Vec<u8> =
+                (0..nz).flat_map(|z| dense[layer(z) as usize * plane..][..plane].iter().copied()).collect();
+            assert_eq!(blocks.layers(nz, layer).to_dense(), picked);
+        }
+    }
+
+    /// A region worked out in parallel holds what is asked of each cell,
+    /// and the rest of the box `outside`, whether `uniform` helps or not.
+    #[test]
+    fn a_region_is_worked_out_block_by_block() {
+        for dims in [Dims::new(53, 40, 35), Dims::new(70, 33, 1)] {
+            let (lo, hi) = ([3, 16, 0], [50, 99, 20]);
+            let value = |[x, y, z]: [u32; 3]| u8::from(x > 20 && x < 48) + u8::from(y + z < 30);
+            // The value of a sub-box when every cell holds one, as a shape that knows its bounds would say.
+            let uniform = |a: [u32; 3], b: [u32; 3]| {
+                let first = value(a);
+                let all = (a[2]..b[2]).all(|z| (a[1]..b[1]).all(|y| (a[0]..b[0]).all(|x| value([x, y, z]) == first)));
+                all.then_some(first)
+            };
+            let inside = |p: [u32; 3]| (0..3).all(|k| p[k] >= lo[k] && p[k] < hi[k]);
+            let want: Vec<u8> =
+                (0..dims.cells()).map(|n| position(dims, n)).map(|p| if inside(p) { value(p) } else { 7 }).collect();
+            let plain = CellBlocks::par_from_region(dims, 7, lo, hi, |_, _| None, value);
+            let helped = CellBlocks::par_from_region(dims, 7, lo, hi, uniform, value);
+            assert_eq!(plain.to_dense(), want);
+            assert_eq!(helped.to_dense(), want);
+            assert!(helped.bytes() <= plain.bytes());
+            let mut compacted = plain.clone();
+            compacted.compact();
+            assert_eq!(compacted.bytes(), plain.bytes(), "blocks of one value are stored as that value");
         }
     }
 

@@ -12,6 +12,7 @@
 //! order: a sparse part's block corners (3 u32 each), then the populations
 //! (see [`crate::saved`]).
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::{Error, Result};
 use crate::files::write_atomic_pieces;
 use crate::saved::{SavedBlocks, SavedPart, SavedState};
@@ -33,12 +34,18 @@ const PART_4: usize = 4 + 4 + 8 + 32;
 
 /// SHA-256 over everything that decides how a state evolves: lattice,
 /// storage, scheme, size, tau, force, wall velocities and every cell flag.
+///
+/// A box of fewer than 2^32 cells hashes its flags in dense order, row by
+/// row (the bytes checkpoints have always hashed); a larger one, which no
+/// older checkpoint holds, hashes them block by block, a block of one kind
+/// as that kind alone, so that its cost goes with the blocks, not the box.
 pub fn fingerprint(config: &SolverConfig) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(config.lattice.name().as_bytes());
     h.update(config.precision.name().as_bytes());
     h.update([config.streaming as u8]);
     let d = config.domain.dims;
+    let wide = d.cells() > u32::MAX as usize;
     for v in [d.nx, d.ny, d.nz] {
         h.update(v.to_le_bytes());
     }
@@ -61,7 +68,6 @@ pub fn fingerprint(config: &SolverConfig) -> [u8; 32] {
             h.update(n.to_le_bytes());
         }
         // Cell numbers as 32 bits where they fit (as before boxes grew past 2^32).
-        let wide = config.domain.dims.cells() > u32::MAX as usize;
         for &n in &g.cells {
             match wide {
                 false => h.update((n as u32).to_le_bytes()),
@@ -69,16 +75,32 @@ pub fn fingerprint(config: &SolverConfig) -> [u8; 32] {
             }
         }
     }
-    let d = config.domain.dims;
+    hash_flags(&mut h, &config.domain.flags, wide);
+    h.finalize().into()
+}
+
+/// Adds the cell flags to `h`: in dense order, a row at a time, or with
+/// `by_blocks` block by block (see [`fingerprint`]).
+fn hash_flags(h: &mut Sha256, flags: &CellBlocks<u8>, by_blocks: bool) {
+    if by_blocks {
+        flags.for_each_block_values(|values| match values {
+            [kind] => h.update([0, *kind]),
+            cells => {
+                h.update([1]);
+                h.update(cells);
+            }
+        });
+        return;
+    }
+    let d = flags.dims();
     let mut row = Vec::with_capacity(d.nx as usize);
     for z in 0..d.nz {
         for y in 0..d.ny {
             row.clear();
-            row.extend((0..d.nx).map(|x| config.domain.flags[[x, y, z]]));
+            flags.extend_row(y, z, &mut row);
             h.update(&row);
         }
     }
-    h.finalize().into()
 }
 
 /// Writes `state` of a solver built from `config` to `path`, atomically, one
@@ -289,5 +311,36 @@ mod tests {
             );
         }
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A box of fewer than 2^32 cells hashes its flags as its dense array
+    /// (the bytes older checkpoints were fingerprinted with), without making
+    /// that array; a larger one hashes its blocks, the same however they are
+    /// stored, and still sees a change of one flag.
+    #[test]
+    fn flags_are_hashed_in_dense_order_or_by_blocks() {
+        let hash = |flags: &CellBlocks<u8>, by_blocks: bool| {
+            let mut h = Sha256::new();
+            hash_flags(&mut h, flags, by_blocks);
+            h.finalize()
+        };
+        // Not whole blocks along any axis, a mixed block and a uniform one.
+        let dims = kernels_gpu::Dims::new(37, 21, 18);
+        let mut flags = CellBlocks::new(dims, 1u8);
+        flags.fill([0, 0, 0], [37, 21, 1], 2);
+        flags.set([20, 3, 17], 0);
+        assert_eq!(hash(&flags, false), Sha256::digest(flags.to_dense()));
+        assert_ne!(hash(&flags, true), hash(&flags, false));
+
+        let mut as_cells = flags.clone();
+        as_cells.set([36, 20, 17], 0); // the far corner's block becomes mixed...
+        assert_ne!(hash(&as_cells, true), hash(&flags, true));
+        as_cells.set([36, 20, 17], 1); // ...and back to one kind, still stored cell by cell
+        assert_eq!(hash(&as_cells, true), hash(&flags, true));
+        assert_eq!(hash(&CellBlocks::from_dense(dims, &flags.to_dense()), true), hash(&flags, true));
+        let mut moved = flags.clone();
+        moved.set([20, 3, 17], 1);
+        moved.set([21, 3, 17], 0);
+        assert_ne!(hash(&moved, true), hash(&flags, true));
     }
 }

@@ -2,13 +2,14 @@
 //! z-partitions with halos exchanged by slice copies), updated by rayon
 //! over cells calling the very per-cell functions the GPU kernels call.
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::Result;
 use crate::fields::PartFields;
 use crate::forces::momentum_exchange;
 use crate::groups::{passes, BoundaryGroups, OpenTables, Pass};
 use crate::halo::{HaloRun, HaloSends};
 use crate::part_grid::{with_grid, PartGrid};
-use crate::partition::{local_config, local_layers, own_values, Slab};
+use crate::partition::{local_config, own_values, Slab};
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
 use crate::solver::{mass_of, BackendKind, CollisionParams, SavedPart, SavedState, SolverConfig};
@@ -430,14 +431,12 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Partitions for CpuParts<L, Q, S>
             .collect())
     }
 
-    fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
-        let d = self.config.domain.dims;
+    fn forces(&mut self, t: u64, objects: &[CellBlocks<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
         Ok(self
             .parts
             .iter()
             .map(|p| {
-                let local: Vec<Vec<bool>> = objects.iter().map(|m| local_layers(m, d, 1, &p.slab)).collect();
-                momentum_exchange::<L, Q, S>(&p.config, &p.grid, &p.flags, &p.f, t, &local, &p.own_cells())
+                momentum_exchange::<L, Q, S>(&p.config, &p.grid, &p.slab, &p.flags, &p.f, t, objects, &p.own_cells())
             })
             .collect())
     }

@@ -8,7 +8,9 @@
 //! either streaming scheme and parity, so this works on any population
 //! buffer a solver hands back.
 
+use crate::cell_blocks::CellBlocks;
 use crate::part_grid::{with_grid, PartGrid};
+use crate::partition::Slab;
 use crate::solver::SolverConfig;
 use kernels_gpu::flags::is_flow;
 use kernels_gpu::lattice::opposite;
@@ -18,18 +20,20 @@ use std::ops::Range;
 
 /// Force (lattice units, per time step) on each object through the links
 /// of the fluid cells `cells` (storage numbers on `grid`, whose flags in
-/// storage order are `flags`): `objects[k][n]` says whether the dense cell
-/// `n` of the partition's box belongs to object `k`. A link's target is
-/// found from the cell's position (wrapping as the box does), so a wall in
-/// a block a sparse grid does not store still counts. Partitions each sum
-/// over their own cells.
+/// storage order are `flags`) of the partition `slab`: `objects[k]` says
+/// which cells of the whole box belong to object `k`, by blocks. A link's
+/// target is found from the cell's position (wrapping as the box does), its
+/// layer taken to the whole box's, so a wall in a block a sparse grid does
+/// not store still counts. Partitions each sum over their own cells.
+#[allow(clippy::too_many_arguments)]
 pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
     config: &SolverConfig,
     grid: &PartGrid,
+    slab: &Slab,
     flags: &[u8],
     f: &[S],
     t: u64,
-    objects: &[Vec<bool>],
+    objects: &[CellBlocks<bool>],
     cells: &[Range<usize>],
 ) -> Vec<[f64; 3]> {
     let p = config.step_params::<S::Real>(t);
@@ -37,6 +41,7 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
     assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the grid");
     let wrap = |p: u32, c: i32, len: u32| (p as i64 + c as i64).rem_euclid(len as i64) as u32;
     let mut forces = vec![[0.0; 3]; objects.len()];
+    let Some(nz) = objects.first().map(|m| m.dims().nz) else { return forces };
     with_grid!(grid, |g| {
         for n in cells.iter().flat_map(|r| r.start as u32..r.end as u32) {
             if !is_flow(flags[n as usize]) {
@@ -47,9 +52,11 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
             let mut arriving = None;
             for i in 1..Q {
                 let [cx, cy, cz] = L::C[i];
-                let target = d.index(wrap(x, cx, d.nx), wrap(y, cy, d.ny), wrap(z, cz, d.nz));
+                let target = [wrap(x, cx, d.nx), wrap(y, cy, d.ny), slab.global_z(wrap(z, cz, d.nz), nz)];
+                // Every mask covers the whole box: one lookup serves them all.
+                let slot = objects[0].slot(target);
                 for (k, mask) in objects.iter().enumerate() {
-                    if !mask[target] {
+                    if !mask.get_at(slot) {
                         continue;
                     }
                     // SAFETY: `f` and `flags` are sized for the grid (asserted above).
@@ -89,7 +96,7 @@ mod tests {
             faces[2] = FaceBoundary::Wall;
             faces[3] = FaceBoundary::Wall;
             let domain = Domain::with_faces(dims, faces).unwrap();
-            let walls: Vec<bool> = domain.flags.to_dense().iter().map(|&f| f == CellKind::Wall.to_flag()).collect();
+            let walls = domain.flags.map(|f| f == CellKind::Wall.to_flag());
             let g = 1e-6;
             let config = SolverConfig {
                 collision: crate::solver::CollisionModel::Bgk,
@@ -109,8 +116,10 @@ mod tests {
             let f: Vec<f64> =
                 state.populations().chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect();
             let (grid, flags) = (PartGrid::Dense(dims), config.kernel_flags());
-            let cells = grid.region_cells(&crate::partition::Slab::whole(dims.nz), crate::plan::Region::Whole);
-            let force = momentum_exchange::<D2Q9, 9, f64>(&config, &grid, &flags, &f, s.time(), &[walls], &cells);
+            let slab = Slab::whole(dims.nz);
+            let cells = grid.region_cells(&slab, crate::plan::Region::Whole);
+            let force =
+                momentum_exchange::<D2Q9, 9, f64>(&config, &grid, &slab, &flags, &f, s.time(), &[walls], &cells);
             let total = g * (w * (h - 2)) as f64;
             assert!(
                 (force[0][0] - total).abs() < 1e-6 * total,

@@ -292,7 +292,7 @@ impl GeometrySpec {
                 let shape = self.shape(context.case_dir, notes)?;
                 let voxels = voxelize(shape.as_ref(), (d.nx, d.ny, d.nz), context.cell_size, DVec3::ZERO)?;
                 notes.extend(voxels.warnings.iter().map(|w| format!("geometry `{}`: {w}", self.name)));
-                Ok((CellBlocks::from_dense(d, &voxels.solid), None))
+                Ok((voxels.solid, None))
             }
         }
     }

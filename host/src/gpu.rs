@@ -3,13 +3,14 @@
 //! ([`GpuPart`]); the executors that step partitions live in
 //! [`crate::multi_gpu`] (the GPUs of one process) and [`crate::nccl`].
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::PartFields;
 use crate::forces::momentum_exchange;
 use crate::groups::{passes, BoundaryGroups, OpenTables, Pass};
 use crate::launch::{self, Buffers};
 use crate::part_grid::{with_grid, PartGrid};
-use crate::partition::{local_config, local_layers, own_values, Slab};
+use crate::partition::{local_config, own_values, Slab};
 use crate::plan::Region;
 use crate::solver::{mass_of, CollisionParams, KernelReport, SavedPart, SavedState, SolverConfig};
 use crate::sparse::SparseLayout;
@@ -584,16 +585,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     }
 
     /// Momentum-exchange forces through the own cells' links at step `t`
-    /// (`objects` over the whole domain `global`), from the populations read back.
-    pub(crate) fn forces(&self, t: u64, global: kernels_gpu::Dims, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
-        let local: Vec<Vec<bool>> = objects.iter().map(|m| local_layers(m, global, 1, &self.slab)).collect();
-        self.forces_local(t, &local)
-    }
-
-    /// As [`Self::forces`], with the objects already cut to the partition's layers.
-    pub(crate) fn forces_local(&self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
+    /// (`objects` over the whole domain), from the populations read back.
+    pub(crate) fn forces(&self, t: u64, objects: &[CellBlocks<bool>]) -> Result<Vec<[f64; 3]>> {
         let f = self.read_populations()?;
-        Ok(momentum_exchange::<L, Q, S>(&self.config, &self.grid, &self.host_flags, &f, t, objects, &self.own_cells()))
+        let (grid, slab, flags) = (&self.grid, &self.slab, &self.host_flags);
+        Ok(momentum_exchange::<L, Q, S>(&self.config, grid, slab, flags, &f, t, objects, &self.own_cells()))
     }
 
     /// Sets the populations (halos included) from a saved state of the whole

@@ -106,7 +106,7 @@ pub fn build_on(config: SolverConfig, kind: ExecutorKind, ptx: &str) -> Result<B
             let job = JOBS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let id = std::env::temp_dir().join(format!("lbm-nccl-{}-{job}", std::process::id()));
             let ranks = nccl::Ranks { rank: 0, world: 1, local: o };
-            nccl_run::join(config, ranks, &format!("file:{}", id.display()), ptx)?
+            nccl_run::join(config, &[], ranks, &format!("file:{}", id.display()), ptx)?
                 .ok_or_else(|| Error::Setup("rank 0 of a one-rank job has no solver".into()))
         }
     }

@@ -20,6 +20,7 @@
 //! partition first, then the copies). Peer access is enabled between neighbouring devices where the
 //! hardware allows it; elsewhere the driver stages peer copies through the host.
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::PartFields;
 use crate::gpu::{DeviceStorage, GpuDevice, GpuPart};
@@ -398,10 +399,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for GpuParts<L,
         self.parts.iter().map(|p| p.gpu.mass(t)).collect()
     }
 
-    fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
+    fn forces(&mut self, t: u64, objects: &[CellBlocks<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
         self.synchronize()?;
-        let d = self.config.domain.dims;
-        self.parts.iter().map(|p| p.gpu.forces(t, d, objects)).collect()
+        self.parts.iter().map(|p| p.gpu.forces(t, objects)).collect()
     }
 
     fn populations(&mut self) -> Result<Vec<Vec<S>>> {

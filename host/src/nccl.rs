@@ -18,6 +18,7 @@
 //! `tcp:HOST:PORT` (rank 0 listens there).
 
 use crate::bench::COPY_BYTES;
+use crate::cell_blocks::CellBlocks;
 use crate::checkpoint;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::PartFields;
@@ -26,7 +27,7 @@ use crate::halo::{halo_copies, HaloRun};
 use crate::multi_gpu::GpuSolver;
 use crate::overlap::SplitStep;
 use crate::part_grid::PartGrid;
-use crate::partition::{local_config, local_layers, Slab};
+use crate::partition::{local_config, Slab};
 use crate::peer;
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
@@ -729,26 +730,12 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partitions for NcclParts<L
         Ok(self.gather_bytes(mine, |_| 8)?.iter().map(|b| bytemuck::pod_collect_to_vec::<u8, f64>(b)[0]).collect())
     }
 
-    fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
+    /// Every rank holds the objects' masks (built from the case file, as its
+    /// configuration is: [`crate::nccl_run::join`]), so nothing but the
+    /// forces travels.
+    fn forces(&mut self, t: u64, objects: &[CellBlocks<bool>]) -> Result<Vec<Vec<[f64; 3]>>> {
         self.synchronize()?;
-        let d = self.config.domain.dims;
-        // Rank 0 holds the objects: each rank gets its layers (halos included) of each.
-        let local_cells = |r: usize| (self.slabs[r].z.len() + 2) * (d.nx * d.ny) as usize;
-        let local: Vec<Vec<bool>> = if self.ranks.rank == 0 {
-            for r in 1..self.ranks.world {
-                for mask in objects {
-                    let bytes: Vec<u8> = local_layers(mask, d, 1, &self.slabs[r]).iter().map(|&b| b as u8).collect();
-                    self.send_bytes(r, &bytes)?;
-                }
-            }
-            objects.iter().map(|m| local_layers(m, d, 1, &self.slabs[0])).collect()
-        } else {
-            let n = local_cells(self.ranks.rank);
-            (0..objects.len())
-                .map(|_| Ok(self.recv_bytes(0, n)?.iter().map(|&b| b != 0).collect()))
-                .collect::<Result<_>>()?
-        };
-        let own = self.gpu.forces_local(t, &local)?;
+        let own = self.gpu.forces(t, objects)?;
         let mine = bytemuck::cast_slice::<[f64; 3], u8>(&own).to_vec();
         let all = self.gather_bytes(mine, |_| 24 * objects.len())?;
         Ok(all.iter().map(|b| bytemuck::pod_collect_to_vec::<u8, [f64; 3]>(b)).collect())

@@ -4,6 +4,7 @@
 //! or read-back (read-backs gather only each rank's fields, mass or forces). Only rank 0 decides anything, so the ranks cannot disagree
 //! about when to write, stop or resume.
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::{Error, Result};
 use crate::fields::Fields;
 use crate::gpu::DeviceStorage;
@@ -21,7 +22,7 @@ pub enum Command {
     Fields,
     /// Send the own cells' mass to rank 0.
     Mass,
-    /// Take this many object masks from rank 0 and send back their forces.
+    /// Send the own cells' forces on this many objects to rank 0.
     Forces(u64),
     /// Send the own populations to rank 0.
     Gather,
@@ -129,7 +130,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Solver for NcclRun<L, Q, S
         self.collective(Command::Mass, |s| s.mass())
     }
 
-    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
+    fn forces(&mut self, objects: &[CellBlocks<bool>]) -> Result<Vec<[f64; 3]>> {
         self.collective(Command::Forces(objects.len() as u64), |s| s.forces(objects))
     }
 
@@ -161,10 +162,20 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclRun<L, Q, S> {
 
 /// Joins the job as rank `ranks.rank` with this rank's partition of
 /// `config`. Rank 0 gets its solver back; every other rank serves rank 0's
-/// commands until it finishes, and gets `None`.
-pub fn join(config: SolverConfig, ranks: Ranks, rendezvous: &str, ptx: &str) -> Result<Option<Box<dyn Solver>>> {
+/// commands until it finishes, and gets `None`. `objects` are the masks of
+/// the objects whose forces rank 0 will ask for: every rank builds them from
+/// the case file as it builds `config`, so no mask is sent (rank 0's solver
+/// takes its own with each request).
+pub fn join(
+    config: SolverConfig,
+    objects: &[CellBlocks<bool>],
+    ranks: Ranks,
+    rendezvous: &str,
+    ptx: &str,
+) -> Result<Option<Box<dyn Solver>>> {
     fn go<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
         config: SolverConfig,
+        objects: &[CellBlocks<bool>],
         ranks: Ranks,
         rendezvous: &str,
         ptx: &str,
@@ -173,24 +184,33 @@ pub fn join(config: SolverConfig, ranks: Ranks, rendezvous: &str, ptx: &str) -> 
         if ranks.rank == 0 {
             return Ok(Some(Box::new(NcclRun { sim, broken: false })));
         }
-        serve(sim)?;
+        serve(sim, objects)?;
         Ok(None)
     }
     let (lattice, precision) = (config.lattice, config.precision);
-    crate::dispatch!(lattice, precision, go(config, ranks, rendezvous, ptx))
+    crate::dispatch!(lattice, precision, go(config, objects, ranks, rendezvous, ptx))
 }
 
 /// Does what rank 0 asks until it says the run is over: this rank's part
 /// of each collective. On an error this rank abandons its NCCL work and
 /// returns it (the process exits non-zero, and the launcher ends the job).
-fn serve<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(mut sim: NcclSolver<L, Q, S>) -> Result<()> {
+fn serve<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
+    mut sim: NcclSolver<L, Q, S>,
+    objects: &[CellBlocks<bool>],
+) -> Result<()> {
     let next = |sim: &mut NcclSolver<L, Q, S>| -> Result<bool> {
         let t = sim.time();
         match Command::decode(sim.executor().broadcast([0, 0])?)? {
             Command::Step(n) => sim.step(n)?,
             Command::Fields => drop(sim.executor().fields(t)?),
             Command::Mass => drop(sim.executor().masses(t)?),
-            Command::Forces(n) => drop(sim.executor().forces(t, &vec![Vec::new(); n as usize])?),
+            Command::Forces(n) if n != objects.len() as u64 => {
+                return Err(Error::Setup(format!(
+                    "rank 0 asked for the forces on {n} objects, but this rank's case has {}: run every rank on the same case file",
+                    objects.len()
+                )))
+            }
+            Command::Forces(_) => drop(sim.executor().forces(t, objects)?),
             Command::Gather => drop(sim.executor().populations()?),
             Command::Scatter(t) => sim.restore_state(&SavedState { time: t, parts: Vec::new() })?,
             Command::Finish => {

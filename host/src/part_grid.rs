@@ -7,7 +7,7 @@
 use crate::error::Result;
 use crate::fields::PartFields;
 use crate::halo::{HaloCopy, HaloRun};
-use crate::partition::{global_layer, local_from_saved, own_values, region_ranges, Slab};
+use crate::partition::{local_from_saved, own_values, region_ranges, Slab};
 use crate::plan::Region;
 use crate::saved::{SavedBlocks, SavedCells, SavedPart, SavedState};
 use crate::solver::{restore_storage, storage_bytes};
@@ -212,7 +212,7 @@ impl PartGrid {
             return local_from_saved(state, global, q, slab);
         }
         let cells = SavedCells::new(state, global, q, S::BYTES)?;
-        let global_z = |zl: u32| if slab.halo == 0 { zl } else { global_layer(slab.z.start, zl, global.nz) };
+        let global_z = |zl: u32| slab.global_z(zl, global.nz);
         let mut out = vec![S::ZERO; q * self.cells()];
         let mut put = |p: [u32; 3], at: &dyn Fn(usize) -> usize| {
             if let Some(slots) = cells.cell([p[0], p[1], global_z(p[2])]) {

@@ -80,6 +80,15 @@ impl Slab {
         self.z.is_empty()
     }
 
+    /// The layer of the whole box (of `nz` layers) that local layer `zl` is.
+    pub fn global_z(&self, zl: u32, nz: u32) -> u32 {
+        if self.halo == 0 {
+            zl
+        } else {
+            global_layer(self.z.start, zl, nz)
+        }
+    }
+
     /// Local layers of the own cells.
     pub fn own_layers(&self) -> Range<u32> {
         self.halo..self.halo + self.len()
@@ -157,14 +166,7 @@ pub(crate) fn local_config(config: &SolverConfig, slab: &Slab) -> Result<SolverC
         .collect();
     // Local layer 0 (the lower halo) is global layer z.start - 1.
     domain.z_offset = z.start.wrapping_sub(1);
-    for zl in 0..local.nz {
-        let zg = global_layer(z.start, zl, d.nz);
-        for y in 0..d.ny {
-            for x in 0..d.nx {
-                domain.flags.set([x, y, zl], config.domain.flags[[x, y, zg]]);
-            }
-        }
-    }
+    domain.flags = config.domain.flags.layers(local.nz, |zl| global_layer(z.start, zl, d.nz));
     let initial = match &config.initial {
         Initial::Uniform { rho, u } => Initial::Uniform { rho: *rho, u: *u },
         Initial::Fields { rho, u } => Initial::Fields {
@@ -173,23 +175,6 @@ pub(crate) fn local_config(config: &SolverConfig, slab: &Slab) -> Result<SolverC
         },
     };
     Ok(SolverConfig { domain, initial, ..config.clone() })
-}
-
-/// A partition's population buffer (own layers `z` of the global grid `d`
-/// plus halos, `q` populations) cut from a global buffer: layers are
-/// contiguous in the layout, so this is one range, or two where a halo wraps.
-pub(crate) fn local_layers<T: Copy>(global: &[T], d: Dims, q: usize, slab: &Slab) -> Vec<T> {
-    if slab.halo == 0 {
-        return global.to_vec();
-    }
-    let z = &slab.z;
-    let layer = q * (d.nx * d.ny) as usize;
-    let mut local = Vec::with_capacity((z.len() + 2) * layer);
-    for zl in 0..z.len() as u32 + 2 {
-        let start = population_index(d.nx * d.ny, q, 0, global_layer(z.start, zl, d.nz), 0);
-        local.extend_from_slice(&global[start..][..layer]);
-    }
-    local
 }
 
 /// A partition's population buffer (own layers plus halos, or the whole
@@ -411,9 +396,8 @@ mod tests {
     fn partitions_read_back_their_own_cells() {
         for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
             let c = forced_cavity(LatticeKind::D3Q19, Precision::F32, streaming, 10);
-            let walls: Vec<bool> = c.domain.flags.to_dense().iter().map(|&f| kernels_gpu::flags::is_solid(f)).collect();
-            let lid: Vec<bool> =
-                c.domain.flags.to_dense().iter().map(|&f| kernels_gpu::flags::moving_wall_id(f).is_some()).collect();
+            let walls = c.domain.flags.map(kernels_gpu::flags::is_solid);
+            let lid = c.domain.flags.map(|f| kernels_gpu::flags::moving_wall_id(f).is_some());
             let objects = [walls, lid];
             let mut one = CpuSolver::<D3Q19, 19, f32>::new(c.clone()).unwrap();
             let mut split_run = CpuSolver::<D3Q19, 19, f32>::partitioned(c, 3, Schedule::Overlapped).unwrap();

@@ -4,6 +4,7 @@
 //! computes where its populations live (its own cells' fields, mass and
 //! forces), and only those results are put together here.
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::Result;
 use crate::fields::{Fields, PartFields};
 use crate::partition::Slab;
@@ -25,7 +26,7 @@ pub trait Partitions: Executor + Send {
     fn masses(&mut self, t: u64) -> Result<Vec<f64>>;
     /// Each partition's momentum-exchange force on each object at time `t`
     /// (`objects` over the whole domain; see [`crate::forces`]).
-    fn forces(&mut self, t: u64, objects: &[Vec<bool>]) -> Result<Vec<Vec<[f64; 3]>>>;
+    fn forces(&mut self, t: u64, objects: &[CellBlocks<bool>]) -> Result<Vec<Vec<[f64; 3]>>>;
     /// Each partition's own layers of the current population buffer, in
     /// the dense layout.
     fn populations(&mut self) -> Result<Vec<Vec<Self::Storage>>>;
@@ -106,7 +107,7 @@ impl<X: Partitions> Solver for Simulation<X> {
         Ok(self.exec.masses(self.t)?.iter().sum())
     }
 
-    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>> {
+    fn forces(&mut self, objects: &[CellBlocks<bool>]) -> Result<Vec<[f64; 3]>> {
         let mut total = vec![[0.0; 3]; objects.len()];
         for part in self.exec.forces(self.t, objects)? {
             for (sum, f) in total.iter_mut().zip(part) {

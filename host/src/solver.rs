@@ -1,6 +1,7 @@
 //! The backend seam: one [`Solver`] trait with CPU and GPU siblings, and the
 //! run-time choice of lattice, precision and streaming scheme.
 
+use crate::cell_blocks::CellBlocks;
 use crate::domain::{Domain, OpenScheme};
 use crate::error::{Error, Result};
 use crate::fields::Fields;
@@ -486,9 +487,10 @@ pub trait Solver: Send {
     fn backend(&self) -> BackendKind;
     /// The configuration it was built from.
     fn config(&self) -> &SolverConfig;
-    /// Force on each object (`objects[k][n]`: cell `n` belongs to object
-    /// `k`) by momentum exchange, lattice units; see [`crate::forces`].
-    fn forces(&mut self, objects: &[Vec<bool>]) -> Result<Vec<[f64; 3]>>;
+    /// Force on each object (`objects[k][p]`: the cell at `p` belongs to
+    /// object `k`; masks of the whole box, by blocks) by momentum exchange,
+    /// lattice units; see [`crate::forces`].
+    fn forces(&mut self, objects: &[CellBlocks<bool>]) -> Result<Vec<[f64; 3]>>;
     /// The state a checkpoint needs: the time and the current population
     /// buffer exactly as stored.
     fn save_state(&mut self) -> Result<SavedState>;

@@ -19,15 +19,18 @@
 //! exact near field. Where the approximation gives |w| near 1/2 (only near
 //! holes or on the surface), the point is recomputed exactly over all
 //! triangles. Cells outside the mesh's bounding box are outside (exact for a
-//! closed mesh, whose winding number is 0 there) and cost nothing. Rows of
-//! cells are processed in parallel with rayon. Measured on 2 cores (shared
-//! with a compiler, hence the ranges): a 10k-triangle torus on 128^3 (576k
-//! cells in its box) 0.6-1.2 s, a 20k-triangle sphere filling 120^3 cells of
-//! a 128^3 grid 1.5-3 s (test `voxel_timing_10k_triangles_on_128_cubed`).
+//! closed mesh, whose winding number is 0 there) and cost nothing: the
+//! result is stored by blocks ([`CellBlocks`]), and only the blocks that
+//! meet the bounding box are worked out, in parallel with rayon. Measured on
+//! 2 cores (shared with a compiler, hence the ranges): a 10k-triangle torus
+//! on 128^3 (576k cells in its box) 0.6-1.2 s, a 20k-triangle sphere filling
+//! 120^3 cells of a 128^3 grid 1.5-3 s (test
+//! `voxel_timing_10k_triangles_on_128_cubed`).
 
 use glam::{DMat3, DVec3};
-use rayon::prelude::*;
+use kernels_gpu::Dims;
 
+use crate::cell_blocks::CellBlocks;
 use crate::error::Result;
 use crate::stl::{diagnose, Mesh, MeshReport};
 
@@ -42,6 +45,12 @@ pub trait Shape {
     /// number of marked cells to detect features lost at the grid's resolution.
     fn volume(&self) -> Option<f64> {
         None
+    }
+    /// Whether `contains` holds for every point between `lo` and `hi`
+    /// (per axis), so that [`voxelize`] can mark a whole block of cells
+    /// without testing each; `false` when that cannot be told cheaply.
+    fn contains_box(&self, _lo: DVec3, _hi: DVec3) -> bool {
+        false
     }
 }
 
@@ -84,6 +93,11 @@ impl Shape for Cuboid {
     }
     fn volume(&self) -> Option<f64> {
         Some((self.max - self.min).max(DVec3::ZERO).element_product())
+    }
+    /// `contains` compares each coordinate on its own, so the two corners
+    /// decide for every point between them.
+    fn contains_box(&self, lo: DVec3, hi: DVec3) -> bool {
+        self.contains(lo) && self.contains(hi)
     }
 }
 
@@ -433,8 +447,9 @@ pub enum VoxelError {
 pub struct Voxels {
     /// Grid dimensions (nx, ny, nz).
     pub dims: (u32, u32, u32),
-    /// Solid flag per cell, index `x + nx * (y + ny * z)` (as the solver).
-    pub solid: Vec<bool>,
+    /// Solid flag per cell, by blocks: only blocks that meet the shape's
+    /// bounding box are worked out, the rest cost one value each.
+    pub solid: CellBlocks<bool>,
     /// Number of solid cells.
     pub marked: usize,
     /// Human-readable warnings: thin features, clipped geometry, volume
@@ -443,15 +458,9 @@ pub struct Voxels {
 }
 
 impl Voxels {
-    /// Index of cell (x, y, z).
-    pub fn index(&self, x: u32, y: u32, z: u32) -> usize {
-        let (nx, ny, _) = self.dims;
-        x as usize + nx as usize * (y as usize + ny as usize * z as usize)
-    }
-
     /// Whether cell (x, y, z) is solid.
     pub fn is_solid(&self, x: u32, y: u32, z: u32) -> bool {
-        self.solid[self.index(x, y, z)]
+        self.solid[[x, y, z]]
     }
 }
 
@@ -476,8 +485,10 @@ pub fn thin_feature_warning(shape: &dyn Shape, cell_size: f64, dims: (u32, u32, 
 }
 
 /// Marks every cell whose centre `origin + cell_size * (x, y, z)` is inside
-/// `shape`. Only cells within the shape's bounding box are tested, rows in
-/// parallel.
+/// `shape`. Only cells within the shape's bounding box are tested, by blocks
+/// of [`CellBlocks`] in parallel (a block that [`Shape::contains_box`] says is
+/// inside is marked whole), so the cost and the memory go with the shape's
+/// blocks, not with the box.
 pub fn voxelize(shape: &(dyn Shape + Sync), dims: (u32, u32, u32), cell_size: f64, origin: DVec3) -> Result<Voxels> {
     let (nx, ny, nz) = dims;
     if nx == 0 || ny == 0 || nz == 0 {
@@ -497,7 +508,7 @@ pub fn voxelize(shape: &(dyn Shape + Sync), dims: (u32, u32, u32), cell_size: f6
     let cells = (nx as usize)
         .checked_mul(ny as usize)
         .and_then(|c| c.checked_mul(nz as usize))
-        .ok_or_else(|| VoxelError::InvalidGrid(format!("{nx} x {ny} x {nz} cells do not fit in memory")))?;
+        .ok_or_else(|| VoxelError::InvalidGrid(format!("{nx} x {ny} x {nz} cells are too many to number")))?;
 
     let (smin, smax) = shape.bounds();
     if !(smin.is_finite() && smax.is_finite() && smin.cmple(smax).all()) {
@@ -512,29 +523,24 @@ pub fn voxelize(shape: &(dyn Shape + Sync), dims: (u32, u32, u32), cell_size: f6
         return Err(VoxelError::OutsideDomain { shape_min: smin, shape_max: smax, domain_min, domain_max }.into());
     }
 
-    // Cells whose centres may be inside, with one cell of slack so that
-    // rounding never drops a cell: `contains` decides.
-    let range = |axis: usize| {
+    // Cells whose centres may be inside (`lo..hi`), with one cell of slack
+    // so that rounding never drops a cell: `contains` decides.
+    let (mut lo, mut hi) = ([0u32; 3], [0u32; 3]);
+    for axis in 0..3 {
         let last = n[axis] - 1.0;
-        let a = (((smin[axis] - origin[axis]) / cell_size).floor() - 1.0).clamp(0.0, last);
-        let b = (((smax[axis] - origin[axis]) / cell_size).ceil() + 1.0).clamp(0.0, last);
-        a as usize..=b as usize
-    };
-    let (xr, yr, zr) = (range(0), range(1), range(2));
-
-    let mut solid = vec![false; cells];
-    let row_len = nx as usize;
-    solid.par_chunks_mut(row_len).enumerate().for_each(|(row, cells)| {
-        let (y, z) = (row % ny as usize, row / ny as usize);
-        if !yr.contains(&y) || !zr.contains(&z) {
-            return;
-        }
-        for x in xr.clone() {
-            let p = origin + cell_size * DVec3::new(x as f64, y as f64, z as f64);
-            cells[x] = shape.contains(p);
-        }
-    });
-    let marked = solid.par_iter().filter(|&&s| s).count();
+        lo[axis] = (((smin[axis] - origin[axis]) / cell_size).floor() - 1.0).clamp(0.0, last) as u32;
+        hi[axis] = (((smax[axis] - origin[axis]) / cell_size).ceil() + 1.0).clamp(0.0, last) as u32 + 1;
+    }
+    let centre = |[x, y, z]: [u32; 3]| origin + cell_size * DVec3::new(f64::from(x), f64::from(y), f64::from(z));
+    let solid = CellBlocks::par_from_region(
+        Dims::new(nx, ny, nz),
+        false,
+        lo,
+        hi,
+        |a, b| shape.contains_box(centre(a), centre(b.map(|v| v - 1))).then_some(true),
+        |p| shape.contains(centre(p)),
+    );
+    let marked = solid.count(|s| s);
 
     let mut warnings = Vec::new();
     warnings.extend(thin_feature_warning(shape, cell_size, dims));
@@ -606,7 +612,7 @@ mod tests {
         let solid = MeshSolid::new(&mesh).unwrap();
         let vox = voxelize(&solid, dims, h, origin).unwrap();
         assert!(vox.warnings.is_empty(), "{:?}", vox.warnings);
-        assert_eq!(vox.marked, vox.solid.iter().filter(|&&s| s).count());
+        assert_eq!(vox.marked, vox.solid.to_dense().iter().filter(|&&s| s).count());
 
         // Tolerance: cells whose centres lie within about half a cell of the
         // surface can go either way; there are ~ area / h^2 of them, so the
@@ -645,13 +651,12 @@ mod tests {
             .fold(f64::INFINITY, f64::min);
         assert!(inradius > 0.9 * r);
         let analytic = voxelize(&sphere, dims, h, origin).unwrap();
-        assert_eq!(analytic.solid, brute_force(&sphere, dims, h, origin));
+        assert_eq!(analytic.solid.to_dense(), brute_force(&sphere, dims, h, origin));
         let mut differ = 0;
         for z in 0..48 {
             for y in 0..48 {
                 for x in 0..48 {
-                    let i = vox.index(x, y, z);
-                    if vox.solid[i] != analytic.solid[i] {
+                    if vox.is_solid(x, y, z) != analytic.is_solid(x, y, z) {
                         differ += 1;
                         let p = origin + h * DVec3::new(x as f64, y as f64, z as f64);
                         let d = p.distance(centre);
@@ -768,7 +773,7 @@ mod tests {
         let reference = voxelize(&MeshSolid::new(&closed).unwrap(), CUBE_DIMS, 1.0, DVec3::ZERO).unwrap();
         assert_eq!(reference.marked, 20 * 20 * 20);
         let expected = Cuboid { min: DVec3::splat(10.5), max: DVec3::splat(30.5) };
-        assert_eq!(reference.solid, brute_force(&expected, CUBE_DIMS, 1.0, DVec3::ZERO));
+        assert_eq!(reference.solid.to_dense(), brute_force(&expected, CUBE_DIMS, 1.0, DVec3::ZERO));
 
         // Remove one triangle of the +x face: half that face is a hole.
         let mut holed = closed.clone();
@@ -780,18 +785,18 @@ mod tests {
         // Inside the cube the missing triangle subtends less than a
         // hemisphere, so w = 1 - (its solid angle) / 4 pi stays above 1/2:
         // the interior is exactly that of the closed cube.
-        assert_eq!(mismatches(&vox.solid, &reference.solid), 0);
+        assert_eq!(mismatches(&vox.solid.to_dense(), &reference.solid.to_dense()), 0);
         // A single ray cast leaks: a cell inside whose ray leaves through the
         // hole sees no crossing and is called outside (about half the cube),
         // and a cell outside whose ray enters the cube and leaves through the
         // hole sees one crossing and is called inside.
         assert_eq!(
             brute_force_fn(CUBE_DIMS, |p| ray_parity(&closed, p)),
-            reference.solid,
+            reference.solid.to_dense(),
             "the ray cast itself is right on the closed cube"
         );
         let ray = brute_force_fn(CUBE_DIMS, |p| ray_parity(&holed, p));
-        let wrong = mismatches(&ray, &reference.solid);
+        let wrong = mismatches(&ray, &reference.solid.to_dense());
         assert!(wrong > 4000, "the ray cast got {wrong} cells wrong");
         eprintln!(
             "cube with a hole: the winding number marks {} cells (all right), a single ray cast gets {wrong} cells wrong",
@@ -833,7 +838,7 @@ mod tests {
         let dims = (40, 24, 20);
         let vox = voxelize(&solid, dims, 1.0, DVec3::ZERO).unwrap();
         let expected = Cuboid { min: DVec3::new(20.5, 5.5, 5.5), max: DVec3::new(30.5, 15.5, 15.5) };
-        assert_eq!(vox.solid, brute_force(&expected, dims, 1.0, DVec3::ZERO));
+        assert_eq!(vox.solid.to_dense(), brute_force(&expected, dims, 1.0, DVec3::ZERO));
         assert_eq!(vox.marked, 1000);
         assert!(vox.is_solid(21, 6, 6) && vox.is_solid(30, 15, 15));
         assert!(!vox.is_solid(20, 6, 6) && !vox.is_solid(31, 10, 10) && !vox.is_solid(25, 16, 10));
@@ -858,14 +863,112 @@ mod tests {
                 && (near(local.x) || near(local.y) || near(local.z))
         });
         let mut differ = 0;
-        for i in 0..vox.solid.len() {
-            if vox.solid[i] != truth[i] {
+        for (i, solid) in vox.solid.to_dense().into_iter().enumerate() {
+            if solid != truth[i] {
                 assert!(on_face[i], "cell {i} differs off the surface");
                 differ += 1;
             }
         }
         eprintln!("rotated cube: {differ} cells on a face differ");
         assert!((vox.marked as f64 - 1728.0).abs() < 0.5 * 6.0 * 144.0);
+    }
+
+    /// What voxelising did when it filled a dense array: the cells of the
+    /// shape's bounding box (one cell of slack) row by row, `contains` for each.
+    fn dense_rows(shape: &dyn Shape, dims: (u32, u32, u32), h: f64, origin: DVec3) -> Vec<bool> {
+        let (lo, hi) = slack_box(shape, dims, h, origin);
+        let (nx, ny) = (dims.0 as usize, dims.1 as usize);
+        let mut solid = vec![false; nx * ny * dims.2 as usize];
+        for (row, cells) in solid.chunks_mut(nx).enumerate() {
+            let (y, z) = ((row % ny) as u32, (row / ny) as u32);
+            if (lo[1]..hi[1]).contains(&y) && (lo[2]..hi[2]).contains(&z) {
+                for x in lo[0]..hi[0] {
+                    let p = origin + h * DVec3::new(x as f64, y as f64, z as f64);
+                    cells[x as usize] = shape.contains(p);
+                }
+            }
+        }
+        solid
+    }
+
+    /// The cells `lo..hi` of the shape's bounding box with one cell of slack.
+    fn slack_box(shape: &dyn Shape, dims: (u32, u32, u32), h: f64, origin: DVec3) -> ([u32; 3], [u32; 3]) {
+        let (smin, smax) = shape.bounds();
+        let n = [dims.0, dims.1, dims.2];
+        let lo =
+            std::array::from_fn(|a| (((smin[a] - origin[a]) / h).floor() - 1.0).clamp(0.0, (n[a] - 1) as f64) as u32);
+        let hi = std::array::from_fn(|a| {
+            (((smax[a] - origin[a]) / h).ceil() + 1.0).clamp(0.0, (n[a] - 1) as f64) as u32 + 1
+        });
+        (lo, hi)
+    }
+
+    #[test]
+    fn voxel_blocks_hold_what_the_dense_rows_held_cell_for_cell() {
+        let o = DVec3::new(-0.3, 0.1, 0.2);
+        let mesh_sphere = MeshSolid::new(&icosphere(DVec3::new(20.3, 17.9, 15.2), 11.0, 3)).unwrap();
+        let mesh_cube = MeshSolid::new(&test_cube()).unwrap();
+        let check = |name: &str, shape: &(dyn Shape + Sync), dims: (u32, u32, u32), h: f64, origin: DVec3| {
+            let vox = voxelize(shape, dims, h, origin).unwrap();
+            let dense = dense_rows(shape, dims, h, origin);
+            assert_eq!(vox.solid.to_dense(), dense, "{name}");
+            assert_eq!(vox.marked, dense.iter().filter(|&&s| s).count(), "{name}");
+            assert!(vox.marked > 0, "{name}");
+        };
+        let sphere = Sphere { centre: DVec3::new(9.7, 10.2, 8.9), radius: 5.3 };
+        check("sphere", &sphere, (37, 21, 18), 0.5, o);
+        check("STL cube", &mesh_cube, CUBE_DIMS, 1.0, DVec3::ZERO);
+        check("STL icosphere", &mesh_sphere, (44, 38, 33), 1.0, DVec3::ZERO);
+        // Cut off by the box's far faces and its near ones.
+        let clipped = Sphere { centre: DVec3::new(33.0, 1.0, 16.5), radius: 9.0 };
+        check("clipped sphere", &clipped, (37, 21, 18), 1.0, DVec3::ZERO);
+        let axis = DVec3::new(1.0, 2.0, 2.0);
+        let cylinder = Cylinder { base_centre: DVec3::new(3.0, 4.0, 5.0), axis, radius: 4.5, length: 30.0 };
+        check("cylinder", &cylinder, (40, 40, 40), 1.0, DVec3::ZERO);
+        // Whole blocks inside, marked without testing each cell, and partial ones.
+        let cuboid = Cuboid { min: DVec3::new(2.5, 0.0, 3.2), max: DVec3::new(60.7, 39.0, 35.0) };
+        check("cuboid", &cuboid, (70, 40, 36), 1.0, DVec3::ZERO);
+        let plate = Cuboid { min: DVec3::new(1.5, 2.5, -1.0), max: DVec3::new(50.5, 20.5, 1.0) };
+        check("one layer", &plate, (64, 40, 1), 1.0, DVec3::ZERO);
+    }
+
+    /// A small shape in a box of more than 2^32 cells: only the blocks its
+    /// bounding box meets are worked out and stored, and every cell inside
+    /// is marked; a box over half of it is whole blocks, not cells.
+    #[test]
+    fn voxel_a_shape_in_a_box_of_more_than_2_32_cells_costs_its_blocks() {
+        let dims = (4096, 4096, 300);
+        let grid = Dims::new(dims.0, dims.1, dims.2);
+        assert!(grid.cells() > 1 << 32);
+        let empty = CellBlocks::new(grid, false).bytes();
+        let sphere = Sphere { centre: DVec3::new(1000.3, 3000.7, 150.2), radius: 6.5 };
+        let cylinder =
+            Cylinder { base_centre: DVec3::new(2000.5, 100.5, 10.0), axis: DVec3::Z, radius: 1.2, length: 250.0 };
+        for (name, shape) in [("sphere", &sphere as &(dyn Shape + Sync)), ("cylinder", &cylinder)] {
+            let start = std::time::Instant::now();
+            let vox = voxelize(shape, dims, 1.0, DVec3::ZERO).unwrap();
+            let seconds = start.elapsed().as_secs_f64();
+            let (lo, hi) = slack_box(shape, dims, 1.0, DVec3::ZERO);
+            let mut brute = 0;
+            for z in lo[2]..hi[2] {
+                for y in lo[1]..hi[1] {
+                    brute +=
+                        (lo[0]..hi[0]).filter(|&x| shape.contains(DVec3::new(x as f64, y as f64, z as f64))).count();
+                }
+            }
+            assert_eq!(vox.marked, brute, "{name}");
+            assert!(vox.marked as f64 > 0.8 * shape.volume().unwrap(), "{name}: {} cells", vox.marked);
+            let blocks: usize = (0..3).map(|a| (hi[a].div_ceil(16) - lo[a] / 16) as usize).product();
+            assert!(vox.solid.bytes() <= empty + blocks * 16 * 16 * 16, "{name}: {} bytes", vox.solid.bytes());
+            assert!(vox.solid.bytes() < 64 << 20, "{name}: {} bytes", vox.solid.bytes());
+            assert!(vox.warnings.is_empty(), "{name}: {:?}", vox.warnings);
+            eprintln!("{name} in 4096 x 4096 x 300: {} cells, {} bytes, {seconds:.3} s", vox.marked, vox.solid.bytes());
+        }
+        let half = Cuboid { min: DVec3::ZERO, max: DVec3::new(2047.5, 4095.0, 299.0) };
+        let vox = voxelize(&half, dims, 1.0, DVec3::ZERO).unwrap();
+        assert_eq!(vox.marked, 2048 * 4096 * 300);
+        assert_eq!(vox.solid.bytes(), empty, "whole blocks only");
+        assert!(vox.is_solid(2047, 4095, 299) && !vox.is_solid(2048, 0, 0));
     }
 
     #[test]
@@ -926,7 +1029,7 @@ mod tests {
         assert!(cyl.contains(cyl.base_centre + 8.9 * a));
 
         let vox = voxelize(&cyl, dims, h, DVec3::ZERO).unwrap();
-        assert_eq!(vox.solid, brute_force(&cyl, dims, h, DVec3::ZERO));
+        assert_eq!(vox.solid.to_dense(), brute_force(&cyl, dims, h, DVec3::ZERO));
         let cells = cyl.volume().unwrap() / h.powi(3);
         let area = 2.0 * PI * 1.5 * 9.0 + 2.0 * PI * 1.5 * 1.5;
         let tol = 0.5 * area / (h * h);
@@ -963,7 +1066,7 @@ mod tests {
         assert_eq!(vox.marked, 32);
         assert!(vox.solid[3 + 12 * (4 + 9 * 5)] && vox.solid[10 + 12 * (7 + 9 * 5)]);
         assert!(!vox.solid[2 + 12 * (4 + 9 * 5)] && !vox.solid[3 + 12 * (4 + 9 * 4)]);
-        assert_eq!(vox.index(3, 4, 5), 3 + 12 * (4 + 9 * 5));
+        assert!(vox.is_solid(3, 4, 5) && !vox.is_solid(3, 4, 4));
         // One cell thick along z: warned.
         assert!(vox.warnings.iter().any(|w| w.contains("thick along z")), "{:?}", vox.warnings);
         assert!(thin_feature_warning(&c, 0.4, (100, 100, 100)).is_none());

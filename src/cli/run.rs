@@ -106,7 +106,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             }
         });
     }
-    let masks: Vec<Vec<bool>> = setup.objects.iter().map(|o| o.cells.to_dense()).collect();
+    let masks: Vec<CellBlocks<bool>> = setup.objects.iter().map(|o| o.cells.clone()).collect();
     // A sparse grid's VTK files hold its stored blocks only, when that is
     // the smaller file.
     let sparse = match setup.config.grid {
@@ -130,7 +130,8 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let backend = o.backend.unwrap_or(setup.backend.into()).resolve(devices[0])?;
     let (mut solver, device) = match (ranks, &o.rendezvous) {
         (Some(ranks), Some(rendezvous)) => {
-            let joined = lbm::host::nccl_run::join(setup.config.clone(), ranks, rendezvous, &lbm::ptx::active())?;
+            let ptx = lbm::ptx::active();
+            let joined = lbm::host::nccl_run::join(setup.config.clone(), &masks, ranks, rendezvous, &ptx)?;
             // Every rank but 0 has served the whole run when `join` returns.
             let Some(solver) = joined else { return Ok(Outcome::Finished) };
             (solver, format!("{} ranks over NCCL, split along z (rank 0 on GPU {})", ranks.world, ranks.local))
@@ -166,7 +167,12 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     };
     let bar = progress_bar(total, o.report);
     bar.set_position(solver.time());
-    let cells = setup.config.domain.dims.cells() as f64;
+    // Cells updated per step: the box's on a dense grid, the flow cells on a
+    // sparse one (as `lbm bench` counts them; its box may be mostly solid).
+    let cells = match setup.config.grid {
+        GridLayout::Dense => setup.config.domain.dims.cells(),
+        GridLayout::Sparse { .. } => setup.config.domain.fluid_cells(),
+    } as f64;
     let start = Instant::now();
     let (mut stepping, mut steps_run) = (0.0, 0u64);
     let mut outcome = Outcome::Finished;
