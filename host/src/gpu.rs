@@ -298,13 +298,10 @@ impl DeviceSparse {
     }
 }
 
-/// The kernel that updates open cells too, the tables it reads, and how
-/// many of its thread blocks of `step_block` threads the device keeps
-/// running at once (a bitmask grid launches that many: [`Grid::launch_open`]).
+/// The kernel that updates open cells too, and the tables it reads.
 struct OpenKernel<T> {
     kernel: CudaFunction,
     tables: DeviceOpenCells<T>,
-    resident: u32,
 }
 
 /// The open cells' tables ([`OpenTables`]) in device memory, and the kernel
@@ -406,10 +403,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             Some(tables) => {
                 let kind = KernelKind::StreamCollideOpen(config.streaming, config.collision.kind());
                 let kernel = device.kernel::<L, Q, S>(kind, on)?;
-                let per_sm = (kernel.occupancy_max_active_blocks_per_multiprocessor(step_block, 0, None))
-                    .ctx("reading the occupancy of the open cells' kernel")?;
-                let resident = per_sm.max(1) * device.info()?.multiprocessors as u32;
-                Some(OpenKernel { kernel, tables: DeviceOpenCells::upload(&s, &tables)?, resident })
+                Some(OpenKernel { kernel, tables: DeviceOpenCells::upload(&s, &tables)? })
             }
             None => None,
         };
@@ -487,7 +481,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let (count, block) = (units.len() as u32, self.step_block);
         let (kernel, open, cfg) = match (&self.with_open, with_open) {
             (Some(k), true) => {
-                let shape = with_grid!(&self.grid, |g| g.launch_open(count, block, k.resident));
+                let shape = with_grid!(&self.grid, |g| g.launch_open(units.clone(), block));
                 (&k.kernel, Some(k.tables.cells), config_of(shape))
             }
             (None, true) => unreachable!("the open cells' kernel is loaded for every variant that runs it"),

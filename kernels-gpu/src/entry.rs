@@ -247,7 +247,7 @@ macro_rules! entry_points {
 
             /// Stream-collide of fluid and open cells together
             /// ([`crate::groups`]) over the cells of `units` that it runs
-            /// ([`Grid::open_cells`]), on a grid of blocks of
+            /// ([`Grid::open_cell`]), on a grid of blocks of
             /// `2^shift` cells (0 for the dense box). Esoteric Pull passes
             /// `src == dst`.
             #[inline(always)]
@@ -263,13 +263,10 @@ macro_rules! entry_points {
                 shift: u32,
                 units: Range<u32>,
             ) {
-                // Inlined: a call would pass the step's state through local memory.
-                let update = #[inline(always)]
-                |cell| {
+                if let Some(cell) = grid.open_cell(units, launch_index()) {
                     let group = |n| open.group(n, shift);
                     stream::stream_collide_any::<$lattice, $q, $s, C, G>(grid, scheme, &p, src, dst, flags, cell, group);
-                };
-                grid.open_cells(units, launch_index(), update);
+                }
             }
 
             /// An open-boundary group: its cells, one thread per entry of

@@ -179,22 +179,18 @@ pub trait Grid: Copy {
     }
 
     /// The launch of the kernel that updates open cells too over `units`
-    /// units, on a device that keeps `resident` blocks of that kernel
-    /// running at once: by default [`Grid::launch`].
-    fn launch_open(&self, units: u32, threads: u32, resident: u32) -> LaunchShape {
-        let _ = resident;
-        self.launch(units, threads)
+    /// units: by default [`Grid::launch`].
+    fn launch_open(&self, units: Range<u32>, threads: u32) -> LaunchShape {
+        self.launch(units.len() as u32, threads)
     }
 
-    /// Calls `update` with each cell that the thread at `at` of the kernel
-    /// that updates open cells too updates, in a launch over the units
-    /// `units` ([`Grid::launch_open`]): by default its one cell of
-    /// [`Grid::launch_cell`] that this kernel [`Grid::runs`].
+    /// The cell that the thread at `at` of the kernel that updates open cells
+    /// too updates in a launch over the units `units`
+    /// ([`Grid::launch_open`]), if any: by default the one of
+    /// [`Grid::launch_cell`], if this kernel [`Grid::runs`] it.
     #[inline(always)]
-    fn open_cells(&self, units: Range<u32>, at: LaunchIndex, mut update: impl FnMut(Self::Cell)) {
-        if let Some(cell) = self.launch_cell(units.start, at).filter(|&c| self.runs(c, true)) {
-            update(cell)
-        }
+    fn open_cell(&self, units: Range<u32>, at: LaunchIndex) -> Option<Self::Cell> {
+        self.launch_cell(units.start, at).filter(|&c| self.runs(c, true))
     }
 }
 

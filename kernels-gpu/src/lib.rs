@@ -9,7 +9,7 @@
 //! `nvptx64-nvidia-cuda` by the root `build.rs`, where [`entry`] adds thin
 //! `extern "ptx-kernel"` entry points around the same functions.
 #![no_std]
-#![feature(f16, core_float_math, stmt_expr_attributes)]
+#![feature(f16, core_float_math)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
 #![warn(missing_docs)]
 // Per-cell loops index several parallel tables (c_i, w_i, f_i) by direction;

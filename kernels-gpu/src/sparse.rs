@@ -54,6 +54,10 @@ pub struct SparseTables {
     /// A bit per stored block, set on boundary blocks, for the `bitmask`
     /// boundary groups ([`crate::groups`]); null for every other variant.
     boundary: *const u32,
+    /// `log2` of the most boundary blocks any word of `boundary` holds,
+    /// rounded up: the kernel that updates open cells too gives each word
+    /// that many ranks of thread blocks.
+    rank_shift: u32,
 }
 
 // SAFETY: the tables are read-only for as long as a `SparseTables` refers
@@ -71,7 +75,7 @@ impl SparseTables {
     /// each at most `blocks`, and `origin` to `blocks` positions, both valid
     /// and unchanged while the tables (or a copy) are used.
     pub const unsafe fn new(blocks: u32, nx: u32, ny: u32, neighbour: *const u32, origin: *const [u32; 3]) -> Self {
-        Self { blocks, nx, ny, z0: 0, neighbour, origin, boundary: core::ptr::null() }
+        Self { blocks, nx, ny, z0: 0, neighbour, origin, boundary: core::ptr::null(), rank_shift: 0 }
     }
 
     /// These tables for a partition of the box whose layer 0 is the box's
@@ -80,15 +84,16 @@ impl SparseTables {
         Self { z0, ..self }
     }
 
-    /// These tables with the boundary-block bitmask at `mask`: the bulk
-    /// kernels then skip the blocks whose bit is set, and the kernel that
-    /// updates open cells too skips the others ([`Grid::runs`]).
+    /// These tables with the boundary-block bitmask at `mask`, whose words
+    /// hold at most `2^rank_shift` set bits each: the bulk kernels then skip
+    /// the blocks whose bit is set, and the kernel that updates open cells
+    /// too runs those only ([`Grid::runs`], [`Grid::open_cell`]).
     ///
     /// # Safety
     /// `mask` must hold a bit per stored block (`blocks.div_ceil(32)`
     /// words), valid and unchanged while the tables (or a copy) are used.
-    pub const unsafe fn with_boundary_mask(self, mask: *const u32) -> Self {
-        Self { boundary: mask, ..self }
+    pub const unsafe fn with_boundary_mask(self, mask: *const u32, rank_shift: u32) -> Self {
+        Self { boundary: mask, rank_shift, ..self }
     }
 }
 
@@ -281,42 +286,46 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
         self.tables.boundary.is_null() || self.is_boundary_block(cell.b) == heavy
     }
 
-    /// With a bitmask, as many blocks as stay resident: most blocks are not
-    /// boundary blocks, and a launch of a thread block per grid block spent
-    /// most of its time starting thread blocks that only read their bit.
-    fn launch_open(&self, units: u32, threads: u32, resident: u32) -> LaunchShape {
-        if self.tables.boundary.is_null() {
-            return self.launch(units, threads);
+    /// With a bitmask, thread blocks by mask word, rank and part of a grid
+    /// block: for each word of 32 grid blocks that meets `units`,
+    /// `2^rank_shift` ranks, the one of rank `r` updating the word's
+    /// `r`-th boundary block, in parts of `threads` cells (rounded down to a
+    /// power of two). A thread block per grid block spent most of its time
+    /// starting thread blocks that only read their bit; this launches a few
+    /// per word, yet gives every boundary block thread blocks of its own,
+    /// however they cluster.
+    fn launch_open(&self, units: Range<u32>, threads: u32) -> LaunchShape {
+        if self.tables.boundary.is_null() || units.is_empty() {
+            return self.launch(units.len() as u32, threads);
         }
-        LaunchShape { blocks: [units.min(resident).max(1), 1, 1], threads: threads.min(Self::BLOCK_CELLS) }
+        // A power of two, so that `open_cell` splits a block by shifts.
+        let threads = 1 << threads.clamp(1, Self::BLOCK_CELLS).ilog2();
+        let words = (units.end - 1) / 32 - units.start / 32 + 1;
+        LaunchShape { blocks: [(words << self.tables.rank_shift) * (Self::BLOCK_CELLS / threads), 1, 1], threads }
     }
 
-    /// With a bitmask, thread block `k` of `K` looks at grid blocks
-    /// `first + k`, `first + k + K`, ... and updates the boundary ones, its
-    /// threads striding over the block's cells: neighbouring boundary blocks
-    /// (an inlet face) go to different thread blocks. Without, the thread's
-    /// one cell, as [`Grid::launch_cell`]. One loop for both keeps `update`
-    /// at one call site, where it is inlined.
+    /// The cell of [`Grid::launch_open`]'s thread `at`: the word, the rank
+    /// and the part from the thread block, the rank's boundary block from
+    /// the word's bits.
     #[inline(always)]
-    fn open_cells(&self, units: Range<u32>, at: LaunchIndex, mut update: impl FnMut(SparseCell)) {
-        let masked = !self.tables.boundary.is_null();
-        let (mut b, end, stride, first_local, local_step) = if masked {
-            (units.start + at.block, units.end, at.blocks, at.x - at.block * at.threads, at.threads)
-        } else {
-            let n = (units.start << Self::BLOCK_SHIFT) + at.x;
-            let b = n >> Self::BLOCK_SHIFT;
-            (b, b + 1, 1, n & (Self::BLOCK_CELLS - 1), Self::BLOCK_CELLS)
-        };
-        while b < end {
-            if !masked || self.is_boundary_block(b) {
-                let mut local = first_local;
-                while local < Self::BLOCK_CELLS {
-                    update(self.cell_of((b << Self::BLOCK_SHIFT) | local));
-                    local += local_step;
-                }
-            }
-            b += stride;
+    fn open_cell(&self, units: Range<u32>, at: LaunchIndex) -> Option<SparseCell> {
+        if self.tables.boundary.is_null() {
+            return self.launch_cell(units.start, at);
         }
+        let thread_shift = at.threads.trailing_zeros();
+        let part_shift = Self::BLOCK_SHIFT - thread_shift;
+        let part = at.block & ((1 << part_shift) - 1);
+        let rank = (at.block >> part_shift) & ((1 << self.tables.rank_shift) - 1);
+        let word = units.start / 32 + (at.block >> (part_shift + self.tables.rank_shift));
+        // SAFETY: a mask holds a bit per stored block (`with_boundary_mask`),
+        // and the launch covers words of stored blocks only.
+        let mut bits = unsafe { u32::load(self.tables.boundary.add(word as usize)) };
+        for _ in 0..rank {
+            bits &= bits.wrapping_sub(1);
+        }
+        let b = word * 32 + bits.trailing_zeros();
+        let local = (part << thread_shift) | (at.x & (at.threads - 1));
+        (bits != 0 && units.contains(&b)).then(|| self.cell_of((b << Self::BLOCK_SHIFT) | local))
     }
 }
 
