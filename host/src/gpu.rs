@@ -14,8 +14,10 @@ use crate::partition::{local_config, own_values, Slab};
 use crate::plan::Region;
 use crate::solver::{mass_of, CollisionParams, KernelReport, SavedPart, SavedState, SolverConfig};
 use crate::sparse::SparseLayout;
+use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, ValidAsZeroBits,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
+    ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::grid::LaunchShape;
@@ -267,6 +269,8 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     /// The kernel that updates open cells with the fluid ones (every
     /// boundary-group variant but `lists`).
     with_open: Option<OpenKernel<S::Real>>,
+    /// Where that kernel runs beside the bulk one (`memory`, `bitmask`).
+    beside: Option<Beside>,
     /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
@@ -302,6 +306,32 @@ impl DeviceSparse {
 struct OpenKernel<T> {
     kernel: CudaFunction,
     tables: DeviceOpenCells<T>,
+}
+
+/// A second stream for the kernel that updates open cells too, when the
+/// bulk kernel updates the other cells of the same step (`memory`,
+/// `bitmask`): the two update different cells, and queued one after the
+/// other the second waited for the first one's last thread blocks and
+/// launch. High priority, so that the fewer, heavier thread blocks start
+/// first and the bulk kernel's fill in around them.
+struct Beside {
+    stream: Arc<CudaStream>,
+    /// Recorded on the caller's stream before the step's kernels.
+    ready: CudaEvent,
+    /// Recorded on `stream` after the step's open cells.
+    done: CudaEvent,
+}
+
+impl Beside {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        let (_, highest) = cudarc::driver::result::stream::get_priority_range().ctx("reading stream priorities")?;
+        let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event");
+        Ok(Self {
+            stream: ctx.new_stream_with_priority(highest).ctx("creating the open cells' stream")?,
+            ready: event()?,
+            done: event()?,
+        })
+    }
 }
 
 /// The open cells' tables ([`OpenTables`]) in device memory, and the kernel
@@ -407,8 +437,13 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             }
             None => None,
         };
+        let beside = match (&with_open, config.groups) {
+            (Some(_), BoundaryGroups::Memory | BoundaryGroups::Bitmask) => Some(Beside::new(device.context())?),
+            _ => None,
+        };
         Ok(Self {
             with_open,
+            beside,
             step_kernel: device.kernel::<L, Q, S>(step_kind, on)?,
             step_block,
             collision: config.collision_params::<S::Real>(),
@@ -452,16 +487,30 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     pub(crate) fn launch(&mut self, s: &Arc<CudaStream>, region: Region, t: u64) -> Result<()> {
         let units = self.grid.region_units(&self.slab, region);
         let boundary_blocks = self.grid.sparse().map_or(0, |l| l.boundary_blocks().len() as u32);
-        for pass in passes(self.config.groups, &units, region != Region::Interior, boundary_blocks) {
+        let passes = passes(self.config.groups, &units, region != Region::Interior, boundary_blocks);
+        let both = passes.iter().any(|p| matches!(p, Pass::Any(_))) && passes.iter().any(|p| matches!(p, Pass::Bulk(_)));
+        let beside = match &self.beside {
+            Some(b) if both => {
+                b.ready.record(s).ctx("recording an event")?;
+                b.stream.wait(&b.ready).ctx("waiting for the step's stream")?;
+                Some(b.stream.clone())
+            }
+            _ => None,
+        };
+        for pass in passes {
             match pass {
                 Pass::Bulk(units) => self.launch_bulk(s, units, t, false)?,
-                Pass::Any(units) => self.launch_bulk(s, units, t, true)?,
+                Pass::Any(units) => self.launch_bulk(beside.as_ref().unwrap_or(s), units, t, true)?,
                 Pass::Lists => {
                     for k in 0..self.open.len() {
                         self.launch_open(s, k, t)?;
                     }
                 }
             }
+        }
+        if let (Some(b), Some(_)) = (&self.beside, &beside) {
+            b.done.record(&b.stream).ctx("recording an event")?;
+            s.wait(&b.done).ctx("waiting for the open cells")?;
         }
         Ok(())
     }
