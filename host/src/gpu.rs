@@ -488,7 +488,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let units = self.grid.region_units(&self.slab, region);
         let boundary_blocks = self.grid.sparse().map_or(0, |l| l.boundary_blocks().len() as u32);
         let passes = passes(self.config.groups, &units, region != Region::Interior, boundary_blocks);
-        let both = passes.iter().any(|p| matches!(p, Pass::Any(_))) && passes.iter().any(|p| matches!(p, Pass::Bulk(_)));
+        let both =
+            passes.iter().any(|p| matches!(p, Pass::Any(_))) && passes.iter().any(|p| matches!(p, Pass::Bulk(_)));
         let beside = match &self.beside {
             Some(b) if both => {
                 b.ready.record(s).ctx("recording an event")?;

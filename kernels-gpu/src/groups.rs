@@ -10,7 +10,7 @@
 //! | `lists`   | bulk over every cell; one per inlet or outlet over its list | the group's own launch                 |
 //! | `naive`   | [`stream_collide_any`] over every cell                      | entry `n` of a table over every cell   |
 //! | `memory`  | boundary blocks stored first: `any` over them, bulk the rest | entry `n` of a table over those blocks |
-//! | `bitmask` | bulk and `any` over every block, each skipping the other's  | the block's slot, then its cell        |
+//! | `bitmask` | bulk over every block, skipping marked ones; `any` per mask word, a rank per marked block | the block's slot, then its cell |
 //!
 //! A *boundary block* is a block of the sparse grid that holds an open
 //! cell. The bulk kernels never hold the open boundary's code, so they run
@@ -18,7 +18,8 @@
 //! the open boundary's registers. `naive` runs the heavy kernel everywhere;
 //! `memory` and `bitmask` only over boundary blocks, which the first by
 //! where it stores them and the second with a bit per block
-//! ([`crate::Grid::runs`]).
+//! ([`crate::Grid::runs`], [`crate::Grid::open_cell`]). With two kernels a
+//! step, the host runs them side by side on two streams.
 //!
 //! [`stream_collide_any`]: crate::stream::stream_collide_any
 
