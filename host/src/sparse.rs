@@ -686,7 +686,6 @@ mod tests {
                         z: 0,
                         block: bx,
                         threads: shape.threads,
-                        blocks: shape.blocks[0],
                     };
                     seen[grid.index_of(grid.launch_cell(region.start, at).unwrap()) as usize] += 1;
                 }
@@ -723,14 +722,8 @@ mod tests {
                     for bx in 0..shape.blocks[0] {
                         for t in 0..shape.threads {
                             let x = bx * shape.threads + t;
-                            let at = kernels_gpu::grid::LaunchIndex {
-                                x,
-                                y: 0,
-                                z: 0,
-                                block: bx,
-                                threads: shape.threads,
-                                blocks: shape.blocks[0],
-                            };
+                            let at =
+                                kernels_gpu::grid::LaunchIndex { x, y: 0, z: 0, block: bx, threads: shape.threads };
                             if let Some(c) = grid.open_cell(region.clone(), at) {
                                 seen[grid.index_of(c) as usize] += 1;
                             }

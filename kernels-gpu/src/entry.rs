@@ -15,7 +15,7 @@ use crate::params::{OpenBoundary, StepParams};
 use crate::sparse::{Sparse, SparseTables};
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
-use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _grid_dim_x, _thread_idx_x};
+use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
 use core::ops::Range;
 
 /// This thread's cell in a launch over the region of `grid` that starts at
@@ -38,7 +38,6 @@ fn launch_index() -> LaunchIndex {
             z: _block_idx_z(),
             block: _block_idx_x(),
             threads: _block_dim_x(),
-            blocks: _grid_dim_x(),
         }
     }
 }

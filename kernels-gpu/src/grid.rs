@@ -229,8 +229,6 @@ pub struct LaunchIndex {
     pub block: u32,
     /// Threads per block: `blockDim.x`.
     pub threads: u32,
-    /// Blocks along x: `gridDim.x`.
-    pub blocks: u32,
 }
 
 /// Layers a z-partition needs on each side of its own: the farthest a
@@ -423,7 +421,6 @@ mod tests {
                                         z: bz,
                                         block: bx,
                                         threads: shape.threads,
-                                        blocks: shape.blocks[0],
                                     };
                                     if let Some(cell) = d.launch_cell(region.start, at) {
                                         seen[d.index_of(cell) as usize] += 1;
