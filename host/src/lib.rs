@@ -20,6 +20,7 @@ pub mod groups;
 pub mod halo;
 pub mod image;
 mod launch;
+pub mod levels;
 pub mod multi_gpu;
 pub mod nccl;
 pub mod nccl_run;

@@ -27,7 +27,7 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::groups::BoundaryGroups;
 use crate::solver::{GridLayout, SolverConfig};
-use kernels_gpu::flags::{is_flow, WALL};
+use kernels_gpu::flags::{is_flow, moving_wall_id, FROZEN, WALL};
 use kernels_gpu::sparse::{neighbour_entry, Sparse, SparseTables, NEIGHBOUR_ENTRIES};
 use kernels_gpu::{Dims, Grid};
 use std::ops::Range;
@@ -232,23 +232,33 @@ impl SparseLayout {
             let reach = [r, r, rz];
             (std::array::from_fn(|a| lo[a] as i64 - reach[a]), std::array::from_fn(|a| hi[a] as i64 + reach[a]))
         };
+        // Cells that are updated reach their neighbours; moving walls and
+        // the frozen ghost cells of a refinement level are stored for
+        // themselves; resting walls and cells a finer level covers only
+        // where a flow cell reaches them.
+        let reaches = |flag: u8| is_flow(flag) && flag != FROZEN;
+        let kept = |flag: u8| flag == FROZEN || moving_wall_id(flag).is_some();
         for (b, view) in domain.flags.blocks() {
             let (lo, hi) = domain.flags.block_box(b);
             match view {
                 BlockView::Uniform(WALL) => {}
                 BlockView::Uniform(flag) => {
-                    let (lo, hi) = if is_flow(flag) { around(lo, hi) } else { (lo.map(i64::from), hi.map(i64::from)) };
-                    mark(lo, hi);
+                    if reaches(flag) {
+                        let (lo, hi) = around(lo, hi);
+                        mark(lo, hi);
+                    } else if kept(flag) {
+                        mark(lo.map(i64::from), hi.map(i64::from));
+                    }
                 }
                 BlockView::Cells(_) => {
                     for z in lo[2]..hi[2] {
                         for y in lo[1]..hi[1] {
                             for x in lo[0]..hi[0] {
                                 let flag = domain.flags[[x, y, z]];
-                                if is_flow(flag) {
+                                if reaches(flag) {
                                     let (lo, hi) = around([x, y, z], [x + 1, y + 1, z + 1]);
                                     mark(lo, hi);
-                                } else if flag != WALL {
+                                } else if kept(flag) {
                                     mark([x, y, z].map(i64::from), [x + 1, y + 1, z + 1].map(i64::from));
                                 }
                             }

@@ -12,7 +12,8 @@ pub const MAX_MOVING_WALLS: usize = 4;
 // | ---- | ------- |
 // | 0-2  | wall: 0 none, 1 resting, 2 + k moving wall k |
 // | 3    | open boundary: updated by its boundary group, not the bulk |
-// | 4-6  | free |
+// | 4-5  | refinement: a cell at a resolution jump (see `crate::levels`) |
+// | 6    | free |
 // | 7    | near solid (set by the host for the kernels' general path) |
 //
 // The walls sit in the low bits so that the kernels' hot tests (solid? moving
@@ -33,6 +34,25 @@ pub const WALL_MASK: u8 = 0x07;
 /// and its [`crate::params::OpenBoundary`], never this byte.
 pub const OPEN: u8 = 0x08;
 const _: () = assert!(MOVING_WALL as usize + MAX_MOVING_WALLS <= WALL_MASK as usize + 1);
+
+// Cells at a resolution jump (`crate::levels`). None is plain fluid, so the
+// bulk kernels skip them all; the first three are not solid either, so fluid
+// cells stream from them.
+
+/// A cell of a finer level over a cell of the coarser one (its *parent*),
+/// next to the finer level's own cells: it streams but does not collide,
+/// carrying the coarse populations across the jump at the finer resolution.
+pub const GHOST: u8 = 0x10;
+/// A ghost cell too far from the finer level's own cells to be updated: it
+/// holds its parent's populations for the ghost cells next to it.
+pub const FROZEN: u8 = 0x20;
+/// A coarse cell next to the cells a finer level covers: instead of
+/// streaming, it takes the average of the ghost cells over it, then collides.
+pub const COALESCED: u8 = 0x30;
+/// A cell a finer level covers: solid to its own level, never updated.
+pub const REFINED: u8 = WALL | 0x10;
+/// Bits that say a cell sits at a resolution jump.
+pub const LEVEL_MASK: u8 = 0x30;
 
 /// Bit set on fluid and open-boundary cells with a solid cell within the
 /// lattice's reach ([`crate::grid::near_wall_radius`] along each axis, a
@@ -149,7 +169,13 @@ mod tests {
             assert_eq!(is_fluid(flag), kind == CellKind::Fluid, "{kind:?}: only plain fluid takes the bulk update");
         }
         assert_eq!(CellKind::from_flag(OPEN | 1), None);
-        assert_eq!(CellKind::from_flag(OPEN | 0x10), None, "bits 4-6 are free");
+        assert_eq!(CellKind::from_flag(OPEN | 0x40), None, "bit 6 is free");
+        for flag in [GHOST, FROZEN, COALESCED, REFINED] {
+            assert_eq!(CellKind::from_flag(flag), None, "{flag:#x}: no kind of a uniform grid");
+            assert!(!is_fluid(flag), "{flag:#x}: the bulk kernels skip cells at a resolution jump");
+            assert_eq!(is_solid(flag), flag == REFINED, "{flag:#x}: only covered cells are solid");
+            assert_ne!(flag & LEVEL_MASK, 0);
+        }
         assert_eq!(CellKind::from_flag(MOVING_WALL + MAX_MOVING_WALLS as u8), None);
     }
 }

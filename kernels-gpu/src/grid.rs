@@ -96,33 +96,12 @@
 //! block-sparse grid of its own (tables, flags, population buffers), cell
 //! size `dx_0 / 2^l` and time step `dt_0 / 2^l` (acoustic scaling: the
 //! lattice velocities stay the same; `tau_l - 1/2 = 2^l (tau_0 - 1/2)` keeps
-//! the viscosity). A coarse block covered by finer cells has 8 children,
-//! one fine block per octant (`child[8 b + o]`, or none); a fine block has
-//! one parent block and the octant it fills. Levels meet at interfaces
-//! whose cells are lists of cell numbers, one *group* per level and
-//! direction, launched like the open-boundary group (one thread per entry,
-//! [`Grid::cell_of`]). A fine level is ringed by one layer of blocks of
-//! interface cells that its coarser level covers, flagged neither fluid (so
-//! the bulk kernels do not update them) nor solid (so fluid cells pull from
-//! them); likewise the coarse cells under the fine region's edge. Between
-//! levels, in the volumetric scheme of Rohde et al. (2006), which
-//! interpolates neither in space nor in time:
-//!
-//! - *explosion* (coarse to fine): each fine interface cell takes the
-//!   post-collision populations of its coarse parent (`position / 2` on the
-//!   coarser level) of the current coarse step, in both fine steps, written
-//!   where the streaming scheme reads them (as initialisation writes);
-//! - *coalescence* (fine to coarse): each coarse interface cell takes the
-//!   populations the fine level streams into it, averaged over the fine
-//!   cells it covers (8 in 3D) and accumulated over the two fine steps of
-//!   one coarse step.
-//!
-//! A coarse step of level `l` streams and collides level `l`, explodes into
-//! level `l + 1`, runs its two steps (recursively), then coalesces into
-//! level `l`. Each of these is a kernel of its own per level, as the
-//! disaggregated design of Mahmoud et al. 2025 gives each kind of cell its
-//! own kernel: the uniform kernels run unchanged over each level's regions,
-//! and only the interface groups know about levels.
+//! the viscosity). The uniform kernels run unchanged over each level: the
+//! cells at a resolution jump carry flags the bulk kernels skip
+//! ([`crate::flags::GHOST`] and its kin), and their own updates
+//! (explosion, ghost streaming, coalescence) are in [`crate::levels`], as
+//! the disaggregated design of Mahmoud et al. 2025 gives each kind of cell
+//! its own kernel.
 
 use crate::kernels::blocks_per_row;
 use crate::lattice::Lattice;

@@ -25,6 +25,7 @@ pub mod groups;
 pub mod kernels;
 pub mod lattice;
 pub mod layout;
+pub mod levels;
 pub mod params;
 pub mod readonly;
 pub mod real;

@@ -103,7 +103,7 @@ fn slot_of<L: Lattice<Q>, const Q: usize>(nb: &impl Neighbourhood<Q>, j: usize, 
 /// forcing terms only when the force is not zero (a warp-uniform branch:
 /// unforced flows skip a third of the arithmetic).
 #[inline(always)]
-fn collide<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
+pub(crate) fn collide<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
     f: &mut [S::Real; Q],
     p: &StepParams<S::Real, C>,
 ) {
@@ -118,7 +118,7 @@ fn collide<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>>(
 
 /// Populations times `factor` (from or to the storage units of a format).
 #[inline(always)]
-fn rescaled<T: Real, const Q: usize>(f: [T; Q], factor: f64) -> [T; Q] {
+pub(crate) fn rescaled<T: Real, const Q: usize>(f: [T; Q], factor: f64) -> [T; Q] {
     let factor = T::from_f64(factor);
     f.map(|v| v * factor)
 }
@@ -436,7 +436,7 @@ unsafe fn update_fluid<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S
 /// # Safety
 /// `dst` must hold `Q * cells` values; `nb` must be the neighbours of a cell.
 #[inline(always)]
-unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
+pub(crate) unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     dst: *mut S,
@@ -454,6 +454,8 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
         *dst.add(at) = S::store_scaled_dithered(v, store_noise(noise, k));
         k += 1;
     };
+    // The slots of `stored_slot`, written out pair by pair: the same
+    // addresses, in the order the rounding noise is drawn.
     match scheme {
         Streaming::EsotericPull => {
             let odd = p.step & 1 == 1;
@@ -473,6 +475,33 @@ unsafe fn store<L: Lattice<Q>, const Q: usize, S: Storage>(
                 put(slot_of::<L, Q>(nb, 0, i), fi[i]);
             }
         }
+    }
+}
+
+/// Where the store half of every update puts post-collision population `i` of the cell with
+/// neighbours `nb` at a step of parity `odd`: the cell's own slot `i` of
+/// the output buffer in two-lattice pull; for Esoteric Pull, per the table
+/// in the module docs (the pair's first direction goes to the neighbour
+/// `x + c_a`, the second stays in the cell).
+#[inline(always)]
+pub fn stored_slot<L: Lattice<Q>, const Q: usize>(
+    scheme: Streaming,
+    odd: bool,
+    nb: &impl Neighbourhood<Q>,
+    i: usize,
+) -> usize {
+    match scheme {
+        Streaming::EsotericPull if i != 0 => {
+            let a = if i % 2 == 1 { i } else { i - 1 };
+            let (sa, sb) = (L::SLOT[a], L::SLOT[a + 1]);
+            let (to_neighbour, to_self) = if odd { (sa, sb) } else { (sb, sa) };
+            if i == a {
+                nb.population(a, to_neighbour)
+            } else {
+                nb.population(0, to_self)
+            }
+        }
+        _ => slot_of::<L, Q>(nb, 0, i),
     }
 }
 

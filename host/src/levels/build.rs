@@ -1,0 +1,382 @@
+//! Building the levels: which blocks each level covers, its cells' flags,
+//! its sparse grid, and the lists the interface updates run over.
+
+use super::{Refinement, MAX_LEVELS};
+use crate::cell_blocks::CellBlocks;
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use crate::groups::BoundaryGroups;
+use crate::sparse::{SparseLayout, EDGES};
+use kernels_gpu::flags::{is_flow, is_open, is_solid, COALESCED, FROZEN, GHOST, NEAR_SOLID, REFINED, WALL};
+use kernels_gpu::Dims;
+
+/// Ghost cells this many cells or fewer from their level's region stream;
+/// the ones beyond are frozen (see [`kernels_gpu::levels`]).
+const GHOST_REACH: u32 = 3;
+
+/// One level: its domain, grid and interface lists.
+#[derive(Debug)]
+pub struct LevelGrid {
+    /// Its number (0 is the coarsest).
+    pub level: u32,
+    /// Its box and cell flags at its resolution (interface flags included).
+    pub domain: Domain,
+    /// Its block-sparse grid.
+    pub layout: SparseLayout,
+    /// Kernel flag bytes in storage order.
+    pub flags: Vec<u8>,
+    /// Storage numbers of its ghost cells (streamed each step).
+    pub ghosts: Vec<u32>,
+    /// Its cells that take their parent's populations at each coarse step,
+    /// and their parents' storage numbers on the coarser level.
+    pub explode: Vec<[u32; 2]>,
+    /// Storage numbers of its cells next to the finer level.
+    pub coalesced: Vec<u32>,
+    /// For each of those, the storage numbers of the finer level's ghost
+    /// cells over it ([`Levels::children`] each).
+    pub children: Vec<u32>,
+}
+
+/// The levels of a refined domain, coarsest first.
+#[derive(Debug)]
+pub struct Levels {
+    /// The levels.
+    pub levels: Vec<LevelGrid>,
+    /// Fine cells per coarse cell: 8 in 3D, 4 in 2D.
+    pub children: usize,
+}
+
+/// A level's box and blocks.
+#[derive(Clone, Copy)]
+struct Shape {
+    dims: Dims,
+    /// Block edge per axis (1 along z in 2D).
+    edge: [u32; 3],
+    /// Blocks per axis.
+    blocks: [u32; 3],
+}
+
+impl Shape {
+    fn block_index(&self, b: [u32; 3]) -> usize {
+        b[0] as usize + self.blocks[0] as usize * (b[1] as usize + self.blocks[1] as usize * b[2] as usize)
+    }
+    fn block_of(&self, p: [u32; 3]) -> [u32; 3] {
+        std::array::from_fn(|a| p[a] / self.edge[a])
+    }
+    /// The block at offset `o` from `b`, wrapping.
+    fn step(&self, b: [u32; 3], o: [i32; 3]) -> [u32; 3] {
+        std::array::from_fn(|a| (b[a] as i64 + o[a] as i64).rem_euclid(self.blocks[a] as i64) as u32)
+    }
+    /// Offsets to the blocks around one (and itself), `{-1, 0, 1}` per axis
+    /// (0 only along a 2D box's z).
+    fn offsets(&self) -> Vec<[i32; 3]> {
+        let z: &[i32] = if self.blocks[2] == 1 && self.edge[2] == 1 { &[0] } else { &[-1, 0, 1] };
+        let mut out = Vec::with_capacity(27);
+        for &dz in z {
+            for dy in -1..=1 {
+                for dx in -1..=1 {
+                    out.push([dx, dy, dz]);
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Levels {
+    /// The levels of `base` (level 0's domain) refined as `refinement`
+    /// asks, on blocks of edge `edge`, for a lattice whose populations
+    /// travel `reach` cells per step; `radius` is its near-wall radius.
+    pub fn build(base: &Domain, refinement: &Refinement, edge: u32, reach: u32, radius: u32) -> Result<Self> {
+        let count = refinement.levels;
+        if !(1..=MAX_LEVELS).contains(&count) {
+            return Err(Error::Setup(format!("a refined domain has 1 to {MAX_LEVELS} levels, not {count}")));
+        }
+        if !EDGES.contains(&edge) {
+            return Err(Error::Setup(format!("a refinement level's block edge is 4 or 8, not {edge}")));
+        }
+        let d = base.dims;
+        let flat = d.nz == 1;
+        let lengths = [d.nx, d.ny, d.nz];
+        for (a, &n) in lengths.iter().enumerate().take(if flat { 2 } else { 3 }) {
+            if n % edge != 0 {
+                return Err(Error::Setup(format!(
+                    "a refined domain's size along {} ({n}) must be a multiple of the block edge {edge}",
+                    ["x", "y", "z"][a]
+                )));
+            }
+        }
+        let shapes: Vec<Shape> = (0..count)
+            .map(|l| {
+                let s = 1u32 << l;
+                let dims = Dims { nx: d.nx * s, ny: d.ny * s, nz: if flat { 1 } else { d.nz * s } };
+                let e = [edge, edge, if flat { 1 } else { edge }];
+                Shape { dims, edge: e, blocks: [dims.nx / e[0], dims.ny / e[1], dims.nz / e[2]] }
+            })
+            .collect();
+        let covers = covered_blocks(refinement, &shapes, lengths)?;
+        check_open_cells(base, &shapes, &covers)?;
+
+        let mut levels = Vec::with_capacity(count as usize);
+        for l in 0..count as usize {
+            let domain = level_domain(base, l, &shapes, &covers);
+            let layout = SparseLayout::build(&domain, edge, reach, BoundaryGroups::Lists)?;
+            let flags = layout.kernel_flags(&domain, radius);
+            levels.push(LevelGrid {
+                level: l as u32,
+                domain,
+                layout,
+                flags,
+                ghosts: Vec::new(),
+                explode: Vec::new(),
+                coalesced: Vec::new(),
+                children: Vec::new(),
+            });
+        }
+        let children = if flat { 4 } else { 8 };
+        for l in 0..levels.len() {
+            let (coarser, rest) = levels.split_at_mut(l);
+            let (level, finer) = rest.split_first_mut().expect("level l exists");
+            fill_lists(level, coarser.last(), finer.first(), flat)?;
+        }
+        Ok(Self { levels, children })
+    }
+
+    /// Number of levels.
+    pub fn len(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Whether there are no levels (never, once built).
+    pub fn is_empty(&self) -> bool {
+        self.levels.is_empty()
+    }
+}
+
+/// Per level, which of its blocks it or a finer level covers: the boxes
+/// asked for, grown so that every level's ring of ghost blocks lies over
+/// cells its coarser level owns.
+fn covered_blocks(refinement: &Refinement, shapes: &[Shape], lengths: [u32; 3]) -> Result<Vec<Vec<bool>>> {
+    let count = shapes.len();
+    let mut covers: Vec<Vec<bool>> =
+        shapes.iter().enumerate().map(|(l, s)| vec![l == 0; s.blocks.iter().map(|&n| n as usize).product()]).collect();
+    for b in &refinement.boxes {
+        if b.level == 0 || b.level as usize >= count {
+            return Err(Error::Setup(format!(
+                "a refined box asks for level {}, but the domain has levels 1 to {} to refine to: raise `levels` or lower the box's level",
+                b.level,
+                count - 1
+            )));
+        }
+        for a in 0..3 {
+            if b.lo[a] >= b.hi[a] || b.hi[a] > lengths[a] {
+                return Err(Error::Setup(format!(
+                    "a refined box spans {:?} .. {:?}, which is empty or leaves the domain of {:?} cells (give corners in level-0 cells, lo < hi <= size)",
+                    b.lo, b.hi, lengths
+                )));
+            }
+        }
+        for (l, shape) in shapes.iter().enumerate().take(b.level as usize + 1).skip(1) {
+            let s = 1u32 << l;
+            let lo: [u32; 3] = std::array::from_fn(|a| (b.lo[a] * s).min(shape.dims_of(a) - 1) / shape.edge[a]);
+            let hi: [u32; 3] = std::array::from_fn(|a| (b.hi[a] * s).min(shape.dims_of(a)).div_ceil(shape.edge[a]));
+            for z in lo[2]..hi[2] {
+                for y in lo[1]..hi[1] {
+                    for x in lo[0]..hi[0] {
+                        covers[l][shape.block_index([x, y, z])] = true;
+                    }
+                }
+            }
+        }
+    }
+    // Finest first: a level's ring of blocks lies over cells of its coarser
+    // level, which then covers them (level 0 covers everything).
+    for l in (2..count).rev() {
+        let (fine, coarse) = (shapes[l], shapes[l - 1]);
+        let offsets = fine.offsets();
+        let mut grown = covers[l - 1].clone();
+        for_each_block(&fine, |b| {
+            if covers[l][fine.block_index(b)] {
+                for &o in &offsets {
+                    let n = fine.step(b, o);
+                    // A fine block is half a coarse block along each refined axis.
+                    grown[coarse.block_index(std::array::from_fn(|a| n[a] / 2))] = true;
+                }
+            }
+        });
+        covers[l - 1] = grown;
+    }
+    Ok(covers)
+}
+
+impl Shape {
+    fn dims_of(&self, a: usize) -> u32 {
+        [self.dims.nx, self.dims.ny, self.dims.nz][a]
+    }
+}
+
+/// Calls `visit` with every block position of `shape`.
+fn for_each_block(shape: &Shape, mut visit: impl FnMut([u32; 3])) {
+    for z in 0..shape.blocks[2] {
+        for y in 0..shape.blocks[1] {
+            for x in 0..shape.blocks[0] {
+                visit([x, y, z]);
+            }
+        }
+    }
+}
+
+/// Whether block `b` of level `l` lies in its ring: not covered, next to
+/// a covered block.
+fn in_ring(shape: &Shape, offsets: &[[i32; 3]], covers: &[bool], b: [u32; 3]) -> bool {
+    !covers[shape.block_index(b)] && offsets.iter().any(|&o| covers[shape.block_index(shape.step(b, o))])
+}
+
+/// Refuses open boundaries at a resolution jump: inlets and outlets stay on
+/// level 0, away from the first refined level and its ring.
+fn check_open_cells(base: &Domain, shapes: &[Shape], covers: &[Vec<bool>]) -> Result<()> {
+    let Some(fine) = shapes.get(1) else { return Ok(()) };
+    for group in &base.open {
+        for &n in &group.cells {
+            let (x, y, z) = base.dims.coords(n as u32);
+            let p = [2 * x, 2 * y, if fine.edge[2] == 1 { 0 } else { 2 * z }];
+            let b = fine.block_of(p);
+            if covers[1][fine.block_index(b)] || in_ring(fine, &fine.offsets(), &covers[1], b) {
+                return Err(Error::Setup(format!(
+                    "the open boundary cell ({x}, {y}, {z}) lies in a refined region or the margin around it: inlets and outlets must stay on the coarsest level, at least {} cells from any refined box",
+                    2 * fine.edge[0]
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Level `l`'s domain: its own cells with the base geometry's flags (each
+/// level-0 cell's flag on its `2^l` cells per axis), the cells finer levels
+/// cover, its ring of ghost cells, and walls elsewhere.
+fn level_domain(base: &Domain, l: usize, shapes: &[Shape], covers: &[Vec<bool>]) -> Domain {
+    let shape = shapes[l];
+    let finer = shapes.get(l + 1).map(|s| (s, &covers[l + 1]));
+    let offsets = shape.offsets();
+    let flat = shape.edge[2] == 1;
+    let refined = |p: [u32; 3]| {
+        finer.is_some_and(|(s, c)| c[s.block_index(s.block_of([2 * p[0], 2 * p[1], if flat { 0 } else { 2 * p[2] }]))])
+    };
+    let n = [shape.dims.nx as i64, shape.dims.ny as i64, shape.dims.nz as i64];
+    let flags = CellBlocks::from_fn(shape.dims, |k| {
+        let (x, y, z) = shape.dims.coords(k as u32);
+        let p = [x, y, z];
+        let b = shape.block_of(p);
+        let geometry = base.flags[[x >> l, y >> l, z >> l]];
+        if refined(p) {
+            return REFINED;
+        }
+        if covers[l][shape.block_index(b)] {
+            let coalesced = is_flow(geometry)
+                && offsets
+                    .iter()
+                    .any(|o| refined(std::array::from_fn(|a| (p[a] as i64 + o[a] as i64).rem_euclid(n[a]) as u32)));
+            return if coalesced { COALESCED } else { geometry };
+        }
+        if l > 0 && in_ring(&shape, &offsets, &covers[l], b) {
+            if is_solid(geometry) {
+                return geometry;
+            }
+            // Distance to the nearest covered block (blocks are at least
+            // four cells, so only the adjacent ones matter).
+            let local: [u32; 3] = std::array::from_fn(|a| p[a] % shape.edge[a]);
+            let distance = offsets
+                .iter()
+                .filter(|&&o| covers[l][shape.block_index(shape.step(b, o))])
+                .map(|o| {
+                    (0..3)
+                        .map(|a| match o[a] {
+                            -1 => local[a] + 1,
+                            1 => shape.edge[a] - local[a],
+                            _ => 0,
+                        })
+                        .max()
+                        .unwrap_or(0)
+                })
+                .min()
+                .unwrap_or(u32::MAX);
+            return if distance <= GHOST_REACH { GHOST } else { FROZEN };
+        }
+        WALL
+    });
+    Domain {
+        dims: shape.dims,
+        flags,
+        wall_velocities: base.wall_velocities.clone(),
+        open: if l == 0 { base.open.clone() } else { Vec::new() },
+        z_offset: 0,
+    }
+}
+
+/// The interface lists of `level`, whose coarser and finer levels (if any)
+/// are built.
+fn fill_lists(level: &mut LevelGrid, coarser: Option<&LevelGrid>, finer: Option<&LevelGrid>, flat: bool) -> Result<()> {
+    let layout = &level.layout;
+    let d = level.domain.dims;
+    let n = [d.nx as i64, d.ny as i64, d.nz as i64];
+    let at = |p: [u32; 3], o: [i64; 3]| -> [u32; 3] {
+        std::array::from_fn(|a| (p[a] as i64 + o[a]).rem_euclid(n[a]) as u32)
+    };
+    let flag_at = |p: [u32; 3]| level.domain.flags[p];
+    let zs: &[i64] = if flat { &[0] } else { &[-1, 0, 1] };
+    let next_to_ghost =
+        |p: [u32; 3]| zs.iter().any(|&dz| (-1..=1).any(|dy| (-1..=1).any(|dx| flag_at(at(p, [dx, dy, dz])) == GHOST)));
+    for c in 0..layout.cells() as u32 {
+        let Some(p) = layout.cell_position(c) else { continue };
+        let flag = level.flags[c as usize] & !NEAR_SOLID;
+        match flag {
+            GHOST | FROZEN => {
+                if flag == GHOST {
+                    level.ghosts.push(c);
+                } else if !next_to_ghost(p) {
+                    continue;
+                }
+                let coarse = coarser.expect("only refined levels have ghost cells");
+                let q = [p[0] / 2, p[1] / 2, if flat { 0 } else { p[2] / 2 }];
+                let cd = coarse.domain.dims;
+                let parent = coarse.layout.storage_of(cd.index(q[0], q[1], q[2]));
+                match parent {
+                    Some(m) if is_flow(coarse.flags[m as usize]) && !is_open(coarse.flags[m as usize]) => {
+                        level.explode.push([c, m]);
+                    }
+                    _ => {
+                        return Err(Error::Setup(format!(
+                            "level {} cell {q:?} under a ghost cell of level {} is not a flow cell of its level (internal: the levels do not nest)",
+                            coarse.level, level.level
+                        )))
+                    }
+                }
+            }
+            COALESCED => {
+                let fine = finer.expect("only a level with a finer one has cells next to it");
+                let fd = fine.domain.dims;
+                level.coalesced.push(c);
+                for dz in 0..if flat { 1 } else { 2 } {
+                    for dy in 0..2 {
+                        for dx in 0..2 {
+                            let child = [2 * p[0] + dx, 2 * p[1] + dy, if flat { 0 } else { 2 * p[2] + dz }];
+                            let m = fine.layout.storage_of(fd.index(child[0], child[1], child[2]));
+                            match m {
+                                Some(m) if fine.flags[m as usize] & !NEAR_SOLID == GHOST => level.children.push(m),
+                                _ => {
+                                    return Err(Error::Setup(format!(
+                                        "level {} cell {child:?} over a cell next to it is not a ghost cell (internal: the levels do not nest)",
+                                        fine.level
+                                    )))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}

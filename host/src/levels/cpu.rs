@@ -1,0 +1,325 @@
+//! The refined step on the CPU: the recursion over levels, each level's
+//! update by rayon over its cells calling the kernel crate's per-cell
+//! functions (those of a uniform sparse grid, and the interface ones of
+//! [`kernels_gpu::levels`]).
+
+use super::{Levels, Refinement};
+use crate::error::{Error, Result};
+use crate::solver::{CollisionParams, Initial, SolverConfig};
+use crate::sparse::SparseLayout;
+use kernels_gpu::cell::equilibrium;
+use kernels_gpu::flags::{is_flow, is_open, COALESCED, LEVEL_MASK, NEAR_SOLID};
+use kernels_gpu::stream::{self, Streaming};
+use kernels_gpu::{levels as interface, Collision, Grid, Lattice, Real, Storage};
+use rayon::prelude::*;
+use std::marker::PhantomData;
+
+/// Runs `$body` with `$g` and `$h` bound to the kernel grids of two
+/// [`SparseLayout`]s of the same block shape.
+macro_rules! with_two_grids {
+    ($a:expr, $b:expr, |$g:ident, $h:ident| $body:expr) => {{
+        let (a, b): (&SparseLayout, &SparseLayout) = ($a, $b);
+        assert_eq!((a.shift, a.shift_z), (b.shift, b.shift_z), "levels share their block shape");
+        match (a.shift, a.shift_z) {
+            (2, 2) => {
+                let ($g, $h) = (a.grid::<2, 2>(), b.grid::<2, 2>());
+                $body
+            }
+            (3, 3) => {
+                let ($g, $h) = (a.grid::<3, 3>(), b.grid::<3, 3>());
+                $body
+            }
+            (2, 0) => {
+                let ($g, $h) = (a.grid::<2, 0>(), b.grid::<2, 0>());
+                $body
+            }
+            (3, 0) => {
+                let ($g, $h) = (a.grid::<3, 0>(), b.grid::<3, 0>());
+                $body
+            }
+            _ => unreachable!("blocks are 4 or 8 cells on a side"),
+        }
+    }};
+}
+
+/// A raw pointer shared by the threads of one parallel loop.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: used only in loops where distinct cells touch distinct slots (see
+// `kernels_gpu::stream` and `kernels_gpu::levels`).
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+/// One level's populations and clock.
+struct LevelState<S> {
+    /// The current populations (post-collision, as the last step left them).
+    f: Vec<S>,
+    /// Second buffer of two-lattice pull.
+    f_next: Vec<S>,
+    /// Steps this level has taken.
+    t: u64,
+    /// Its configuration: the base one with this level's `tau`, force and domain.
+    config: SolverConfig,
+}
+
+impl<S: Storage> LevelState<S> {
+    /// Parity of the last step taken (the initial state reads as left by an odd one).
+    fn last_odd(&self) -> bool {
+        self.t.wrapping_sub(1) & 1 == 1
+    }
+    /// The buffer this level's current step writes.
+    fn output(&mut self, scheme: Streaming) -> *mut S {
+        match scheme {
+            Streaming::EsotericPull => self.f.as_mut_ptr(),
+            Streaming::TwoLattice => self.f_next.as_mut_ptr(),
+        }
+    }
+}
+
+/// A refined domain on the CPU.
+pub struct RefinedCpu<L: Lattice<Q>, const Q: usize, S: Storage> {
+    levels: Levels,
+    states: Vec<LevelState<S>>,
+    scheme: Streaming,
+    /// Coarse steps taken.
+    t: u64,
+    _lattice: PhantomData<L>,
+}
+
+/// The configuration of level `l` of `base`: relaxation time and force for
+/// cells `2^l` times finer at a step `2^l` times shorter.
+pub fn level_config(base: &SolverConfig, l: u32, domain: crate::domain::Domain) -> SolverConfig {
+    let scale = (1u64 << l) as f64;
+    SolverConfig { tau: 0.5 + scale * (base.tau - 0.5), force: base.force.map(|f| f / scale), domain, ..base.clone() }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
+    /// The domain of `config` refined as `refinement` asks, on blocks of
+    /// edge `edge`, initialised to the equilibrium of its uniform initial state.
+    pub fn new(config: &SolverConfig, refinement: &Refinement, edge: u32) -> Result<Self> {
+        let Initial::Uniform { rho, u } = config.initial else {
+            return Err(Error::Setup(
+                "a refined domain starts from a uniform state: give `[initial]` density and velocity, not fields"
+                    .into(),
+            ));
+        };
+        Self::with_initial(config, refinement, edge, |_| (rho, u))
+    }
+
+    /// As [`RefinedCpu::new`], each cell starting at the equilibrium of
+    /// `initial(centre)`, the density and velocity at its centre (in level-0
+    /// cells).
+    pub fn with_initial(
+        config: &SolverConfig,
+        refinement: &Refinement,
+        edge: u32,
+        initial: impl Fn([f64; 3]) -> (f64, [f64; 3]) + Sync,
+    ) -> Result<Self> {
+        config.validate()?;
+        let levels = Levels::build(&config.domain, refinement, edge, L::MAX_SPEED, config.lattice.near_wall_radius())?;
+        let scheme = config.streaming;
+        let mut states = Vec::with_capacity(levels.len());
+        for level in &levels.levels {
+            let cells = level.layout.cells();
+            let mut f = vec![S::ZERO; Q * cells];
+            let f_next = if scheme == Streaming::TwoLattice { vec![S::ZERO; Q * cells] } else { Vec::new() };
+            let config = level_config(config, level.level, level.domain.clone());
+            let p = config.step_params::<S::Real>(0);
+            let (fp, fl) = (Shared(f.as_mut_ptr()), Shared(level.flags.as_ptr() as *mut u8));
+            let size = (1u64 << level.level) as f64;
+            let layout = &level.layout;
+            crate::sparse::with_sparse!(layout, |g| (0..cells as u32).into_par_iter().for_each(|n| {
+                let (fp, fl) = (fp, fl);
+                let Some(at) = layout.cell_position(n) else { return };
+                let (rho, u) = initial(at.map(|v| (v as f64 + 0.5) / size));
+                let feq = equilibrium::<L, Q, S::Real>(S::Real::from_f64(rho), u.map(S::Real::from_f64));
+                let post = feq.map(|v| v * S::Real::from_f64(S::SCALE));
+                // SAFETY: buffers sized for the grid; each cell writes its own stored slots.
+                unsafe { interface::explode::<L, Q, S, _>(&g, scheme, &p, fp.0, fl.0, g.cell_of(n), &post) }
+            }));
+            states.push(LevelState { f, f_next, t: 0, config });
+        }
+        Ok(Self { levels, states, scheme, t: 0, _lattice: PhantomData })
+    }
+
+    /// The levels.
+    pub fn levels(&self) -> &Levels {
+        &self.levels
+    }
+
+    /// Coarse steps taken.
+    pub fn time(&self) -> u64 {
+        self.t
+    }
+
+    /// Advances `steps` coarse steps.
+    pub fn step(&mut self, steps: u64) {
+        for _ in 0..steps {
+            self.advance(0);
+            self.t += 1;
+        }
+    }
+
+    /// One step of level `l`: the finer level's two steps between an
+    /// explosion and this level's update, which coalesces them.
+    fn advance(&mut self, l: usize) {
+        if l + 1 < self.levels.len() {
+            self.explode(l);
+            self.advance(l + 1);
+            self.advance(l + 1);
+        }
+        match self.states[l].config.collision_params::<S::Real>() {
+            CollisionParams::Bgk(c) => self.update(l, c),
+            CollisionParams::Trt(c) => self.update(l, c),
+        }
+        let state = &mut self.states[l];
+        if self.scheme == Streaming::TwoLattice {
+            std::mem::swap(&mut state.f, &mut state.f_next);
+        }
+        state.t += 1;
+    }
+
+    /// Level `l + 1`'s ghost cells take their parents' post-collision populations.
+    fn explode(&mut self, l: usize) {
+        let scheme = self.scheme;
+        let (coarse, fine) = (&self.levels.levels[l], &self.levels.levels[l + 1]);
+        let (cs, fs) = self.states.split_at_mut(l + 1);
+        let (cs, fs) = (&cs[l], &mut fs[0]);
+        let p = fs.config.step_params::<S::Real>(fs.t);
+        let odd = cs.last_odd();
+        let (src, dst, flags) =
+            (Shared(cs.f.as_ptr() as *mut S), Shared(fs.f.as_mut_ptr()), Shared(fine.flags.as_ptr() as *mut u8));
+        let cflags = Shared(coarse.flags.as_ptr() as *mut u8);
+        let flat = fine.domain.dims.nz == 1;
+        with_two_grids!(&coarse.layout, &fine.layout, |cg, fg| fine.explode.par_iter().for_each(|&[v, parent]| {
+            let (src, dst, flags, cflags) = (src, dst, flags, cflags);
+            // SAFETY: buffers sized for their grids; each ghost cell writes
+            // only its own stored slots; the coarse buffer is only read.
+            unsafe {
+                let cell = fg.cell_of(v);
+                let at = fg.position(cell);
+                let offset = std::array::from_fn(|a| if a == 2 && flat { 0 } else { 2 * (at[a] as i32 & 1) - 1 });
+                let post =
+                    interface::exploded::<L, Q, S, _>(&cg, scheme, odd, src.0, cflags.0, cg.cell_of(parent), offset);
+                interface::explode::<L, Q, S, _>(&fg, scheme, &p, dst.0, flags.0, cell, &post);
+            }
+        }));
+    }
+
+    /// Level `l`'s update: its fluid cells, open cells, ghost cells and the
+    /// cells next to the finer level (which has taken its two steps).
+    fn update<C: Collision<S::Real> + Send + Sync>(&mut self, l: usize, collision: C) {
+        let scheme = self.scheme;
+        let level = &self.levels.levels[l];
+        let (head, tail) = self.states.split_at_mut(l + 1);
+        let state = &mut head[l];
+        let p = state.config.step_params::<S::Real>(state.t).with_collision(collision);
+        let src = Shared(state.f.as_ptr() as *mut S);
+        let dst = Shared(state.output(scheme));
+        let flags = Shared(level.flags.as_ptr() as *mut u8);
+        let cells = level.layout.cells() as u32;
+        crate::sparse::with_sparse!(&level.layout, |g| {
+            (0..cells).into_par_iter().for_each(|n| {
+                let (src, dst, flags) = (src, dst, flags);
+                let cell = g.cell_of(n);
+                // SAFETY: each slot is read and written by exactly one cell per
+                // step (Esoteric Pull); two-lattice cells write their own slots.
+                unsafe {
+                    match scheme {
+                        Streaming::EsotericPull => {
+                            stream::stream_collide_esoteric::<L, Q, S, C, _>(&g, &p, dst.0, flags.0, cell)
+                        }
+                        Streaming::TwoLattice => {
+                            stream::stream_collide_two_lattice::<L, Q, S, C, _>(&g, &p, src.0, dst.0, flags.0, cell)
+                        }
+                    }
+                }
+            });
+            let rates = state.config.collision_params::<S::Real>();
+            for group in &state.config.domain.open {
+                let open = group.state.kernel_params(rates);
+                let stored: Vec<u32> = group.cells.iter().filter_map(|&c| level.layout.storage_of(c)).collect();
+                stored.par_iter().for_each(|&n| {
+                    let (src, dst, flags) = (src, dst, flags);
+                    // SAFETY: as above; an open cell touches only its own slots.
+                    unsafe {
+                        stream::open_boundary_update::<L, Q, S, _>(
+                            &g,
+                            scheme,
+                            &p,
+                            &open,
+                            src.0,
+                            dst.0,
+                            flags.0,
+                            g.cell_of(n),
+                        )
+                    }
+                });
+            }
+            level.ghosts.par_iter().for_each(|&n| {
+                let (src, dst, flags) = (src, dst, flags);
+                // SAFETY: as above.
+                unsafe { interface::transit::<L, Q, S, _>(&g, scheme, &p, src.0, dst.0, flags.0, g.cell_of(n)) }
+            });
+        });
+        if let (Some(fine), Some(fs)) = (self.levels.levels.get(l + 1), tail.first()) {
+            let (fine_f, fine_odd, k) = (Shared(fs.f.as_ptr() as *mut S), fs.last_odd(), self.levels.children);
+            with_two_grids!(&level.layout, &fine.layout, |g, fg| level.coalesced.par_iter().enumerate().for_each(
+                |(j, &n)| {
+                    let (dst, fine_f) = (dst, fine_f);
+                    let children = &level.children[j * k..(j + 1) * k];
+                    // SAFETY: the fine buffer is only read; each coarse cell writes its own slots.
+                    unsafe {
+                        interface::coalesce::<L, Q, S, C, _>(
+                            &g,
+                            scheme,
+                            &p,
+                            dst.0,
+                            g.cell_of(n),
+                            &fg,
+                            fine_odd,
+                            fine_f.0,
+                            children,
+                        )
+                    }
+                }
+            ));
+        }
+    }
+
+    /// Calls `visit(level, position, populations)` for every cell a level
+    /// owns (fluid, open, next to a finer level), with its post-collision
+    /// populations as the last step left them, shifted as stored
+    /// (`f_i - w_i`, see [`kernels_gpu::cell`]).
+    pub fn for_each_own_cell(&self, mut visit: impl FnMut(u32, [u32; 3], [f64; Q])) {
+        for (level, state) in self.levels.levels.iter().zip(&self.states) {
+            let odd = state.last_odd();
+            crate::sparse::with_sparse!(&level.layout, |g| {
+                for n in 0..level.layout.cells() as u32 {
+                    let flag = level.flags[n as usize] & !NEAR_SOLID;
+                    let own = is_flow(flag) && (flag & LEVEL_MASK == 0 || flag == COALESCED || is_open(flag));
+                    let Some(p) = level.layout.cell_position(n).filter(|_| own) else { continue };
+                    // SAFETY: the buffer is sized for the grid.
+                    let f = unsafe {
+                        interface::stored::<L, Q, S, _>(&g, self.scheme, odd, state.f.as_ptr(), g.cell_of(n))
+                    };
+                    visit(level.level, p, f.map(|v| v.to_f64() / S::SCALE));
+                }
+            });
+        }
+    }
+
+    /// Total mass, a level-`l` cell counting `(1/2^D)^l` of a level-0 cell.
+    pub fn mass(&self) -> f64 {
+        // Cells (exact) and the shifted populations' sums apart, so that
+        // the total's rounding does not hide a drift of the latter.
+        let share = 1.0 / self.levels.children as f64;
+        let (mut cells, mut sums) = (vec![0u64; self.levels.len()], vec![0.0; self.levels.len()]);
+        self.for_each_own_cell(|l, _, f| {
+            cells[l as usize] += 1;
+            sums[l as usize] += f.iter().sum::<f64>();
+        });
+        let weighted = |v: &[f64]| v.iter().enumerate().map(|(l, s)| s * share.powi(l as i32)).sum::<f64>();
+        weighted(&cells.iter().map(|&n| n as f64).collect::<Vec<_>>()) + weighted(&sums)
+    }
+}

@@ -1,0 +1,55 @@
+//! Refinement levels: a stack of block-sparse grids, level `l` with cells
+//! `2^l` times finer than level 0's and a time step `2^l` times shorter
+//! (acoustic scaling: the lattice velocities are the same on every level,
+//! and `tau_l - 1/2 = 2^l (tau_0 - 1/2)` keeps the viscosity).
+//!
+//! A case asks for boxes refined to a level; [`Levels::build`] grows each
+//! level's region so that the levels nest with room for the interface
+//! between them (the ghost cells of a level lie over cells its coarser level
+//! owns), and flags each level's cells:
+//!
+//! - its *own* cells: the region it covers and no finer level does, with
+//!   the geometry's flags; those next to a finer level are
+//!   [`kernels_gpu::flags::COALESCED`];
+//! - cells a finer level covers: [`kernels_gpu::flags::REFINED`], solid to
+//!   this level, stored only where its own cells reach them;
+//! - for every level but 0, a ring one block thick around its region of
+//!   [`kernels_gpu::flags::GHOST`] cells (up to three cells from the region)
+//!   and [`kernels_gpu::flags::FROZEN`] ones (beyond).
+//!
+//! How the levels exchange populations (explosion, ghost streaming,
+//! coalescence) is the volumetric scheme of Rohde et al. (2006), described
+//! in [`kernels_gpu::levels`]; [`RefinedCpu`] runs it on the CPU.
+
+mod build;
+mod cpu;
+
+pub use build::{LevelGrid, Levels};
+pub use cpu::RefinedCpu;
+
+/// A box of the domain refined to at least `level`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefinedBox {
+    /// First cell, in level-0 cells.
+    pub lo: [u32; 3],
+    /// One past the last cell, in level-0 cells.
+    pub hi: [u32; 3],
+    /// The level (1 is twice as fine as level 0).
+    pub level: u32,
+}
+
+/// What a case asks to refine.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Refinement {
+    /// Number of levels, level 0 included.
+    pub levels: u32,
+    /// The refined boxes.
+    pub boxes: Vec<RefinedBox>,
+}
+
+/// The most levels a domain may have: a level's cells are `2^l` times
+/// finer per axis, and positions stay 32-bit.
+pub const MAX_LEVELS: u32 = 8;
+
+#[cfg(test)]
+mod tests;
