@@ -6,8 +6,9 @@ use crate::cell_blocks::CellBlocks;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::groups::BoundaryGroups;
+use crate::solver::SolverConfig;
 use crate::sparse::{SparseLayout, EDGES};
-use kernels_gpu::flags::{is_flow, is_open, is_solid, COALESCED, FROZEN, GHOST, NEAR_SOLID, REFINED, WALL};
+use kernels_gpu::flags::{is_flow, is_open, is_solid, COALESCED, FROZEN, GHOST, LEVEL_MASK, NEAR_SOLID, REFINED, WALL};
 use kernels_gpu::Dims;
 
 /// Ghost cells this many cells or fewer from their level's region stream;
@@ -150,6 +151,52 @@ impl Levels {
     /// Whether there are no levels (never, once built).
     pub fn is_empty(&self) -> bool {
         self.levels.is_empty()
+    }
+
+    /// The cells each level owns (fluid, open, next to a finer level).
+    pub fn own_cells(&self) -> Vec<usize> {
+        self.levels
+            .iter()
+            .map(|level| {
+                let own = |f: u8| is_flow(f) && (f & LEVEL_MASK == 0 || f & !NEAR_SOLID == COALESCED);
+                (0..level.layout.cells() as u32)
+                    .filter(|&n| own(level.flags[n as usize]) && level.layout.cell_position(n).is_some())
+                    .count()
+            })
+            .collect()
+    }
+
+    /// The set-up report: per level its own and stored cells and memory,
+    /// then the whole against a uniform grid at the finest spacing (as many
+    /// cells as the flow at that spacing; state only, `config` says how
+    /// many bytes a cell's state takes).
+    pub fn describe(&self, config: &SolverConfig) -> String {
+        let own = self.own_cells();
+        let finest = self.levels.len() - 1;
+        let mut lines = Vec::new();
+        let (mut cells, mut bytes, mut uniform) = (0usize, 0usize, 0usize);
+        for (level, &n) in self.levels.iter().zip(&own) {
+            let stored = level.layout.blocks() as usize * level.layout.block_cells();
+            let b = config.state_bytes_on(stored) + level.layout.table_bytes();
+            lines.push(format!(
+                "level {}: {n} cells (spacing 1/{}), {stored} stored with its ghost ring, {:.1} MiB",
+                level.level,
+                1u64 << level.level,
+                b as f64 / (1u64 << 20) as f64
+            ));
+            cells += n;
+            bytes += b;
+            uniform += n * self.children.pow((finest - level.level as usize) as u32);
+        }
+        let uniform_bytes = config.state_bytes_on(uniform);
+        lines.push(format!(
+            "refined: {cells} cells, {:.1} MiB; a uniform grid at level {finest}'s spacing: {uniform} cells, {:.1} MiB ({:.1}% of its cells, {:.1}% of its memory)",
+            bytes as f64 / (1u64 << 20) as f64,
+            uniform_bytes as f64 / (1u64 << 20) as f64,
+            100.0 * cells as f64 / uniform as f64,
+            100.0 * bytes as f64 / uniform_bytes as f64
+        ));
+        lines.join("\n")
     }
 }
 

@@ -59,10 +59,15 @@ fn the_levels_nest_with_ghost_rings_over_their_coarser_levels_cells() {
             assert!(!level.coalesced.is_empty(), "level {l} has cells next to level {}", l + 1);
         }
     }
-    // Level 2's ring (4 cells of level 2) lies over level 1's own cells, so
-    // level 1 grew beyond the box asked for.
-    let stored = |l: usize| levels.levels[l].layout.blocks();
-    assert!(stored(1) > 0 && stored(2) > 0);
+    // The cells the levels own tile the cavity's flow: a level-l cell is
+    // (1/8)^l of a level-0 one.
+    let own = levels.own_cells();
+    let volume: f64 = own.iter().enumerate().map(|(l, &n)| n as f64 / 8f64.powi(l as i32)).sum();
+    assert_eq!(volume, 14f64.powi(3), "own cells per level {own:?}");
+    assert!(own.iter().all(|&n| n > 0));
+    let report = levels.describe(&c);
+    assert_eq!(report.lines().count(), 4, "{report}");
+    assert!(report.contains("a uniform grid at level 2's spacing: 175616 cells"), "{report}");
 }
 
 /// Every population of every cell a level owns.
