@@ -1,7 +1,7 @@
 //! The embedded PTX: every kernel is there, and it assembles with ptxas for
 //! the target architecture with no spills in the stream-collide kernels.
 
-use lbm::kernels::{GridKind, KernelKind};
+use lbm::kernels::{GridKind, KernelKind, LevelKernel};
 use std::process::Command;
 
 use lbm::kernels::kernels::INSTANCES;
@@ -12,7 +12,9 @@ fn entry(kind: KernelKind, grid: GridKind, id: &str) -> String {
 }
 
 /// Entry points of the table: every family, grid and instance, plus the layout check.
-const ENTRIES: usize = KernelKind::ALL.len() * GridKind::ALL.len() * INSTANCES.len() + 1;
+const ENTRIES: usize =
+    (KernelKind::ALL.len() * GridKind::ALL.len() + LevelKernel::ALL.len() * LevelKernel::GRIDS.len()) * INSTANCES.len()
+        + 1;
 
 /// The stream-collide kernels, every scheme and collision operator.
 fn stream_collide() -> impl Iterator<Item = KernelKind> {
@@ -25,6 +27,14 @@ fn ptx_holds_every_kernel() {
         for grid in GridKind::ALL {
             for (id, _, _) in INSTANCES {
                 let name = entry(kind, grid, id);
+                assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+            }
+        }
+    }
+    for kind in LevelKernel::ALL {
+        for grid in LevelKernel::GRIDS {
+            for (id, _, _) in INSTANCES {
+                let name = format!("{}_{}{id}", kind.prefix(), grid.infix());
                 assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
             }
         }

@@ -278,16 +278,16 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
 
 /// A block-sparse grid's tables in device memory, and the kernel argument
 /// that refers to them (valid while the tables live).
-struct DeviceSparse {
+pub(crate) struct DeviceSparse {
     _neighbour: CudaSlice<u32>,
     _origin: CudaSlice<u32>,
     _mask: Option<CudaSlice<u32>>,
-    tables: SparseTables,
+    pub(crate) tables: SparseTables,
 }
 
 impl DeviceSparse {
     /// Uploads `layout`'s tables.
-    fn upload(s: &Arc<CudaStream>, layout: &SparseLayout) -> Result<Self> {
+    pub(crate) fn upload(s: &Arc<CudaStream>, layout: &SparseLayout) -> Result<Self> {
         let neighbour = s.clone_htod(&layout.neighbour).ctx("uploading the neighbour-block table")?;
         let flat: Vec<u32> = layout.origin.iter().flatten().copied().collect();
         let origin = s.clone_htod(&flat).ctx("uploading the block origins")?;

@@ -180,3 +180,112 @@ pub(crate) fn layout_probe(
     unsafe { launch.launch(cfg) }.ctx("launching the layout probe")?;
     Ok(())
 }
+
+/// One thread per entry of a list of `count` entries.
+fn list_config(count: u32) -> LaunchConfig {
+    LaunchConfig {
+        block_dim: (OPEN_BLOCK_SIZE, 1, 1),
+        grid_dim: (count.div_ceil(OPEN_BLOCK_SIZE), 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `level_transit_*`: a level's ghost cells `cells` stream.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn level_transit<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    b: Buffers<E>,
+    flags: &CudaSlice<u8>,
+    p: StepParams<T>,
+    grid: SparseTables,
+    cells: &CudaSlice<u32>,
+    count: u32,
+    scheme: Streaming,
+) -> Result<()> {
+    let (p, grid, scheme, null) = (ByValue(p), ByValue(grid), scheme as u32, 0u64);
+    let mut launch = s.launch_builder(kernel);
+    match b.next {
+        // Esoteric Pull passes a null source: it works in place.
+        None => launch.arg(&null).arg(b.f),
+        Some(next) => launch.arg(&*b.f).arg(next),
+    };
+    launch.arg(flags).arg(&p).arg(&grid).arg(cells).arg(&count).arg(&scheme);
+    // SAFETY: the argument list of the `level_transit_*` entry points.
+    unsafe { launch.launch(list_config(count)) }.ctx("launching the ghost cells' kernel")?;
+    Ok(())
+}
+
+/// A level's populations, flags and grid, as the interface kernels take them.
+pub(crate) struct LevelArgs<'a, E> {
+    /// Its current populations.
+    pub f: &'a CudaSlice<E>,
+    /// Its flag bytes.
+    pub flags: &'a CudaSlice<u8>,
+    /// Its grid's tables.
+    pub grid: SparseTables,
+}
+
+/// `level_explode_*`: the `count` ghost cells of `pairs` (cell, parent) of
+/// the fine level take the coarse level's populations.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn level_explode<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    coarse: LevelArgs<E>,
+    coarse_odd: bool,
+    fine_f: &mut CudaSlice<E>,
+    fine_flags: &CudaSlice<u8>,
+    fine_grid: SparseTables,
+    p: StepParams<T>,
+    pairs: &CudaSlice<u32>,
+    count: u32,
+    scheme: Streaming,
+) -> Result<()> {
+    let (coarse_grid, fine_grid, p) = (ByValue(coarse.grid), ByValue(fine_grid), ByValue(p));
+    let (odd, scheme) = (coarse_odd as u32, scheme as u32);
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(coarse.f).arg(coarse.flags).arg(&coarse_grid).arg(&odd);
+    launch.arg(fine_f).arg(fine_flags).arg(&fine_grid).arg(&p).arg(pairs).arg(&count).arg(&scheme);
+    // SAFETY: the argument list of the `level_explode_*` entry points.
+    unsafe { launch.launch(list_config(count)) }.ctx("launching the explosion kernel")?;
+    Ok(())
+}
+
+/// `level_coalesce_{bgk|trt}_*`: the `count` cells `cells` next to the finer
+/// level (`children` ghost cells each, of the level `fine`) take their
+/// average and collide, writing `dst`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn level_coalesce<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    dst: &mut CudaSlice<E>,
+    p: StepParams<T>,
+    collision: CollisionParams<T>,
+    grid: SparseTables,
+    cells: &CudaSlice<u32>,
+    count: u32,
+    fine: LevelArgs<E>,
+    fine_odd: bool,
+    children: &CudaSlice<u32>,
+    scheme: Streaming,
+) -> Result<()> {
+    let (bgk, trt);
+    let (grid, fine_grid, odd, scheme) = (ByValue(grid), ByValue(fine.grid), fine_odd as u32, scheme as u32);
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(dst);
+    match collision {
+        CollisionParams::Bgk(c) => {
+            bgk = ByValue(p.with_collision(c));
+            launch.arg(&bgk)
+        }
+        CollisionParams::Trt(c) => {
+            trt = ByValue(p.with_collision(c));
+            launch.arg(&trt)
+        }
+    };
+    launch.arg(&grid).arg(cells).arg(&count).arg(fine.f).arg(&fine_grid).arg(&odd).arg(children).arg(&scheme);
+    // SAFETY: the argument list of the `level_coalesce_*` entry points.
+    unsafe { launch.launch(list_config(count)) }.ctx("launching the coalescence kernel")?;
+    Ok(())
+}

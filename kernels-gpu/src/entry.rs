@@ -11,6 +11,7 @@ use crate::groups::OpenCells;
 use crate::lattice::Lattice;
 use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::Dims;
+use crate::levels;
 use crate::params::{OpenBoundary, StepParams};
 use crate::sparse::{Sparse, SparseTables};
 use crate::storage::{F16s, Storage};
@@ -206,6 +207,104 @@ macro_rules! sparse_entries {
             ) {
                 fields(&Grid::new(tables), f, flags, out, p, scheme)
             }
+
+            #[export_name = concat!("level_transit_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn level_transit(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real>,
+                tables: SparseTables,
+                cells: *const u32,
+                count: u32,
+                scheme: u32,
+            ) {
+                transit_list(&Grid::new(tables), src, dst, flags, p, cells, count, scheme)
+            }
+
+            #[export_name = concat!("level_explode_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn level_explode(
+                coarse_f: *const $s,
+                coarse_flags: *const u8,
+                coarse: SparseTables,
+                coarse_odd: u32,
+                fine_f: *mut $s,
+                fine_flags: *const u8,
+                fine: SparseTables,
+                p: StepParams<Real>,
+                pairs: *const u32,
+                count: u32,
+                scheme: u32,
+            ) {
+                let (coarse, fine) = (Grid::new(coarse), Grid::new(fine));
+                explode_list(
+                    &coarse,
+                    coarse_f,
+                    coarse_flags,
+                    coarse_odd,
+                    &fine,
+                    fine_f,
+                    fine_flags,
+                    p,
+                    pairs,
+                    count,
+                    scheme,
+                )
+            }
+
+            #[export_name = concat!("level_coalesce_bgk_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn level_coalesce_bgk(
+                dst: *mut $s,
+                p: StepParams<Real, Bgk<Real>>,
+                tables: SparseTables,
+                cells: *const u32,
+                count: u32,
+                fine_f: *const $s,
+                fine: SparseTables,
+                fine_odd: u32,
+                children: *const u32,
+                scheme: u32,
+            ) {
+                coalesce_list(
+                    &Grid::new(tables),
+                    dst,
+                    p,
+                    cells,
+                    count,
+                    &Grid::new(fine),
+                    fine_f,
+                    fine_odd,
+                    children,
+                    scheme,
+                )
+            }
+
+            #[export_name = concat!("level_coalesce_trt_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn level_coalesce_trt(
+                dst: *mut $s,
+                p: StepParams<Real, Trt<Real>>,
+                tables: SparseTables,
+                cells: *const u32,
+                count: u32,
+                fine_f: *const $s,
+                fine: SparseTables,
+                fine_odd: u32,
+                children: *const u32,
+                scheme: u32,
+            ) {
+                coalesce_list(
+                    &Grid::new(tables),
+                    dst,
+                    p,
+                    cells,
+                    count,
+                    &Grid::new(fine),
+                    fine_f,
+                    fine_odd,
+                    children,
+                    scheme,
+                )
+            }
         }
     };
 }
@@ -290,6 +389,80 @@ macro_rules! entry_points {
                     let scheme = Streaming::from_u32(scheme);
                     let src = if src.is_null() { dst as *const $s } else { src };
                     stream::open_boundary_update::<$lattice, $q, $s, G>(grid, scheme, &p, &open, src, dst, flags, cell);
+                }
+            }
+
+            /// A level's ghost cells `cells` (`count` numbers) stream.
+            /// Esoteric Pull passes a null `src`: it works in `dst`.
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn transit_list<G: Grid>(
+                grid: &G,
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real>,
+                cells: *const u32,
+                count: u32,
+                scheme: u32,
+            ) {
+                let i = thread_index();
+                if i < count {
+                    let src = if src.is_null() { dst as *const $s } else { src };
+                    let cell = grid.cell_of(*cells.add(i as usize));
+                    levels::transit::<$lattice, $q, $s, G>(grid, Streaming::from_u32(scheme), &p, src, dst, flags, cell);
+                }
+            }
+
+            /// Explosion into the `count` ghost cells of `pairs` (cell, parent).
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn explode_list<G: Grid>(
+                coarse: &G,
+                coarse_f: *const $s,
+                coarse_flags: *const u8,
+                coarse_odd: u32,
+                fine: &G,
+                fine_f: *mut $s,
+                fine_flags: *const u8,
+                p: StepParams<Real>,
+                pairs: *const u32,
+                count: u32,
+                scheme: u32,
+            ) {
+                let i = thread_index() as usize;
+                if i < count as usize {
+                    let (cell, parent) = (*pairs.add(2 * i), *pairs.add(2 * i + 1));
+                    let scheme = Streaming::from_u32(scheme);
+                    levels::explode_ghost::<$lattice, $q, $s, G>(
+                        scheme, coarse, coarse_odd != 0, coarse_f, coarse_flags, fine, &p, fine_f, fine_flags, cell, parent,
+                    );
+                }
+            }
+
+            /// Coalescence into the `count` cells of `cells` next to the finer
+            /// level, whose `2^D` ghost cells each are at `children`.
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn coalesce_list<C: Collision<Real>, G: Grid>(
+                grid: &G,
+                dst: *mut $s,
+                p: StepParams<Real, C>,
+                cells: *const u32,
+                count: u32,
+                fine: &G,
+                fine_f: *const $s,
+                fine_odd: u32,
+                children: *const u32,
+                scheme: u32,
+            ) {
+                let i = thread_index() as usize;
+                if i < count as usize {
+                    let k = if <$lattice as Lattice<$q>>::D == 2 { 4 } else { 8 };
+                    let children = core::slice::from_raw_parts(children.add(k * i), k);
+                    let cell = grid.cell_of(*cells.add(i));
+                    let scheme = Streaming::from_u32(scheme);
+                    levels::coalesce::<$lattice, $q, $s, C, G>(grid, scheme, &p, dst, cell, fine, fine_odd != 0, fine_f, children);
                 }
             }
 

@@ -92,6 +92,41 @@ impl KernelKind {
     }
 }
 
+/// A kernel at a resolution jump between refinement levels
+/// ([`crate::levels`]): built for every row of [`for_each_instance`] on the
+/// block-sparse grids ([`LevelKernel::GRIDS`]), whose levels they join.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LevelKernel {
+    /// [`crate::levels::transit`] over a list of ghost cells.
+    Transit,
+    /// [`crate::levels::explode_ghost`] over a list of (ghost cell, parent).
+    Explode,
+    /// [`crate::levels::coalesce`] over a list of cells, with a collision operator.
+    Coalesce(CollisionKind),
+}
+
+impl LevelKernel {
+    /// Every level kernel.
+    pub const ALL: [LevelKernel; 4] = [
+        LevelKernel::Transit,
+        LevelKernel::Explode,
+        LevelKernel::Coalesce(CollisionKind::Bgk),
+        LevelKernel::Coalesce(CollisionKind::Trt),
+    ];
+    /// The grids they are built for.
+    pub const GRIDS: [GridKind; 2] = [GridKind::Sparse4, GridKind::Sparse8];
+
+    /// Prefix of the entry-point name, as [`KernelKind::prefix`].
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            LevelKernel::Transit => "level_transit",
+            LevelKernel::Explode => "level_explode",
+            LevelKernel::Coalesce(CollisionKind::Bgk) => "level_coalesce_bgk",
+            LevelKernel::Coalesce(CollisionKind::Trt) => "level_coalesce_trt",
+        }
+    }
+}
+
 /// The grid a kernel runs on: every kernel family is built for each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GridKind {

@@ -91,11 +91,11 @@ pub unsafe fn stored<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
 }
 
 /// The populations explosion gives the ghost cell at `offset` within its
-/// parent `parent` (`-1` or `1` per refined axis: the lower or upper half;
-/// 0 along the one layer of a 2D domain): the parent's post-collision
+/// parent `parent` (`-1` or `1` per axis: the lower or upper half): the parent's post-collision
 /// populations (as the step of parity `odd` left them in `f`) plus their
 /// slope across the parent times `offset / 4`, the ghost cell's distance
-/// from the parent's centre. The slope along an axis is the central
+/// from the parent's centre (axes the lattice does not move along, z in
+/// 2D, take none). The slope along an axis is the central
 /// difference of the parent's two neighbours on it, one-sided where only
 /// one is a cell its level owns, zero where neither is. The slopes are the
 /// same for the `2^D` ghost cells of one parent and the offsets sum to zero
@@ -122,9 +122,6 @@ pub unsafe fn exploded<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     let quarter = S::Real::from_f64(0.25);
     let half = S::Real::from_f64(0.5);
     for a in 0..3 {
-        if offset[a] == 0 {
-            continue;
-        }
         // The lattice directions +e_a and -e_a (every lattice has both).
         let (mut up, mut down) = (0, 0);
         for j in 1..Q {
@@ -136,6 +133,9 @@ pub unsafe fn exploded<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
                     down = j;
                 }
             }
+        }
+        if up == 0 || down == 0 {
+            continue; // a 2D lattice along z
         }
         let own = |j: usize| is_own(flag_of(flags, nb.cell(j)));
         let side = |j: usize| stored::<L, Q, S, G>(grid, scheme, odd, f, grid.cell_of(nb.cell(j)));
@@ -208,6 +208,37 @@ pub unsafe fn explode<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
             *dst.add(stored_slot::<L, Q>(scheme, odd, &nb, i)) = S::store_scaled(post[i]);
         }
     }
+}
+
+/// The explosion of the coarse populations into ghost or frozen cell
+/// number `cell` of the fine grid `fine`, whose parent is cell number
+/// `parent` of the coarse grid `coarse`: [`exploded`] (the coarse step of
+/// parity `coarse_odd` left `coarse_f`), stored by [`explode`] for the fine
+/// step `p`.
+///
+/// # Safety
+/// As [`exploded`] for the coarse grid and [`explode`] for the fine one.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // one per kernel argument, plus the grids
+pub unsafe fn explode_ghost<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
+    scheme: Streaming,
+    coarse: &G,
+    coarse_odd: bool,
+    coarse_f: *const S,
+    coarse_flags: *const u8,
+    fine: &G,
+    p: &StepParams<S::Real, impl Copy>,
+    fine_f: *mut S,
+    fine_flags: *const u8,
+    cell: u32,
+    parent: u32,
+) {
+    let cell = fine.cell_of(cell);
+    // The lower (-1) or upper (1) half of the parent along each axis.
+    let offset = fine.position(cell).map(|v| 2 * (v as i32 & 1) - 1);
+    let post =
+        exploded::<L, Q, S, G>(coarse, scheme, coarse_odd, coarse_f, coarse_flags, coarse.cell_of(parent), offset);
+    explode::<L, Q, S, G>(fine, scheme, p, fine_f, fine_flags, cell, &post);
 }
 
 /// Step of coarse cell `cell` next to the fine region ([`crate::flags::COALESCED`]):

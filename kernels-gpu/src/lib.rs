@@ -41,7 +41,7 @@ mod entry;
 pub use collision::{Bgk, Collision, CollisionKind, Trt};
 pub use flags::CellKind;
 pub use grid::Grid;
-pub use kernels::{GridKind, KernelKind};
+pub use kernels::{GridKind, KernelKind, LevelKernel};
 pub use lattice::{Lattice, D2Q9, D3Q19, D3Q27};
 pub use layout::Dims;
 pub use params::{OpenBoundary, StepParams, EQUILIBRIUM, INLET, OUTLET, REGULARIZED};

@@ -51,15 +51,15 @@ unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 
 /// One level's populations and clock.
-struct LevelState<S> {
+pub(super) struct LevelState<S> {
     /// The current populations (post-collision, as the last step left them).
-    f: Vec<S>,
+    pub(super) f: Vec<S>,
     /// Second buffer of two-lattice pull.
     f_next: Vec<S>,
     /// Steps this level has taken.
-    t: u64,
+    pub(super) t: u64,
     /// Its configuration: the base one with this level's `tau`, force and domain.
-    config: SolverConfig,
+    pub(super) config: SolverConfig,
 }
 
 impl<S: Storage> LevelState<S> {
@@ -84,6 +84,44 @@ pub struct RefinedCpu<L: Lattice<Q>, const Q: usize, S: Storage> {
     /// Coarse steps taken.
     t: u64,
     _lattice: PhantomData<L>,
+}
+
+/// [`RefinedCpu::for_each_own_cell`] over the levels' current populations
+/// and the parities of their last steps, `buffers`.
+pub(super) fn for_each_own_cell<L: Lattice<Q>, const Q: usize, S: Storage>(
+    levels: &Levels,
+    scheme: Streaming,
+    buffers: &[(&[S], bool)],
+    mut visit: impl FnMut(u32, [u32; 3], [f64; Q]),
+) {
+    for (level, &(f, odd)) in levels.levels.iter().zip(buffers) {
+        assert_eq!(f.len(), Q * level.layout.cells(), "a level's buffer");
+        crate::sparse::with_sparse!(&level.layout, |g| {
+            for n in 0..level.layout.cells() as u32 {
+                let flag = level.flags[n as usize] & !NEAR_SOLID;
+                let own = is_flow(flag) && (flag & LEVEL_MASK == 0 || flag == COALESCED || is_open(flag));
+                let Some(p) = level.layout.cell_position(n).filter(|_| own) else { continue };
+                // SAFETY: the buffer is sized for the grid (checked above).
+                let f = unsafe { interface::stored::<L, Q, S, _>(&g, scheme, odd, f.as_ptr(), g.cell_of(n)) };
+                visit(level.level, p, f.map(|v| v.to_f64() / S::SCALE));
+            }
+        });
+    }
+}
+
+/// Total mass of the populations `for_each_own_cell` visits: a level-`l`
+/// cell counts `(1/2^D)^l` of a level-0 cell.
+pub(super) fn mass_of(levels: &Levels, for_each: impl FnOnce(&mut dyn FnMut(u32, &[f64]))) -> f64 {
+    // Cells (exact) and the shifted populations' sums apart, so that the
+    // total's rounding does not hide a drift of the latter.
+    let share = 1.0 / levels.children as f64;
+    let (mut cells, mut sums) = (vec![0u64; levels.len()], vec![0.0; levels.len()]);
+    for_each(&mut |l, f| {
+        cells[l as usize] += 1;
+        sums[l as usize] += f.iter().sum::<f64>();
+    });
+    let weighted = |v: &[f64]| v.iter().enumerate().map(|(l, s)| s * share.powi(l as i32)).sum::<f64>();
+    weighted(&cells.iter().map(|&n| n as f64).collect::<Vec<_>>()) + weighted(&sums)
 }
 
 /// The configuration of level `l` of `base`: relaxation time and force for
@@ -190,18 +228,14 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
         let (src, dst, flags) =
             (Shared(cs.f.as_ptr() as *mut S), Shared(fs.f.as_mut_ptr()), Shared(fine.flags.as_ptr() as *mut u8));
         let cflags = Shared(coarse.flags.as_ptr() as *mut u8);
-        let flat = fine.domain.dims.nz == 1;
         with_two_grids!(&coarse.layout, &fine.layout, |cg, fg| fine.explode.par_iter().for_each(|&[v, parent]| {
             let (src, dst, flags, cflags) = (src, dst, flags, cflags);
             // SAFETY: buffers sized for their grids; each ghost cell writes
             // only its own stored slots; the coarse buffer is only read.
             unsafe {
-                let cell = fg.cell_of(v);
-                let at = fg.position(cell);
-                let offset = std::array::from_fn(|a| if a == 2 && flat { 0 } else { 2 * (at[a] as i32 & 1) - 1 });
-                let post =
-                    interface::exploded::<L, Q, S, _>(&cg, scheme, odd, src.0, cflags.0, cg.cell_of(parent), offset);
-                interface::explode::<L, Q, S, _>(&fg, scheme, &p, dst.0, flags.0, cell, &post);
+                interface::explode_ghost::<L, Q, S, _>(
+                    scheme, &cg, odd, src.0, cflags.0, &fg, &p, dst.0, flags.0, v, parent,
+                )
             }
         }));
     }
@@ -291,35 +325,19 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
     /// owns (fluid, open, next to a finer level), with its post-collision
     /// populations as the last step left them, shifted as stored
     /// (`f_i - w_i`, see [`kernels_gpu::cell`]).
-    pub fn for_each_own_cell(&self, mut visit: impl FnMut(u32, [u32; 3], [f64; Q])) {
-        for (level, state) in self.levels.levels.iter().zip(&self.states) {
-            let odd = state.last_odd();
-            crate::sparse::with_sparse!(&level.layout, |g| {
-                for n in 0..level.layout.cells() as u32 {
-                    let flag = level.flags[n as usize] & !NEAR_SOLID;
-                    let own = is_flow(flag) && (flag & LEVEL_MASK == 0 || flag == COALESCED || is_open(flag));
-                    let Some(p) = level.layout.cell_position(n).filter(|_| own) else { continue };
-                    // SAFETY: the buffer is sized for the grid.
-                    let f = unsafe {
-                        interface::stored::<L, Q, S, _>(&g, self.scheme, odd, state.f.as_ptr(), g.cell_of(n))
-                    };
-                    visit(level.level, p, f.map(|v| v.to_f64() / S::SCALE));
-                }
-            });
-        }
+    pub fn for_each_own_cell(&self, visit: impl FnMut(u32, [u32; 3], [f64; Q])) {
+        let buffers: Vec<(&[S], bool)> = self.states.iter().map(|s| (s.f.as_slice(), s.last_odd())).collect();
+        for_each_own_cell::<L, Q, S>(&self.levels, self.scheme, &buffers, visit);
     }
 
     /// Total mass, a level-`l` cell counting `(1/2^D)^l` of a level-0 cell.
     pub fn mass(&self) -> f64 {
-        // Cells (exact) and the shifted populations' sums apart, so that
-        // the total's rounding does not hide a drift of the latter.
-        let share = 1.0 / self.levels.children as f64;
-        let (mut cells, mut sums) = (vec![0u64; self.levels.len()], vec![0.0; self.levels.len()]);
-        self.for_each_own_cell(|l, _, f| {
-            cells[l as usize] += 1;
-            sums[l as usize] += f.iter().sum::<f64>();
-        });
-        let weighted = |v: &[f64]| v.iter().enumerate().map(|(l, s)| s * share.powi(l as i32)).sum::<f64>();
-        weighted(&cells.iter().map(|&n| n as f64).collect::<Vec<_>>()) + weighted(&sums)
+        mass_of(&self.levels, |visit| self.for_each_own_cell(|l, _, f| visit(l, &f)))
+    }
+
+    /// The levels, the streaming scheme, and each level's state: what a
+    /// GPU run starts from.
+    pub(super) fn into_parts(self) -> (Levels, Streaming, Vec<LevelState<S>>) {
+        (self.levels, self.scheme, self.states)
     }
 }

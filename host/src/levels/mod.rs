@@ -19,13 +19,16 @@
 //!
 //! How the levels exchange populations (explosion, ghost streaming,
 //! coalescence) is the volumetric scheme of Rohde et al. (2006), described
-//! in [`kernels_gpu::levels`]; [`RefinedCpu`] runs it on the CPU.
+//! in [`kernels_gpu::levels`]; [`RefinedCpu`] runs it on the CPU,
+//! [`RefinedGpu`] on one GPU.
 
 mod build;
 mod cpu;
+mod gpu;
 
 pub use build::{LevelGrid, Levels};
-pub use cpu::RefinedCpu;
+pub use cpu::{level_config, RefinedCpu};
+pub use gpu::RefinedGpu;
 
 /// A box of the domain refined to at least `level`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,300 @@
+//! The refined step on one GPU: the same recursion as [`super::RefinedCpu`],
+//! each level's update a launch of the uniform sparse stream-collide kernel
+//! over all its blocks, plus the interface kernels over their lists (ghost
+//! cells, explosion pairs, cells next to the finer level).
+
+use super::cpu::{for_each_own_cell, mass_of, RefinedCpu};
+use super::Levels;
+use crate::domain::OpenGroup;
+use crate::error::{CudaContextExt, Result};
+use crate::gpu::{launch_config, DeviceSparse, DeviceStorage, GpuDevice};
+use crate::launch::{self, Buffers, LevelArgs};
+use crate::solver::{CollisionParams, SolverConfig};
+use cudarc::driver::{CudaFunction, CudaSlice};
+use kernels_gpu::kernels::block_size;
+use kernels_gpu::{GridKind, KernelKind, Lattice, LevelKernel, OpenBoundary, Streaming};
+use std::marker::PhantomData;
+
+/// An open-boundary group on the device: its cells' storage numbers and
+/// what they impose.
+struct DeviceOpenGroup<T> {
+    cells: CudaSlice<u32>,
+    count: u32,
+    params: OpenBoundary<T>,
+}
+
+/// One level on the device.
+struct DeviceLevel<S: DeviceStorage> {
+    f: CudaSlice<S::Elem>,
+    f_next: Option<CudaSlice<S::Elem>>,
+    flags: CudaSlice<u8>,
+    grid: DeviceSparse,
+    ghosts: CudaSlice<u32>,
+    explode: CudaSlice<u32>,
+    coalesced: CudaSlice<u32>,
+    children: CudaSlice<u32>,
+    /// Open-boundary groups (level 0 only).
+    open: Vec<DeviceOpenGroup<S::Real>>,
+    /// Steps taken.
+    t: u64,
+    config: SolverConfig,
+}
+
+impl<S: DeviceStorage> DeviceLevel<S> {
+    fn last_odd(&self) -> bool {
+        self.t.wrapping_sub(1) & 1 == 1
+    }
+}
+
+/// The kernels of one lattice, precision and block shape.
+struct Kernels {
+    bulk: CudaFunction,
+    open: CudaFunction,
+    transit: CudaFunction,
+    explode: CudaFunction,
+    coalesce: CudaFunction,
+}
+
+/// A refined domain on one GPU.
+pub struct RefinedGpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
+    device: GpuDevice,
+    levels: Levels,
+    states: Vec<DeviceLevel<S>>,
+    kernels: Kernels,
+    scheme: Streaming,
+    /// Coarse steps taken.
+    t: u64,
+    _lattice: PhantomData<L>,
+}
+
+/// Uploads `v`, or one zero where it is empty (a list with no entries is
+/// never launched, but the buffer must exist).
+fn upload(device: &GpuDevice, v: &[u32], what: &str) -> Result<CudaSlice<u32>> {
+    let v = if v.is_empty() { &[0][..] } else { v };
+    device.stream().clone_htod(v).ctx(format!("uploading {what}"))
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
+    /// The refined domain `cpu` (as it stands: usually just initialised)
+    /// moved to `device`.
+    pub fn new(device: GpuDevice, cpu: RefinedCpu<L, Q, S>) -> Result<Self> {
+        let (levels, scheme, states) = cpu.into_parts();
+        let s = device.stream().clone();
+        let grid_kind = match levels.levels[0].layout.shift {
+            2 => GridKind::Sparse4,
+            _ => GridKind::Sparse8,
+        };
+        let config = &states[0].config;
+        let level =
+            |k: LevelKernel| device.function(&format!("{}_{}{}_{}", k.prefix(), grid_kind.infix(), L::NAME, S::NAME));
+        let kind = config.collision.kind();
+        let kernels = Kernels {
+            bulk: device.kernel::<L, Q, S>(KernelKind::StreamCollide(scheme, kind), grid_kind)?,
+            open: device.kernel::<L, Q, S>(KernelKind::OpenBoundary, grid_kind)?,
+            transit: level(LevelKernel::Transit)?,
+            explode: level(LevelKernel::Explode)?,
+            coalesce: level(LevelKernel::Coalesce(kind))?,
+        };
+        let mut out = Vec::with_capacity(states.len());
+        for (level, state) in levels.levels.iter().zip(states) {
+            let (f, t, config) = (state.f, state.t, state.config);
+            let f_next = match scheme {
+                Streaming::TwoLattice => {
+                    Some(s.alloc_zeros::<S::Elem>(f.len()).ctx("allocating a level's second buffer")?)
+                }
+                Streaming::EsotericPull => None,
+            };
+            let pairs: Vec<u32> = level.explode.iter().flatten().copied().collect();
+            let collision = config.collision_params::<S::Real>();
+            let open = open_groups::<S>(&device, level, &config.domain.open, collision)?;
+            out.push(DeviceLevel {
+                f: s.clone_htod(&f.iter().map(|&v| v.to_elem()).collect::<Vec<_>>())
+                    .ctx("uploading a level's populations")?,
+                f_next,
+                flags: s.clone_htod(&level.flags).ctx("uploading a level's flags")?,
+                grid: DeviceSparse::upload(&s, &level.layout)?,
+                ghosts: upload(&device, &level.ghosts, "a level's ghost cells")?,
+                explode: upload(&device, &pairs, "a level's explosion list")?,
+                coalesced: upload(&device, &level.coalesced, "a level's cells next to the finer one")?,
+                children: upload(&device, &level.children, "the ghost cells over them")?,
+                open,
+                t,
+                config,
+            });
+        }
+        Ok(Self { device, levels, states: out, kernels, scheme, t: 0, _lattice: PhantomData })
+    }
+
+    /// The levels.
+    pub fn levels(&self) -> &Levels {
+        &self.levels
+    }
+
+    /// Coarse steps taken.
+    pub fn time(&self) -> u64 {
+        self.t
+    }
+
+    /// Advances `steps` coarse steps (queued; reads wait for them).
+    pub fn step(&mut self, steps: u64) -> Result<()> {
+        for _ in 0..steps {
+            self.advance(0)?;
+            self.t += 1;
+        }
+        Ok(())
+    }
+
+    /// One step of level `l` (see [`RefinedCpu`]).
+    fn advance(&mut self, l: usize) -> Result<()> {
+        if l + 1 < self.levels.len() {
+            self.explode(l)?;
+            self.advance(l + 1)?;
+            self.advance(l + 1)?;
+        }
+        self.update(l)?;
+        let state = &mut self.states[l];
+        if let Some(next) = state.f_next.as_mut() {
+            std::mem::swap(&mut state.f, next);
+        }
+        state.t += 1;
+        Ok(())
+    }
+
+    fn explode(&mut self, l: usize) -> Result<()> {
+        let count = self.levels.levels[l + 1].explode.len() as u32;
+        if count == 0 {
+            return Ok(());
+        }
+        let s = self.device.stream().clone();
+        let (head, tail) = self.states.split_at_mut(l + 1);
+        let (coarse, fine) = (&head[l], &mut tail[0]);
+        let p = fine.config.step_params::<S::Real>(fine.t);
+        let args = LevelArgs { f: &coarse.f, flags: &coarse.flags, grid: coarse.grid.tables };
+        launch::level_explode(
+            &s,
+            &self.kernels.explode,
+            args,
+            coarse.last_odd(),
+            &mut fine.f,
+            &fine.flags,
+            fine.grid.tables,
+            p,
+            &fine.explode,
+            count,
+            self.scheme,
+        )
+    }
+
+    fn update(&mut self, l: usize) -> Result<()> {
+        let s = self.device.stream().clone();
+        let level = &self.levels.levels[l];
+        let (head, tail) = self.states.split_at_mut(l + 1);
+        let state = &mut head[l];
+        let p = state.config.step_params::<S::Real>(state.t);
+        let collision = state.config.collision_params::<S::Real>();
+        let blocks = level.layout.blocks();
+        let cfg = crate::sparse::with_sparse!(&level.layout, |g| launch_config(
+            &g,
+            blocks,
+            block_size(KernelKind::StreamCollide(self.scheme, state.config.collision.kind()))
+        ));
+        let tables = state.grid.tables;
+        let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
+        launch::stream_collide(
+            &s,
+            &self.kernels.bulk,
+            b,
+            &state.flags,
+            p,
+            collision,
+            Some(tables),
+            None,
+            0..blocks,
+            cfg,
+        )?;
+        for g in state.open.iter().filter(|g| g.count > 0) {
+            let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
+            let (kernel, flags) = (&self.kernels.open, &state.flags);
+            launch::open_boundary(&s, kernel, b, flags, &g.cells, g.count, p, g.params, self.scheme, Some(tables))?;
+        }
+        if !level.ghosts.is_empty() {
+            let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
+            let count = level.ghosts.len() as u32;
+            let kernel = &self.kernels.transit;
+            launch::level_transit(&s, kernel, b, &state.flags, p, tables, &state.ghosts, count, self.scheme)?;
+        }
+        if let Some(fine) = tail.first().filter(|_| !level.coalesced.is_empty()) {
+            let dst = state.f_next.as_mut().unwrap_or(&mut state.f);
+            let args = LevelArgs { f: &fine.f, flags: &fine.flags, grid: fine.grid.tables };
+            launch::level_coalesce(
+                &s,
+                &self.kernels.coalesce,
+                dst,
+                p,
+                collision,
+                tables,
+                &state.coalesced,
+                level.coalesced.len() as u32,
+                args,
+                fine.last_odd(),
+                &state.children,
+                self.scheme,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Each level's current populations, read back, with the parity of its last step.
+    fn read_back(&self) -> Result<Vec<(Vec<S>, bool)>> {
+        let s = self.device.stream();
+        self.states
+            .iter()
+            .map(|state| {
+                let f = s.clone_dtoh(&state.f).ctx("reading a level's populations back")?;
+                Ok((f.into_iter().map(S::from_elem).collect(), state.last_odd()))
+            })
+            .collect()
+    }
+
+    /// As [`RefinedCpu::for_each_own_cell`].
+    pub fn for_each_own_cell(&self, visit: impl FnMut(u32, [u32; 3], [f64; Q])) -> Result<()> {
+        let host = self.read_back()?;
+        let buffers: Vec<(&[S], bool)> = host.iter().map(|(f, odd)| (f.as_slice(), *odd)).collect();
+        for_each_own_cell::<L, Q, S>(&self.levels, self.scheme, &buffers, visit);
+        Ok(())
+    }
+
+    /// As [`RefinedCpu::mass`].
+    pub fn mass(&self) -> Result<f64> {
+        let host = self.read_back()?;
+        let buffers: Vec<(&[S], bool)> = host.iter().map(|(f, odd)| (f.as_slice(), *odd)).collect();
+        Ok(mass_of(&self.levels, |visit| {
+            for_each_own_cell::<L, Q, S>(&self.levels, self.scheme, &buffers, |l, _, f| visit(l, &f))
+        }))
+    }
+
+    /// Waits for the queued steps.
+    pub fn synchronize(&self) -> Result<()> {
+        self.device.stream().synchronize().ctx("waiting for the refined steps")
+    }
+}
+
+/// A level's open-boundary groups on the device (storage numbers of their cells).
+fn open_groups<S: DeviceStorage>(
+    device: &GpuDevice,
+    level: &super::LevelGrid,
+    groups: &[OpenGroup],
+    collision: CollisionParams<S::Real>,
+) -> Result<Vec<DeviceOpenGroup<S::Real>>> {
+    groups
+        .iter()
+        .map(|g| {
+            let cells: Vec<u32> = g.cells.iter().filter_map(|&c| level.layout.storage_of(c)).collect();
+            Ok(DeviceOpenGroup {
+                cells: upload(device, &cells, "an open group's cells")?,
+                count: cells.len() as u32,
+                params: g.state.kernel_params(collision),
+            })
+        })
+        .collect()
+}
