@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::groups::BoundaryGroups;
 use crate::solver::KernelReport;
 use crate::solver::{BackendKind, CollisionModel, GridLayout, Initial, LatticeKind, Precision, Solver, SolverConfig};
-use kernels_gpu::{Dims, Streaming};
+use kernels_gpu::{Dims, Lattice, Streaming};
 use std::time::Instant;
 
 /// Copy buffer for the bandwidth reference: 4 GiB, far beyond the L2 cache.
@@ -330,4 +330,105 @@ mod tests {
             assert_eq!((r.lattice, r.geometry, r.steps), ("d3q19", "periodic", 2));
         }
     }
+}
+
+/// One measured refined cavity ([`measure_refined`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RefinedResult {
+    /// Velocity set.
+    pub lattice: &'static str,
+    /// Storage.
+    pub precision: &'static str,
+    /// Streaming scheme.
+    pub streaming: &'static str,
+    /// Level 0's cube side, cells.
+    pub size: u32,
+    /// Block edge of every level.
+    pub block: u32,
+    /// Cells each level owns.
+    pub cells: Vec<usize>,
+    /// Coarse steps timed.
+    pub steps: u64,
+    /// Seconds for those steps.
+    pub seconds: f64,
+    /// Cell updates per coarse step: each level's cells times its steps.
+    pub updates_per_step: u64,
+    /// Million cell updates per second.
+    pub mlups: f64,
+    /// Bytes per cell update, [`bytes_per_cell_update`].
+    pub bytes_per_cell: usize,
+    /// Effective bandwidth over the copy bandwidth measured in the same run.
+    pub fraction_of_copy: Option<f64>,
+}
+
+/// The refinement of the benchmark's refined cavity of side `size`: the
+/// middle half of the cube at level 1, its middle half at level 2, so that
+/// both interfaces lie inside the flow.
+pub fn refined_cavity(size: u32) -> crate::levels::Refinement {
+    use crate::levels::{RefinedBox, Refinement};
+    let (a, b) = (size / 4, size / 8);
+    Refinement {
+        levels: 3,
+        boxes: vec![
+            RefinedBox { lo: [a; 3], hi: [size - a; 3], level: 1 },
+            RefinedBox { lo: [a + b; 3], hi: [size - a - b; 3], level: 2 },
+        ],
+    }
+}
+
+/// Times `steps` coarse steps of the refined cavity of side `size` (the
+/// benchmark cavity, [`refined_cavity`]) on `device`, blocks of `block`
+/// cells on a side, after 2 steps of warm-up.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_refined(
+    device: &crate::gpu::GpuDevice,
+    lattice: LatticeKind,
+    precision: Precision,
+    streaming: Streaming,
+    size: u32,
+    block: u32,
+    steps: u64,
+    copy_bandwidth: Option<f64>,
+) -> Result<RefinedResult> {
+    let config = BenchGeometry::Cavity.config(lattice, precision, streaming, size)?;
+    let refinement = refined_cavity(size);
+    let (cells, seconds) =
+        crate::dispatch!(lattice, precision, time_refined(device, &config, &refinement, block, steps))?;
+    let updates_per_step: u64 = cells.iter().enumerate().map(|(l, &n)| (n as u64) << l).sum();
+    let mlups = updates_per_step as f64 * steps as f64 / seconds / 1e6;
+    let bytes_per_cell = bytes_per_cell_update(lattice, precision);
+    Ok(RefinedResult {
+        lattice: lattice.name(),
+        precision: precision.name(),
+        streaming: streaming.name(),
+        size,
+        block,
+        cells,
+        steps,
+        seconds,
+        updates_per_step,
+        mlups,
+        bytes_per_cell,
+        fraction_of_copy: copy_bandwidth.map(|bw| mlups * 1e6 * bytes_per_cell as f64 / bw),
+    })
+}
+
+/// The cells per level of the refined domain, and the seconds `steps`
+/// coarse steps take on `device`.
+fn time_refined<L: Lattice<Q>, const Q: usize, S: crate::gpu::DeviceStorage>(
+    device: &crate::gpu::GpuDevice,
+    config: &SolverConfig,
+    refinement: &crate::levels::Refinement,
+    block: u32,
+    steps: u64,
+) -> Result<(Vec<usize>, f64)> {
+    let cpu = crate::levels::RefinedCpu::<L, Q, S>::new(config, refinement, block)?;
+    let mut gpu = crate::levels::RefinedGpu::new(device.clone(), cpu)?;
+    let cells = gpu.levels().own_cells();
+    gpu.step(2)?;
+    gpu.synchronize()?;
+    let t0 = Instant::now();
+    gpu.step(steps)?;
+    gpu.synchronize()?;
+    Ok((cells, t0.elapsed().as_secs_f64()))
 }

@@ -2,7 +2,9 @@
 //! cavity or a periodic box for every chosen lattice, storage, scheme and
 //! collision operator, in one run.
 
-use lbm::host::bench::{bytes_per_cell_update, max_cube, measure, BenchCase, BenchGeometry, BenchResult};
+use lbm::host::bench::{
+    bytes_per_cell_update, max_cube, measure, measure_refined, BenchCase, BenchGeometry, BenchResult, RefinedResult,
+};
 use lbm::host::files::write_atomic;
 use lbm::host::groups::BoundaryGroups;
 use lbm::host::solver::{CollisionModel, GridLayout};
@@ -26,6 +28,7 @@ pub struct BenchOptions {
     pub geometries: Vec<BenchGeometry>,
     pub json: Option<PathBuf>,
     pub max_size: bool,
+    pub refined: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -35,6 +38,7 @@ struct Report {
     bytes_per_cell_formula: &'static str,
     results: Vec<BenchResult>,
     max_cube: Vec<(String, String, u32)>,
+    refined: Vec<RefinedResult>,
 }
 
 pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
@@ -56,6 +60,13 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
         }
         (true, Some(free)) => Some(free),
         (false, _) => None,
+    };
+    let refined_device = match (o.refined, backend) {
+        (false, _) => None,
+        (true, BackendKind::Gpu(i)) => Some(lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active())?),
+        (true, BackendKind::Cpu) => {
+            return Err(Error::Setup("--refined times the GPU's refined step: use --backend gpu".into()))
+        }
     };
     println!("device: {device}");
     match copy {
@@ -175,6 +186,39 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
         results.push(r);
     }
 
+    let mut refined = Vec::new();
+    if let Some(d) = &refined_device {
+        let block = if o.grids.contains(&GridLayout::Sparse { edge: 8 }) { 8 } else { 4 };
+        println!("refined cavity: the middle half of the cube at level 1, its middle half at level 2, BGK, blocks of {block};");
+        println!(" cell updates per coarse step = sum over levels of cells x 2^level; MLUPS counts those");
+        println!(
+            "{:<6} {:<4} {:<13} {:>5} {:>28} {:>9} {:>9} {:>7}",
+            "lattice", "prec", "streaming", "size", "cells per level", "upd/step", "MLUPS", "of copy"
+        );
+        for &size in &o.sizes {
+            for &lattice in o.lattices.iter().filter(|l| l.dimension() == 3) {
+                for &precision in &o.precisions {
+                    for &streaming in &o.streaming {
+                        let r = measure_refined(d, lattice, precision, streaming, size, block, o.steps, copy)?;
+                        let cells = r.cells.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("/");
+                        println!(
+                            "{:<6} {:<4} {:<13} {:>5} {:>28} {:>9} {:>9.0} {:>7}",
+                            r.lattice,
+                            r.precision,
+                            r.streaming,
+                            r.size,
+                            cells,
+                            r.updates_per_step,
+                            r.mlups,
+                            r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
+                        );
+                        refined.push(r);
+                    }
+                }
+            }
+        }
+    }
+
     let mut cubes = Vec::new();
     if let Some(free) = max_size_free {
         println!(
@@ -201,6 +245,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             bytes_per_cell_formula: formula,
             results,
             max_cube: cubes,
+            refined,
         };
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;

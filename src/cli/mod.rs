@@ -133,6 +133,11 @@ enum Command {
         /// Report the largest cube that fits the device for each storage type.
         #[arg(long)]
         max_size: bool,
+        /// Also time a refined cavity of each size (GPU; 3D lattices): the
+        /// middle half of the cube at level 1, its middle half at level 2,
+        /// blocks of 8 if the grids include sparse8, else 4.
+        #[arg(long)]
+        refined: bool,
         /// Multi-GPU scaling instead: GPU counts to run each size on (3D
         /// lattices, f32, Esoteric Pull, BGK), e.g. 1,2,4; devices 0 .. N-1.
         #[arg(long, value_delimiter = ',')]
@@ -302,6 +307,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             geometry,
             json,
             max_size,
+            refined,
             gpus,
             exchange,
             weak,
@@ -361,6 +367,7 @@ pub fn execute(cli: Cli) -> Result<()> {
                     geometries,
                     json,
                     max_size,
+                    refined,
                 },
             )
         }
