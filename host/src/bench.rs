@@ -341,8 +341,12 @@ pub struct RefinedResult {
     pub precision: &'static str,
     /// Streaming scheme.
     pub streaming: &'static str,
+    /// Fused or split step ([`crate::levels::Fusion`]).
+    pub fusion: &'static str,
     /// Level 0's cube side, cells.
     pub size: u32,
+    /// Number of levels.
+    pub levels: u32,
     /// Block edge of every level.
     pub block: u32,
     /// Cells each level owns.
@@ -359,41 +363,71 @@ pub struct RefinedResult {
     pub bytes_per_cell: usize,
     /// Effective bandwidth over the copy bandwidth measured in the same run.
     pub fraction_of_copy: Option<f64>,
+    /// Milliseconds per coarse step in each part of the step, from events
+    /// around every launch of a separate profiled run ([`crate::levels::Part`]).
+    pub profile_ms: Vec<(&'static str, f64)>,
 }
 
-/// The refinement of the benchmark's refined cavity of side `size`: the
-/// middle half of the cube at level 1, its middle half at level 2, so that
-/// both interfaces lie inside the flow.
-pub fn refined_cavity(size: u32) -> crate::levels::Refinement {
-    use crate::levels::{RefinedBox, Refinement};
-    let (a, b) = (size / 4, size / 8);
-    Refinement {
-        levels: 3,
-        boxes: vec![
-            RefinedBox { lo: [a; 3], hi: [size - a; 3], level: 1 },
-            RefinedBox { lo: [a + b; 3], hi: [size - a - b; 3], level: 2 },
-        ],
+impl RefinedResult {
+    /// Milliseconds per coarse step at resolution jumps and within levels.
+    pub fn jump_and_levels_ms(&self) -> (f64, f64) {
+        let at_jump = |name: &str| crate::levels::Part::ALL.iter().any(|p| p.name() == name && p.at_jump());
+        let jump = self.profile_ms.iter().filter(|(n, _)| at_jump(n)).map(|(_, ms)| ms).sum();
+        let levels = self.profile_ms.iter().filter(|(n, _)| !at_jump(n)).map(|(_, ms)| ms).sum();
+        (jump, levels)
     }
 }
 
-/// Times `steps` coarse steps of the refined cavity of side `size` (the
-/// benchmark cavity, [`refined_cavity`]) on `device`, blocks of `block`
-/// cells on a side, after 2 steps of warm-up.
-#[allow(clippy::too_many_arguments)]
+/// The refinement of the benchmark's refined cavity of side `size` with
+/// `levels` levels: level `k` covers the middle `1/2^k` of the cube along
+/// each axis (the middle half at level 1, its middle half at level 2, ...),
+/// so that every interface lies inside the flow.
+pub fn refined_cavity(size: u32, levels: u32, fusion: crate::levels::Fusion) -> crate::levels::Refinement {
+    use crate::levels::{RefinedBox, Refinement};
+    let boxes = (1..levels)
+        .map(|k| {
+            let half = size >> (k + 1);
+            RefinedBox { lo: [size / 2 - half; 3], hi: [size / 2 + half; 3], level: k }
+        })
+        .collect();
+    Refinement { levels, boxes, fusion }
+}
+
+/// What [`measure_refined`] measures: the refined cavity of side `size`
+/// ([`refined_cavity`]) with `levels` levels on blocks of `block` cells,
+/// stepped `fusion`'s way.
+#[derive(Clone, Copy, Debug)]
+pub struct RefinedCase {
+    /// Velocity set (3D).
+    pub lattice: LatticeKind,
+    /// Storage.
+    pub precision: Precision,
+    /// Streaming scheme.
+    pub streaming: Streaming,
+    /// Fused or split step.
+    pub fusion: crate::levels::Fusion,
+    /// Level 0's cube side.
+    pub size: u32,
+    /// Number of levels.
+    pub levels: u32,
+    /// Block edge.
+    pub block: u32,
+}
+
+/// Times `steps` coarse steps of `case` on `device` after 2 of warm-up,
+/// then profiles a few more (events around every launch).
 pub fn measure_refined(
     device: &crate::gpu::GpuDevice,
-    lattice: LatticeKind,
-    precision: Precision,
-    streaming: Streaming,
-    size: u32,
-    block: u32,
+    case: RefinedCase,
     steps: u64,
     copy_bandwidth: Option<f64>,
 ) -> Result<RefinedResult> {
+    let RefinedCase { lattice, precision, streaming, fusion, size, levels, block } = case;
     let config = BenchGeometry::Cavity.config(lattice, precision, streaming, size)?;
-    let refinement = refined_cavity(size);
-    let (cells, seconds) =
-        crate::dispatch!(lattice, precision, time_refined(device, &config, &refinement, block, steps))?;
+    let refinement = refined_cavity(size, levels, fusion);
+    let profiled = steps.clamp(1, 20);
+    let (cells, seconds, profile) =
+        crate::dispatch!(lattice, precision, time_refined(device, &config, &refinement, block, steps, profiled))?;
     let updates_per_step: u64 = cells.iter().enumerate().map(|(l, &n)| (n as u64) << l).sum();
     let mlups = updates_per_step as f64 * steps as f64 / seconds / 1e6;
     let bytes_per_cell = bytes_per_cell_update(lattice, precision);
@@ -401,7 +435,9 @@ pub fn measure_refined(
         lattice: lattice.name(),
         precision: precision.name(),
         streaming: streaming.name(),
+        fusion: fusion.name(),
         size,
+        levels,
         block,
         cells,
         steps,
@@ -410,18 +446,22 @@ pub fn measure_refined(
         mlups,
         bytes_per_cell,
         fraction_of_copy: copy_bandwidth.map(|bw| mlups * 1e6 * bytes_per_cell as f64 / bw),
+        profile_ms: profile.into_iter().map(|(p, s)| (p.name(), 1e3 * s / profiled as f64)).collect(),
     })
 }
 
-/// The cells per level of the refined domain, and the seconds `steps`
-/// coarse steps take on `device`.
+/// The cells per level of the refined domain, the seconds `steps` coarse
+/// steps take on `device`, and the seconds per part of `profiled` more.
+type RefinedTiming = (Vec<usize>, f64, Vec<(crate::levels::Part, f64)>);
+
 fn time_refined<L: Lattice<Q>, const Q: usize, S: crate::gpu::DeviceStorage>(
     device: &crate::gpu::GpuDevice,
     config: &SolverConfig,
     refinement: &crate::levels::Refinement,
     block: u32,
     steps: u64,
-) -> Result<(Vec<usize>, f64)> {
+    profiled: u64,
+) -> Result<RefinedTiming> {
     let cpu = crate::levels::RefinedCpu::<L, Q, S>::new(config, refinement, block)?;
     let mut gpu = crate::levels::RefinedGpu::new(device.clone(), cpu)?;
     let cells = gpu.levels().own_cells();
@@ -430,5 +470,7 @@ fn time_refined<L: Lattice<Q>, const Q: usize, S: crate::gpu::DeviceStorage>(
     let t0 = Instant::now();
     gpu.step(steps)?;
     gpu.synchronize()?;
-    Ok((cells, t0.elapsed().as_secs_f64()))
+    let seconds = t0.elapsed().as_secs_f64();
+    let profile = gpu.profile(profiled)?;
+    Ok((cells, seconds, profile))
 }

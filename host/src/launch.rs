@@ -216,6 +216,30 @@ pub(crate) fn level_transit<E: DeviceRepr, T: DeviceRepr + Copy>(
     Ok(())
 }
 
+/// `level_stream_*`: the streaming half of the split step over the blocks
+/// `units` of a level, from `src` into `dst`. (Its collision half,
+/// `level_collide_*`, takes the arguments of an Esoteric Pull sparse
+/// stream-collide kernel: [`stream_collide`] launches it.)
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn level_stream<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    src: &CudaSlice<E>,
+    dst: &mut CudaSlice<E>,
+    flags: &CudaSlice<u8>,
+    p: StepParams<T>,
+    grid: SparseTables,
+    units: Range<u32>,
+    cfg: LaunchConfig,
+) -> Result<()> {
+    let (p, grid) = (ByValue(p), ByValue(grid));
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(src).arg(dst).arg(flags).arg(&p).arg(&grid).arg(&units.start);
+    // SAFETY: the argument list of the `level_stream_*` entry points.
+    unsafe { launch.launch(cfg) }.ctx("launching the split step's streaming")?;
+    Ok(())
+}
+
 /// A level's populations, flags and grid, as the interface kernels take them.
 pub(crate) struct LevelArgs<'a, E> {
     /// Its current populations.

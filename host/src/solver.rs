@@ -117,6 +117,7 @@ named! {
     CollisionKind => "collision operator",
     OpenScheme => "open-boundary scheme",
     crate::groups::BoundaryGroups => "boundary-group variant",
+    crate::levels::Fusion => "refined step",
 }
 
 /// How populations are stored (and computed).

@@ -427,9 +427,15 @@ impl SparseLayout {
         self.cells() / (self.blocks() as usize + 1)
     }
 
-    /// Storage number of the dense cell `n`, if its block is stored.
+    /// Storage number of the dense cell `n` (64-bit: the box may hold
+    /// more than 2^32 cells), if its block is stored.
     pub fn storage_of(&self, n: usize) -> Option<u32> {
-        let (x, y, z) = self.dims.coords(n as u32);
+        self.storage_at(crate::cell_blocks::position(self.dims, n))
+    }
+
+    /// Storage number of the cell at `[x, y, z]` in the domain, if its
+    /// block is stored.
+    pub fn storage_at(&self, [x, y, z]: [u32; 3]) -> Option<u32> {
         let z = z + self.pad;
         let b = self.block_at(x >> self.shift, y >> self.shift, z >> self.shift_z)?;
         Some(with_sparse!(self, |g| g.index_of(g.cell_at(b, [x, y, z]))))

@@ -252,6 +252,40 @@ macro_rules! sparse_entries {
                 )
             }
 
+            #[export_name = concat!("level_stream_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn level_stream(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real>,
+                tables: SparseTables,
+                first: u32,
+            ) {
+                stream_half(&Grid::new(tables), src, dst, flags, p, first)
+            }
+
+            #[export_name = concat!("level_collide_bgk_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn level_collide_bgk(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                tables: SparseTables,
+                first: u32,
+            ) {
+                collide_half(&Grid::new(tables), f, flags, p, first)
+            }
+
+            #[export_name = concat!("level_collide_trt_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn level_collide_trt(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                tables: SparseTables,
+                first: u32,
+            ) {
+                collide_half(&Grid::new(tables), f, flags, p, first)
+            }
+
             #[export_name = concat!("level_coalesce_bgk_", stringify!($grid), "_", stringify!($id))]
             pub unsafe extern "ptx-kernel" fn level_coalesce_bgk(
                 dst: *mut $s,
@@ -389,6 +423,37 @@ macro_rules! entry_points {
                     let scheme = Streaming::from_u32(scheme);
                     let src = if src.is_null() { dst as *const $s } else { src };
                     stream::open_boundary_update::<$lattice, $q, $s, G>(grid, scheme, &p, &open, src, dst, flags, cell);
+                }
+            }
+
+            /// The streaming half of the split step, one thread per cell of
+            /// the units `first ..`.
+            #[inline(always)]
+            unsafe fn stream_half<G: Grid>(
+                grid: &G,
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real>,
+                first: u32,
+            ) {
+                if let Some(cell) = this_cell(grid, first) {
+                    levels::stream_half::<$lattice, $q, $s, G>(grid, &p, src, dst, flags, cell);
+                }
+            }
+
+            /// The collision half of the split step, one thread per cell of
+            /// the units `first ..`.
+            #[inline(always)]
+            unsafe fn collide_half<C: Collision<Real>, G: Grid>(
+                grid: &G,
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, C>,
+                first: u32,
+            ) {
+                if let Some(cell) = this_cell(grid, first) {
+                    levels::collide_half::<$lattice, $q, $s, C, G>(grid, &p, f, flags, cell);
                 }
             }
 

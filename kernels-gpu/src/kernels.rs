@@ -103,15 +103,23 @@ pub enum LevelKernel {
     Explode,
     /// [`crate::levels::coalesce`] over a list of cells, with a collision operator.
     Coalesce(CollisionKind),
+    /// [`crate::levels::stream_half`] over all blocks: the split step's
+    /// streaming (the unfused baseline).
+    Stream,
+    /// [`crate::levels::collide_half`] over all blocks, with a collision operator.
+    Collide(CollisionKind),
 }
 
 impl LevelKernel {
     /// Every level kernel.
-    pub const ALL: [LevelKernel; 4] = [
+    pub const ALL: [LevelKernel; 7] = [
         LevelKernel::Transit,
         LevelKernel::Explode,
         LevelKernel::Coalesce(CollisionKind::Bgk),
         LevelKernel::Coalesce(CollisionKind::Trt),
+        LevelKernel::Stream,
+        LevelKernel::Collide(CollisionKind::Bgk),
+        LevelKernel::Collide(CollisionKind::Trt),
     ];
     /// The grids they are built for.
     pub const GRIDS: [GridKind; 2] = [GridKind::Sparse4, GridKind::Sparse8];
@@ -123,6 +131,9 @@ impl LevelKernel {
             LevelKernel::Explode => "level_explode",
             LevelKernel::Coalesce(CollisionKind::Bgk) => "level_coalesce_bgk",
             LevelKernel::Coalesce(CollisionKind::Trt) => "level_coalesce_trt",
+            LevelKernel::Stream => "level_stream",
+            LevelKernel::Collide(CollisionKind::Bgk) => "level_collide_bgk",
+            LevelKernel::Collide(CollisionKind::Trt) => "level_collide_trt",
         }
     }
 }

@@ -37,13 +37,13 @@
 //! away) are exact.
 
 use crate::collision::Collision;
-use crate::flags::{flag_of, is_flow, COALESCED, FLUID, FROZEN, GHOST, KIND_MASK};
+use crate::flags::{flag_of, is_flow, is_fluid, COALESCED, FLUID, FROZEN, GHOST, KIND_MASK};
 use crate::grid::{Grid, Neighbourhood};
 use crate::lattice::Lattice;
 use crate::params::StepParams;
 use crate::real::Real;
 use crate::storage::Storage;
-use crate::stream::{collide, load, neighbours, store, stored_slot, Streaming};
+use crate::stream::{collide, load, near_walls, neighbours, store, stored_slot, Streaming};
 
 /// Streams ghost cell `cell` without colliding: its populations move on as
 /// the fine level's cells' do, bouncing back off walls.
@@ -61,7 +61,8 @@ pub unsafe fn transit<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     flags: *const u8,
     cell: G::Cell,
 ) {
-    if flag_of(flags, grid.index_of(cell)) != GHOST {
+    // A ghost cell near a wall carries NEAR_SOLID too.
+    if flag_of(flags, grid.index_of(cell)) & KIND_MASK != GHOST {
         return;
     }
     let nb = neighbours::<L, Q, G>(grid, cell);
@@ -203,8 +204,9 @@ pub unsafe fn explode<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     let nb = neighbours::<L, Q, G>(grid, cell);
     // Stored as by the step before the one of parity `p.step & 1`.
     let odd = p.step & 1 == 0;
+    let frozen = flag & KIND_MASK == FROZEN;
     for i in 0..Q {
-        if flag != FROZEN || flag_of(flags, nb.cell(i)) == GHOST {
+        if !frozen || flag_of(flags, nb.cell(i)) & KIND_MASK == GHOST {
             *dst.add(stored_slot::<L, Q>(scheme, odd, &nb, i)) = S::store_scaled(post[i]);
         }
     }
@@ -277,6 +279,64 @@ pub unsafe fn coalesce<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S
     collide::<L, Q, S, C>(&mut fi, p);
     let nb = neighbours::<L, Q, G>(grid, cell);
     store::<L, Q, S>(scheme, p, dst, &nb, &fi);
+}
+
+/// The streaming half of the split step, the unfused baseline that the
+/// fused stream-collide kernel is measured against (Mahmoud et al. 2025,
+/// section 6.3): fluid cell `cell` pulls its incoming populations, walls
+/// bounced as in the fused step, into its own slots of `dst` uncollided.
+/// With [`collide_half`] after it, the two halves give the fused
+/// two-lattice step's values bit for bit where storing a population and
+/// loading it back is exact (f32 and f64 storage: their scale is 1).
+///
+/// # Safety
+/// As [`crate::stream::stream_collide_two_lattice`].
+#[inline(always)]
+pub unsafe fn stream_half<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
+    grid: &G,
+    p: &StepParams<S::Real, impl Copy>,
+    src: *const S,
+    dst: *mut S,
+    flags: *const u8,
+    cell: G::Cell,
+) {
+    let flag = flag_of(flags, grid.index_of(cell));
+    if !is_fluid(flag) {
+        return;
+    }
+    let nb = neighbours::<L, Q, G>(grid, cell);
+    let fi = if near_walls::<S>(flag) {
+        load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, &nb)
+    } else {
+        load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, &nb)
+    };
+    store::<L, Q, S>(Streaming::TwoLattice, p, dst, &nb, &fi);
+}
+
+/// The collision half of the split step ([`stream_half`]): fluid cell
+/// `cell` collides the populations at its own slots of `f`, in place.
+///
+/// # Safety
+/// `f` must hold `Q * cells` values and `flags` `cells` bytes.
+#[inline(always)]
+pub unsafe fn collide_half<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::Real>, G: Grid>(
+    grid: &G,
+    p: &StepParams<S::Real, C>,
+    f: *mut S,
+    flags: *const u8,
+    cell: G::Cell,
+) {
+    let flag = flag_of(flags, grid.index_of(cell));
+    if !is_fluid(flag) {
+        return;
+    }
+    let nb = neighbours::<L, Q, G>(grid, cell);
+    let mut fi = [S::Real::ZERO; Q];
+    for i in 0..Q {
+        fi[i] = S::fetch(f.add(stored_slot::<L, Q>(Streaming::TwoLattice, false, &nb, i))).load_scaled();
+    }
+    collide::<L, Q, S, C>(&mut fi, p);
+    store::<L, Q, S>(Streaming::TwoLattice, p, f, &nb, &fi);
 }
 
 #[cfg(test)]

@@ -316,7 +316,7 @@ unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
 /// Whether the cell with flag `flag` and the warp it runs in (see
 /// [`warp_uniform_walls`]) take the near-wall path.
 #[inline(always)]
-fn near_walls<S: Storage>(flag: u8) -> bool {
+pub(crate) fn near_walls<S: Storage>(flag: u8) -> bool {
     let near = flag & NEAR_SOLID != 0;
     if warp_uniform_walls::<S>() {
         any_in_warp(near)

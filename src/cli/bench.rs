@@ -3,10 +3,12 @@
 //! collision operator, in one run.
 
 use lbm::host::bench::{
-    bytes_per_cell_update, max_cube, measure, measure_refined, BenchCase, BenchGeometry, BenchResult, RefinedResult,
+    bytes_per_cell_update, max_cube, measure, measure_refined, BenchCase, BenchGeometry, BenchResult, RefinedCase,
+    RefinedResult,
 };
 use lbm::host::files::write_atomic;
 use lbm::host::groups::BoundaryGroups;
+use lbm::host::levels::Fusion;
 use lbm::host::solver::{CollisionModel, GridLayout};
 use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::{CollisionKind, Streaming};
@@ -28,8 +30,21 @@ pub struct BenchOptions {
     pub geometries: Vec<BenchGeometry>,
     pub json: Option<PathBuf>,
     pub max_size: bool,
-    pub refined: bool,
+    pub multires: Option<Multires>,
 }
+
+/// The grid name that asks for the refined cavity.
+pub const MULTIRES: &str = "multires";
+
+/// The refined cavities to time: every size, 3D lattice, precision and
+/// streaming scheme, with each number of levels and each refined step.
+pub struct Multires {
+    pub levels: Vec<u32>,
+    pub fusion: Vec<Fusion>,
+}
+
+/// Block edge of the refined cavities' levels.
+const MULTIRES_BLOCK: u32 = 8;
 
 #[derive(serde::Serialize)]
 struct Report {
@@ -61,11 +76,11 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
         (true, Some(free)) => Some(free),
         (false, _) => None,
     };
-    let refined_device = match (o.refined, backend) {
-        (false, _) => None,
-        (true, BackendKind::Gpu(i)) => Some(lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active())?),
-        (true, BackendKind::Cpu) => {
-            return Err(Error::Setup("--refined times the GPU's refined step: use --backend gpu".into()))
+    let refined_device = match (&o.multires, backend) {
+        (None, _) => None,
+        (Some(_), BackendKind::Gpu(i)) => Some(lbm::host::gpu::GpuDevice::open(i, &lbm::ptx::active())?),
+        (Some(_), BackendKind::Cpu) => {
+            return Err(Error::Setup("--grids multires times the GPU's refined step: use --backend gpu".into()))
         }
     };
     println!("device: {device}");
@@ -187,36 +202,8 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
     }
 
     let mut refined = Vec::new();
-    if let Some(d) = &refined_device {
-        let block = if o.grids.contains(&GridLayout::Sparse { edge: 8 }) { 8 } else { 4 };
-        println!("refined cavity: the middle half of the cube at level 1, its middle half at level 2, BGK, blocks of {block};");
-        println!(" cell updates per coarse step = sum over levels of cells x 2^level; MLUPS counts those");
-        println!(
-            "{:<6} {:<4} {:<13} {:>5} {:>28} {:>9} {:>9} {:>7}",
-            "lattice", "prec", "streaming", "size", "cells per level", "upd/step", "MLUPS", "of copy"
-        );
-        for &size in &o.sizes {
-            for &lattice in o.lattices.iter().filter(|l| l.dimension() == 3) {
-                for &precision in &o.precisions {
-                    for &streaming in &o.streaming {
-                        let r = measure_refined(d, lattice, precision, streaming, size, block, o.steps, copy)?;
-                        let cells = r.cells.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("/");
-                        println!(
-                            "{:<6} {:<4} {:<13} {:>5} {:>28} {:>9} {:>9.0} {:>7}",
-                            r.lattice,
-                            r.precision,
-                            r.streaming,
-                            r.size,
-                            cells,
-                            r.updates_per_step,
-                            r.mlups,
-                            r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
-                        );
-                        refined.push(r);
-                    }
-                }
-            }
-        }
+    if let (Some(d), Some(m)) = (&refined_device, &o.multires) {
+        refined = bench_multires(d, &o, m, copy)?;
     }
 
     let mut cubes = Vec::new();
@@ -435,4 +422,103 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
         println!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// Times the refined cavities of `m` on `device` and prints a row each.
+fn bench_multires(
+    device: &lbm::host::gpu::GpuDevice,
+    o: &BenchOptions,
+    m: &Multires,
+    copy: Option<f64>,
+) -> Result<Vec<RefinedResult>> {
+    println!(
+        "refined cavity (--grids multires): level k covers the middle 1/2^k of the cube along each axis; BGK; \
+         blocks of {MULTIRES_BLOCK}^3 on every level"
+    );
+    println!(" MLUPS counts cell updates summed over levels (a level-l cell updates 2^l times per coarse step);");
+    println!(
+        " split = streaming and collision as two kernels over every block (the unfused baseline; two-lattice f32/f64);"
+    );
+    println!(
+        " jump / levels ms = time per coarse step at resolution jumps (transit, explode, coalesce) / within levels,"
+    );
+    println!(" from events around every launch of 20 further steps");
+    println!(
+        "{:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8} {:>7} {:>8} {:>9}",
+        "lattice",
+        "prec",
+        "streaming",
+        "step",
+        "size",
+        "lv",
+        "cells per level",
+        "upd/step",
+        "MLUPS",
+        "of copy",
+        "jump ms",
+        "levels ms"
+    );
+    let mut out = Vec::new();
+    for &size in &o.sizes {
+        for &levels in &m.levels {
+            for &lattice in o.lattices.iter().filter(|l| l.dimension() == 3) {
+                for &precision in &o.precisions {
+                    for &streaming in &o.streaming {
+                        for &fusion in &m.fusion {
+                            let exact = matches!(precision, Precision::F32 | Precision::F64);
+                            if fusion == Fusion::Split && (streaming != Streaming::TwoLattice || !exact) {
+                                continue;
+                            }
+                            let case = RefinedCase {
+                                lattice,
+                                precision,
+                                streaming,
+                                fusion,
+                                size,
+                                levels,
+                                block: MULTIRES_BLOCK,
+                            };
+                            let r = measure_refined(device, case, o.steps, copy)?;
+                            let cells = r.cells.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("/");
+                            let (jump, within) = r.jump_and_levels_ms();
+                            println!(
+                                "{:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8.0} {:>7} {:>8.3} {:>9.3}",
+                                r.lattice,
+                                r.precision,
+                                r.streaming,
+                                r.fusion,
+                                r.size,
+                                r.levels,
+                                cells,
+                                r.updates_per_step,
+                                r.mlups,
+                                r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
+                                jump,
+                                within,
+                            );
+                            out.push(r);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for split in out.iter().filter(|r| r.fusion == Fusion::Split.name()) {
+        let same = |r: &&RefinedResult| {
+            (r.lattice, r.precision, r.size, r.levels) == (split.lattice, split.precision, split.size, split.levels)
+                && r.fusion == Fusion::Fused.name()
+        };
+        for fused in out.iter().filter(same) {
+            println!(
+                "fused {} {} {}^3 {} levels, {}: {:+.1}% MLUPS against split",
+                fused.lattice,
+                fused.precision,
+                fused.size,
+                fused.levels,
+                fused.streaming,
+                100.0 * (fused.mlups / split.mlups - 1.0)
+            );
+        }
+    }
+    Ok(out)
 }

@@ -8,6 +8,7 @@ mod run;
 use clap::{Parser, Subcommand, ValueEnum};
 use lbm::host::bench::BenchGeometry;
 use lbm::host::groups::BoundaryGroups;
+use lbm::host::levels::Fusion;
 use lbm::host::solver::GridLayout;
 use lbm::host::{LatticeKind, Named, Precision};
 use lbm::kernels::{CollisionKind, Streaming};
@@ -118,7 +119,8 @@ enum Command {
               help = help("Collision operators", CollisionKind::all()))]
         collisions: Vec<String>,
         #[arg(long, value_delimiter = ',', default_values_t = names::names(&[GridLayout::Dense]),
-              help = help("Grid layouts (sparse4, sparse8: blocks of 4^3 or 8^3 cells)", GridLayout::all()))]
+              help = format!("{}, or multires: a refined cavity (GPU, 3D lattices; see --levels, --fusion)",
+                             help("Grid layouts (sparse4, sparse8: blocks of 4^3 or 8^3 cells)", GridLayout::all())))]
         grids: Vec<String>,
         #[arg(long, value_delimiter = ',', value_name = "VARIANTS", default_values_t = names::names(&[BoundaryGroups::Lists]),
               help = help("Boundary-group variants (memory, bitmask: sparse grids only)", BoundaryGroups::all()))]
@@ -133,11 +135,13 @@ enum Command {
         /// Report the largest cube that fits the device for each storage type.
         #[arg(long)]
         max_size: bool,
-        /// Also time a refined cavity of each size (GPU; 3D lattices): the
-        /// middle half of the cube at level 1, its middle half at level 2,
-        /// blocks of 8 if the grids include sparse8, else 4.
-        #[arg(long)]
-        refined: bool,
+        /// With --grids multires: the numbers of levels of the refined cavity
+        /// (level k covers the middle 1/2^k of the cube along each axis).
+        #[arg(long, value_delimiter = ',', default_values_t = [3, 4])]
+        levels: Vec<u32>,
+        #[arg(long, value_delimiter = ',', default_values_t = names::names(Fusion::all()),
+              help = help("With --grids multires: refined steps (split: the unfused baseline, two-lattice f32/f64 only)", Fusion::all()))]
+        fusion: Vec<String>,
         /// Multi-GPU scaling instead: GPU counts to run each size on (3D
         /// lattices, f32, Esoteric Pull, BGK), e.g. 1,2,4; devices 0 .. N-1.
         #[arg(long, value_delimiter = ',')]
@@ -307,7 +311,8 @@ pub fn execute(cli: Cli) -> Result<()> {
             geometry,
             json,
             max_size,
-            refined,
+            levels,
+            fusion,
             gpus,
             exchange,
             weak,
@@ -320,7 +325,16 @@ pub fn execute(cli: Cli) -> Result<()> {
             let streaming =
                 streaming.iter().map(|s| lbm::host::case::parse_streaming(s)).collect::<Result<Vec<_>>>()?;
             let collisions = names::parse(&collisions, CollisionKind::all())?;
+            let multires = grids.iter().any(|g| g.eq_ignore_ascii_case(bench::MULTIRES));
+            let grids: Vec<String> = grids.into_iter().filter(|g| !g.eq_ignore_ascii_case(bench::MULTIRES)).collect();
             let grids = names::parse(&grids, GridLayout::all())?;
+            let fusion = names::parse(&fusion, Fusion::all())?;
+            if multires && levels.iter().any(|&l| !(2..=lbm::host::levels::MAX_LEVELS).contains(&l)) {
+                return Err(lbm::Error::Setup(format!(
+                    "--levels takes 2 to {} levels for the refined cavity",
+                    lbm::host::levels::MAX_LEVELS
+                )));
+            }
             let groups = names::parse(&boundary_groups, BoundaryGroups::all())?;
             let geometries = geometry.iter().map(|g| BenchGeometry::from_name(g)).collect::<Result<Vec<_>>>()?;
             let sizes = sizes.unwrap_or_else(|| if max_size && gpus.is_empty() { vec![] } else { vec![256, 512] });
@@ -328,6 +342,11 @@ pub fn execute(cli: Cli) -> Result<()> {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
             }
             if !gpus.is_empty() {
+                if multires {
+                    return Err(lbm::Error::Setup(
+                        "--grids multires applies to one-GPU benchmarks: leave out --gpus".into(),
+                    ));
+                }
                 if groups.iter().any(|&g| g != BoundaryGroups::Lists) {
                     return Err(lbm::Error::Setup(
                         "--boundary-groups applies to one-GPU benchmarks: --gpus measures the lists variant".into(),
@@ -367,7 +386,7 @@ pub fn execute(cli: Cli) -> Result<()> {
                     geometries,
                     json,
                     max_size,
-                    refined,
+                    multires: multires.then_some(bench::Multires { levels, fusion }),
                 },
             )
         }

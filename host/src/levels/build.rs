@@ -140,6 +140,7 @@ impl Levels {
             let (level, finer) = rest.split_first_mut().expect("level l exists");
             fill_lists(level, coarser.last(), finer.first(), flat)?;
         }
+        check_walls(&levels, edge)?;
         Ok(Self { levels, children })
     }
 
@@ -299,6 +300,59 @@ fn check_open_cells(base: &Domain, shapes: &[Shape], covers: &[Vec<bool>]) -> Re
     Ok(())
 }
 
+/// Refuses a resolution jump that meets a wall: a ghost cell with a solid
+/// cell within the lattice's reach. There, bounce-back at the fine
+/// resolution turns populations back two fine steps at a time where the
+/// coarse level turns them back once, and the coarse cells next to the
+/// finer level no longer get back all that left them: mass leaks. A refined
+/// region either keeps its edge off walls or runs along a wall's whole
+/// extent (a slab over a whole face), so that its jump never meets one.
+fn check_walls(levels: &[LevelGrid], edge: u32) -> Result<()> {
+    for level in &levels[1..] {
+        let Some(&c) = level.ghosts.iter().find(|&&c| level.flags[c as usize] & NEAR_SOLID != 0) else { continue };
+        let p = level.layout.cell_position(c).expect("ghost cells are in the box");
+        let at = p.map(|v| v >> level.level);
+        return Err(Error::Setup(format!(
+            "the edge of refinement level {} meets a wall or solid near level-0 cell {at:?}: keep refined boxes at \
+             least {edge} cells (one block) from walls and solids, or let a box run along a wall's whole extent (a \
+             slab over the whole face), so that no resolution jump touches a wall",
+            level.level
+        )));
+    }
+    Ok(())
+}
+
+/// The cells `lo..hi` (per axis) a refined level's covered blocks and
+/// their ring lie in: outside them the level is wall. An axis along which
+/// the ring wraps around the box is taken whole.
+fn region(shape: &Shape, covers: &[bool]) -> ([u32; 3], [u32; 3]) {
+    let mut lo = shape.blocks;
+    let mut hi = [0; 3];
+    for bz in 0..shape.blocks[2] {
+        for by in 0..shape.blocks[1] {
+            for bx in 0..shape.blocks[0] {
+                if covers[shape.block_index([bx, by, bz])] {
+                    let b = [bx, by, bz];
+                    for a in 0..3 {
+                        lo[a] = lo[a].min(b[a]);
+                        hi[a] = hi[a].max(b[a] + 1);
+                    }
+                }
+            }
+        }
+    }
+    let mut cells = ([0; 3], [0; 3]);
+    for a in 0..3 {
+        if lo[a] >= hi[a] {
+            return ([0; 3], [0; 3]);
+        }
+        let (l, h) = if lo[a] == 0 || hi[a] == shape.blocks[a] { (0, shape.blocks[a]) } else { (lo[a] - 1, hi[a] + 1) };
+        cells.0[a] = l * shape.edge[a];
+        cells.1[a] = h * shape.edge[a];
+    }
+    cells
+}
+
 /// Level `l`'s domain: its own cells with the base geometry's flags (each
 /// level-0 cell's flag on its `2^l` cells per axis), the cells finer levels
 /// cover, its ring of ghost cells, and walls elsewhere.
@@ -311,47 +365,54 @@ fn level_domain(base: &Domain, l: usize, shapes: &[Shape], covers: &[Vec<bool>])
         finer.is_some_and(|(s, c)| c[s.block_index(s.block_of([2 * p[0], 2 * p[1], if flat { 0 } else { 2 * p[2] }]))])
     };
     let n = [shape.dims.nx as i64, shape.dims.ny as i64, shape.dims.nz as i64];
-    let flags = CellBlocks::from_fn(shape.dims, |k| {
-        let (x, y, z) = shape.dims.coords(k as u32);
-        let p = [x, y, z];
-        let b = shape.block_of(p);
-        let geometry = base.flags[[x >> l, y >> l, z >> l]];
-        if refined(p) {
-            return REFINED;
-        }
-        if covers[l][shape.block_index(b)] {
-            let coalesced = is_flow(geometry)
-                && offsets
-                    .iter()
-                    .any(|o| refined(std::array::from_fn(|a| (p[a] as i64 + o[a] as i64).rem_euclid(n[a]) as u32)));
-            return if coalesced { COALESCED } else { geometry };
-        }
-        if l > 0 && in_ring(&shape, &offsets, &covers[l], b) {
-            if is_solid(geometry) {
-                return geometry;
+    let (lo, hi) = if l == 0 { ([0; 3], [u32::MAX; 3]) } else { region(&shape, &covers[l]) };
+    let flags = CellBlocks::par_from_region(
+        shape.dims,
+        WALL,
+        lo,
+        hi,
+        |_, _| None,
+        |p| {
+            let [x, y, z] = p;
+            let b = shape.block_of(p);
+            let geometry = base.flags[[x >> l, y >> l, z >> l]];
+            if refined(p) {
+                return REFINED;
             }
-            // Distance to the nearest covered block (blocks are at least
-            // four cells, so only the adjacent ones matter).
-            let local: [u32; 3] = std::array::from_fn(|a| p[a] % shape.edge[a]);
-            let distance = offsets
-                .iter()
-                .filter(|&&o| covers[l][shape.block_index(shape.step(b, o))])
-                .map(|o| {
-                    (0..3)
-                        .map(|a| match o[a] {
-                            -1 => local[a] + 1,
-                            1 => shape.edge[a] - local[a],
-                            _ => 0,
-                        })
-                        .max()
-                        .unwrap_or(0)
-                })
-                .min()
-                .unwrap_or(u32::MAX);
-            return if distance <= GHOST_REACH { GHOST } else { FROZEN };
-        }
-        WALL
-    });
+            if covers[l][shape.block_index(b)] {
+                let coalesced = is_flow(geometry)
+                    && offsets
+                        .iter()
+                        .any(|o| refined(std::array::from_fn(|a| (p[a] as i64 + o[a] as i64).rem_euclid(n[a]) as u32)));
+                return if coalesced { COALESCED } else { geometry };
+            }
+            if l > 0 && in_ring(&shape, &offsets, &covers[l], b) {
+                if is_solid(geometry) {
+                    return geometry;
+                }
+                // Distance to the nearest covered block (blocks are at least
+                // four cells, so only the adjacent ones matter).
+                let local: [u32; 3] = std::array::from_fn(|a| p[a] % shape.edge[a]);
+                let distance = offsets
+                    .iter()
+                    .filter(|&&o| covers[l][shape.block_index(shape.step(b, o))])
+                    .map(|o| {
+                        (0..3)
+                            .map(|a| match o[a] {
+                                -1 => local[a] + 1,
+                                1 => shape.edge[a] - local[a],
+                                _ => 0,
+                            })
+                            .max()
+                            .unwrap_or(0)
+                    })
+                    .min()
+                    .unwrap_or(u32::MAX);
+                return if distance <= GHOST_REACH { GHOST } else { FROZEN };
+            }
+            WALL
+        },
+    );
     Domain {
         dims: shape.dims,
         flags,
@@ -386,8 +447,7 @@ fn fill_lists(level: &mut LevelGrid, coarser: Option<&LevelGrid>, finer: Option<
                 }
                 let coarse = coarser.expect("only refined levels have ghost cells");
                 let q = [p[0] / 2, p[1] / 2, if flat { 0 } else { p[2] / 2 }];
-                let cd = coarse.domain.dims;
-                let parent = coarse.layout.storage_of(cd.index(q[0], q[1], q[2]));
+                let parent = coarse.layout.storage_at(q);
                 match parent {
                     Some(m) if is_flow(coarse.flags[m as usize]) && !is_open(coarse.flags[m as usize]) => {
                         level.explode.push([c, m]);
@@ -402,13 +462,12 @@ fn fill_lists(level: &mut LevelGrid, coarser: Option<&LevelGrid>, finer: Option<
             }
             COALESCED => {
                 let fine = finer.expect("only a level with a finer one has cells next to it");
-                let fd = fine.domain.dims;
                 level.coalesced.push(c);
                 for dz in 0..if flat { 1 } else { 2 } {
                     for dy in 0..2 {
                         for dx in 0..2 {
                             let child = [2 * p[0] + dx, 2 * p[1] + dy, if flat { 0 } else { 2 * p[2] + dz }];
-                            let m = fine.layout.storage_of(fd.index(child[0], child[1], child[2]));
+                            let m = fine.layout.storage_at(child);
                             match m {
                                 Some(m) if fine.flags[m as usize] & !NEAR_SOLID == GHOST => level.children.push(m),
                                 _ => {

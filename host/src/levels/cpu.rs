@@ -3,7 +3,7 @@
 //! functions (those of a uniform sparse grid, and the interface ones of
 //! [`kernels_gpu::levels`]).
 
-use super::{Levels, Refinement};
+use super::{Fusion, Levels, Refinement};
 use crate::error::{Error, Result};
 use crate::solver::{CollisionParams, Initial, SolverConfig};
 use crate::sparse::SparseLayout;
@@ -81,6 +81,7 @@ pub struct RefinedCpu<L: Lattice<Q>, const Q: usize, S: Storage> {
     levels: Levels,
     states: Vec<LevelState<S>>,
     scheme: Streaming,
+    fusion: Fusion,
     /// Coarse steps taken.
     t: u64,
     _lattice: PhantomData<L>,
@@ -124,6 +125,23 @@ pub(super) fn mass_of(levels: &Levels, for_each: impl FnOnce(&mut dyn FnMut(u32,
     weighted(&cells.iter().map(|&n| n as f64).collect::<Vec<_>>()) + weighted(&sums)
 }
 
+/// Whether `config` can take the refined step `fusion` ([`Fusion::Split`]
+/// takes two-lattice streaming and exact storage).
+fn check_fusion(config: &SolverConfig, fusion: Fusion) -> Result<()> {
+    use crate::solver::{Named, Precision};
+    let exact = matches!(config.precision, Precision::F32 | Precision::F64);
+    if fusion == Fusion::Split && (config.streaming != Streaming::TwoLattice || !exact) {
+        return Err(Error::Setup(format!(
+            "the split refined step streams into the second lattice and collides there, so it takes streaming = \"two-lattice\" \
+             and precision f32 or f64 (where a population stored between its two kernels comes back exact), not {} in {}: \
+             change them, or use the fused step",
+            config.streaming.label(),
+            config.precision.label()
+        )));
+    }
+    Ok(())
+}
+
 /// The configuration of level `l` of `base`: relaxation time and force for
 /// cells `2^l` times finer at a step `2^l` times shorter.
 pub fn level_config(base: &SolverConfig, l: u32, domain: crate::domain::Domain) -> SolverConfig {
@@ -154,6 +172,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
         initial: impl Fn([f64; 3]) -> (f64, [f64; 3]) + Sync,
     ) -> Result<Self> {
         config.validate()?;
+        check_fusion(config, refinement.fusion)?;
         let levels = Levels::build(&config.domain, refinement, edge, L::MAX_SPEED, config.lattice.near_wall_radius())?;
         let scheme = config.streaming;
         let mut states = Vec::with_capacity(levels.len());
@@ -177,7 +196,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
             }));
             states.push(LevelState { f, f_next, t: 0, config });
         }
-        Ok(Self { levels, states, scheme, t: 0, _lattice: PhantomData })
+        Ok(Self { levels, states, scheme, fusion: refinement.fusion, t: 0, _lattice: PhantomData })
     }
 
     /// The levels.
@@ -252,6 +271,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
         let dst = Shared(state.output(scheme));
         let flags = Shared(level.flags.as_ptr() as *mut u8);
         let cells = level.layout.cells() as u32;
+        let split = self.fusion == Fusion::Split;
         crate::sparse::with_sparse!(&level.layout, |g| {
             (0..cells).into_par_iter().for_each(|n| {
                 let (src, dst, flags) = (src, dst, flags);
@@ -263,12 +283,22 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
                         Streaming::EsotericPull => {
                             stream::stream_collide_esoteric::<L, Q, S, C, _>(&g, &p, dst.0, flags.0, cell)
                         }
+                        Streaming::TwoLattice if split => {
+                            interface::stream_half::<L, Q, S, _>(&g, &p, src.0, dst.0, flags.0, cell)
+                        }
                         Streaming::TwoLattice => {
                             stream::stream_collide_two_lattice::<L, Q, S, C, _>(&g, &p, src.0, dst.0, flags.0, cell)
                         }
                     }
                 }
             });
+            if split {
+                (0..cells).into_par_iter().for_each(|n| {
+                    let (dst, flags) = (dst, flags);
+                    // SAFETY: each cell reads and writes its own slots.
+                    unsafe { interface::collide_half::<L, Q, S, C, _>(&g, &p, dst.0, flags.0, g.cell_of(n)) }
+                });
+            }
             let rates = state.config.collision_params::<S::Real>();
             for group in &state.config.domain.open {
                 let open = group.state.kernel_params(rates);
@@ -335,9 +365,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
         mass_of(&self.levels, |visit| self.for_each_own_cell(|l, _, f| visit(l, &f)))
     }
 
-    /// The levels, the streaming scheme, and each level's state: what a
+    /// The levels, the streaming scheme, the fusion, and each level's state: what a
     /// GPU run starts from.
-    pub(super) fn into_parts(self) -> (Levels, Streaming, Vec<LevelState<S>>) {
-        (self.levels, self.scheme, self.states)
+    pub(super) fn into_parts(self) -> (Levels, Streaming, Fusion, Vec<LevelState<S>>) {
+        (self.levels, self.scheme, self.fusion, self.states)
     }
 }

@@ -4,13 +4,14 @@
 //! cells, explosion pairs, cells next to the finer level).
 
 use super::cpu::{for_each_own_cell, mass_of, RefinedCpu};
-use super::Levels;
+use super::{Fusion, Levels};
 use crate::domain::OpenGroup;
 use crate::error::{CudaContextExt, Result};
 use crate::gpu::{launch_config, DeviceSparse, DeviceStorage, GpuDevice};
 use crate::launch::{self, Buffers, LevelArgs};
 use crate::solver::{CollisionParams, SolverConfig};
-use cudarc::driver::{CudaFunction, CudaSlice};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice};
 use kernels_gpu::kernels::block_size;
 use kernels_gpu::{GridKind, KernelKind, Lattice, LevelKernel, OpenBoundary, Streaming};
 use std::marker::PhantomData;
@@ -53,6 +54,52 @@ struct Kernels {
     transit: CudaFunction,
     explode: CudaFunction,
     coalesce: CudaFunction,
+    /// The split step's streaming and collision halves ([`Fusion::Split`]).
+    split: Option<(CudaFunction, CudaFunction)>,
+}
+
+/// What a launch of the refined step does, for [`RefinedGpu::profile`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// A level's fused stream-collide over its blocks.
+    StreamCollide,
+    /// The split step's streaming half.
+    Stream,
+    /// The split step's collision half.
+    Collide,
+    /// Open-boundary groups (level 0).
+    Open,
+    /// Ghost cells streaming.
+    Transit,
+    /// Explosion into a finer level's ghost cells.
+    Explode,
+    /// Coalescence into the cells next to a finer level.
+    Coalesce,
+}
+
+impl Part {
+    /// Every part, in the order a profile lists them.
+    pub const ALL: [Part; 7] =
+        [Part::StreamCollide, Part::Stream, Part::Collide, Part::Open, Part::Transit, Part::Explode, Part::Coalesce];
+
+    /// Its name in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Part::StreamCollide => "stream-collide",
+            Part::Stream => "stream",
+            Part::Collide => "collide",
+            Part::Open => "open",
+            Part::Transit => "transit",
+            Part::Explode => "explode",
+            Part::Coalesce => "coalesce",
+        }
+    }
+
+    /// Whether it moves populations between levels (the rest update a
+    /// level's own cells).
+    pub const fn at_jump(self) -> bool {
+        matches!(self, Part::Transit | Part::Explode | Part::Coalesce)
+    }
 }
 
 /// A refined domain on one GPU.
@@ -64,6 +111,8 @@ pub struct RefinedGpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     scheme: Streaming,
     /// Coarse steps taken.
     t: u64,
+    /// While profiling, an event before each launch, with what it launches.
+    marks: Option<Vec<(Part, CudaEvent)>>,
     _lattice: PhantomData<L>,
 }
 
@@ -78,7 +127,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
     /// The refined domain `cpu` (as it stands: usually just initialised)
     /// moved to `device`.
     pub fn new(device: GpuDevice, cpu: RefinedCpu<L, Q, S>) -> Result<Self> {
-        let (levels, scheme, states) = cpu.into_parts();
+        let (levels, scheme, fusion, states) = cpu.into_parts();
         let s = device.stream().clone();
         let grid_kind = match levels.levels[0].layout.shift {
             2 => GridKind::Sparse4,
@@ -94,6 +143,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             transit: level(LevelKernel::Transit)?,
             explode: level(LevelKernel::Explode)?,
             coalesce: level(LevelKernel::Coalesce(kind))?,
+            split: match fusion {
+                Fusion::Fused => None,
+                Fusion::Split => Some((level(LevelKernel::Stream)?, level(LevelKernel::Collide(kind))?)),
+            },
         };
         let mut out = Vec::with_capacity(states.len());
         for (level, state) in levels.levels.iter().zip(states) {
@@ -122,7 +175,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
                 config,
             });
         }
-        Ok(Self { device, levels, states: out, kernels, scheme, t: 0, _lattice: PhantomData })
+        Ok(Self { device, levels, states: out, kernels, scheme, t: 0, marks: None, _lattice: PhantomData })
     }
 
     /// The levels.
@@ -142,6 +195,37 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             self.t += 1;
         }
         Ok(())
+    }
+
+    /// Advances `steps` coarse steps timing every launch with events, and
+    /// returns the seconds each part took over them (summed over levels),
+    /// in the order of [`Part::ALL`], leaving out parts that never ran.
+    pub fn profile(&mut self, steps: u64) -> Result<Vec<(Part, f64)>> {
+        self.marks = Some(Vec::new());
+        let stepped = self.step(steps);
+        let marks = self.marks.take().unwrap_or_default();
+        stepped?;
+        let end = self.event()?;
+        end.synchronize().ctx("waiting for the profiled steps")?;
+        let mut seconds = vec![0.0; Part::ALL.len()];
+        let mut ran = vec![false; Part::ALL.len()];
+        for (k, (part, start)) in marks.iter().enumerate() {
+            let stop = marks.get(k + 1).map_or(&end, |(_, e)| e);
+            let i = Part::ALL.iter().position(|p| p == part).expect("every part is listed");
+            seconds[i] += start.elapsed_ms(stop).ctx("reading an event timer")? as f64 * 1e-3;
+            ran[i] = true;
+        }
+        Ok(Part::ALL.into_iter().zip(seconds).zip(ran).filter(|&(_, r)| r).map(|(p, _)| p).collect())
+    }
+
+    /// A timing event recorded on the stream now.
+    fn event(&self) -> Result<CudaEvent> {
+        event(&self.device)
+    }
+
+    /// Marks the start of a launch of `part` while profiling.
+    fn mark(&mut self, part: Part) -> Result<()> {
+        mark(&mut self.marks, &self.device, part)
     }
 
     /// One step of level `l` (see [`RefinedCpu`]).
@@ -165,6 +249,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         if count == 0 {
             return Ok(());
         }
+        self.mark(Part::Explode)?;
         let s = self.device.stream().clone();
         let (head, tail) = self.states.split_at_mut(l + 1);
         let (coarse, fine) = (&head[l], &mut tail[0]);
@@ -190,6 +275,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         let level = &self.levels.levels[l];
         let (head, tail) = self.states.split_at_mut(l + 1);
         let state = &mut head[l];
+        let mut note = |part| mark(&mut self.marks, &self.device, part);
         let p = state.config.step_params::<S::Real>(state.t);
         let collision = state.config.collision_params::<S::Real>();
         let blocks = level.layout.blocks();
@@ -199,31 +285,43 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             block_size(KernelKind::StreamCollide(self.scheme, state.config.collision.kind()))
         ));
         let tables = state.grid.tables;
-        let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
-        launch::stream_collide(
-            &s,
-            &self.kernels.bulk,
-            b,
-            &state.flags,
-            p,
-            collision,
-            Some(tables),
-            None,
-            0..blocks,
-            cfg,
-        )?;
+        if let (Some((stream, collide)), Some(next)) = (&self.kernels.split, state.f_next.as_mut()) {
+            note(Part::Stream)?;
+            launch::level_stream(&s, stream, &state.f, next, &state.flags, p, tables, 0..blocks, cfg)?;
+            note(Part::Collide)?;
+            let b = Buffers { f: next, next: None };
+            launch::stream_collide(&s, collide, b, &state.flags, p, collision, Some(tables), None, 0..blocks, cfg)?;
+        } else {
+            note(Part::StreamCollide)?;
+            let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
+            launch::stream_collide(
+                &s,
+                &self.kernels.bulk,
+                b,
+                &state.flags,
+                p,
+                collision,
+                Some(tables),
+                None,
+                0..blocks,
+                cfg,
+            )?;
+        }
         for g in state.open.iter().filter(|g| g.count > 0) {
+            note(Part::Open)?;
             let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
             let (kernel, flags) = (&self.kernels.open, &state.flags);
             launch::open_boundary(&s, kernel, b, flags, &g.cells, g.count, p, g.params, self.scheme, Some(tables))?;
         }
         if !level.ghosts.is_empty() {
+            note(Part::Transit)?;
             let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
             let count = level.ghosts.len() as u32;
             let kernel = &self.kernels.transit;
             launch::level_transit(&s, kernel, b, &state.flags, p, tables, &state.ghosts, count, self.scheme)?;
         }
         if let Some(fine) = tail.first().filter(|_| !level.coalesced.is_empty()) {
+            note(Part::Coalesce)?;
             let dst = state.f_next.as_mut().unwrap_or(&mut state.f);
             let args = LevelArgs { f: &fine.f, flags: &fine.flags, grid: fine.grid.tables };
             launch::level_coalesce(
@@ -277,6 +375,21 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
     pub fn synchronize(&self) -> Result<()> {
         self.device.stream().synchronize().ctx("waiting for the refined steps")
     }
+}
+
+/// A timing event recorded on `device`'s stream now.
+fn event(device: &GpuDevice) -> Result<CudaEvent> {
+    let e = device.context().new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).ctx("creating an event")?;
+    e.record(device.stream()).ctx("recording an event")?;
+    Ok(e)
+}
+
+/// Records the start of a launch of `part` in `marks`, while profiling.
+fn mark(marks: &mut Option<Vec<(Part, CudaEvent)>>, device: &GpuDevice, part: Part) -> Result<()> {
+    if let Some(marks) = marks {
+        marks.push((part, event(device)?));
+    }
+    Ok(())
 }
 
 /// A level's open-boundary groups on the device (storage numbers of their cells).

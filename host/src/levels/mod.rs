@@ -28,7 +28,7 @@ mod gpu;
 
 pub use build::{LevelGrid, Levels};
 pub use cpu::{level_config, RefinedCpu};
-pub use gpu::RefinedGpu;
+pub use gpu::{Part, RefinedGpu};
 
 /// A box of the domain refined to at least `level`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +48,39 @@ pub struct Refinement {
     pub levels: u32,
     /// The refined boxes.
     pub boxes: Vec<RefinedBox>,
+    /// How each level's cells stream and collide.
+    pub fusion: Fusion,
+}
+
+/// How each level's own cells stream and collide. Either way the cells at a
+/// resolution jump (ghost cells, explosion, coalescence) have kernels of
+/// their own over lists of them, and the populations are the same bit for
+/// bit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fusion {
+    /// One stream-collide kernel over all of a level's blocks: blocks away
+    /// from a jump never leave it (Mahmoud et al. 2025, section 5).
+    #[default]
+    Fused,
+    /// Streaming and collision as two kernels over every block: the unfused
+    /// baseline the fusion is measured against. It streams into the second
+    /// lattice and collides there, so it takes two-lattice streaming and f32
+    /// or f64 storage (where a population stored between the kernels comes
+    /// back exact).
+    Split,
+}
+
+impl Fusion {
+    /// Both, as case files and the command line name them.
+    pub const ALL: [Fusion; 2] = [Fusion::Fused, Fusion::Split];
+
+    /// Its name in case files and on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Fusion::Fused => "fused",
+            Fusion::Split => "split",
+        }
+    }
 }
 
 /// The most levels a domain may have: a level's cells are `2^l` times

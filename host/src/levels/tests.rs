@@ -39,6 +39,7 @@ fn nested(lo: u32, hi: u32) -> Refinement {
             RefinedBox { lo: [lo; 3], hi: [hi; 3], level: 1 },
             RefinedBox { lo: [lo + 2; 3], hi: [hi - 2; 3], level: 2 },
         ],
+        ..Default::default()
     }
 }
 
@@ -148,6 +149,99 @@ fn esoteric_pull_and_two_lattice_give_the_same_populations_on_every_level() {
     }
 }
 
+/// The split step (streaming and collision as two passes, the unfused
+/// baseline) gives the fused step's populations bit for bit, with a force
+/// and with TRT too (each collision in f64 and f32 storage).
+#[test]
+fn split_and_fused_steps_give_the_same_populations_on_every_level() {
+    fn compare<S: Storage>(model: CollisionModel, force: [f64; 3]) {
+        let c = SolverConfig {
+            precision: if S::BYTES == 8 { Precision::F64 } else { Precision::F32 },
+            collision: model,
+            force,
+            ..cavity(16, 0.1, Streaming::TwoLattice)
+        };
+        let runs = Fusion::ALL.map(|fusion| {
+            let mut run = RefinedCpu::<D3Q19, 19, S>::new(&c, &Refinement { fusion, ..nested(5, 11) }, 4).unwrap();
+            run.step(37);
+            populations(&run)
+        });
+        assert_eq!(runs[0].len(), runs[1].len());
+        let moving = runs[0].iter().filter(|c| c.2.iter().any(|&v| v != 0.0)).count();
+        assert!(moving > runs[0].len() / 2, "the lid's flow reaches most cells");
+        for (a, b) in runs[0].iter().zip(&runs[1]) {
+            assert_eq!((a.0, a.1), (b.0, b.1));
+            for i in 0..19 {
+                assert_eq!(a.2[i].to_bits(), b.2[i].to_bits(), "{model:?} level {} cell {:?} population {i}", a.0, a.1);
+            }
+        }
+    }
+    compare::<f64>(CollisionModel::Bgk, [0.0; 3]);
+    compare::<f32>(CollisionModel::Bgk, [1e-5, 0.0, -2e-5]);
+    compare::<f32>(CollisionModel::Trt { magic: 0.25 }, [0.0; 3]);
+}
+
+#[test]
+fn the_split_step_refuses_esoteric_pull_and_half_precision() {
+    for (streaming, precision) in [(Streaming::EsotericPull, Precision::F32), (Streaming::TwoLattice, Precision::F16)] {
+        let c = SolverConfig { precision, ..cavity(16, 0.1, streaming) };
+        let r = Refinement { fusion: Fusion::Split, ..nested(5, 11) };
+        let err = match precision {
+            Precision::F16 => RefinedCpu::<D3Q19, 19, kernels_gpu::F16s>::new(&c, &r, 4).err(),
+            _ => RefinedCpu::<D3Q19, 19, f32>::new(&c, &r, 4).err(),
+        };
+        let message = err.expect("refused").to_string();
+        assert!(message.contains("two-lattice") && message.contains("f32 or f64"), "{message}");
+    }
+}
+
+/// A cavity refined along its walls: level 2 in a shell `fine` cells thick
+/// along every face, level 1 in one `medium` thick, level 0 inside. The
+/// jumps run parallel to the walls and never meet one.
+pub(crate) fn wall_shells(n: u32, fine: u32, medium: u32) -> Refinement {
+    let slab = |a: usize, lo: u32, hi: u32, level: u32| {
+        let (mut l, mut h) = ([0; 3], [n; 3]);
+        (l[a], h[a]) = (lo, hi);
+        RefinedBox { lo: l, hi: h, level }
+    };
+    let shell = |t: u32, level: u32| (0..3).flat_map(move |a| [slab(a, 0, t, level), slab(a, n - t, n, level)]);
+    Refinement { levels: 3, boxes: shell(medium, 1).chain(shell(fine, 2)).collect(), ..Default::default() }
+}
+
+/// A jump that meets a wall is refused before anything runs, naming the
+/// level and where.
+#[test]
+fn a_refined_box_whose_edge_meets_a_wall_is_refused() {
+    for lo in [[0, 6, 6], [1, 6, 6]] {
+        let r =
+            Refinement { levels: 2, boxes: vec![RefinedBox { lo, hi: [4, 10, 10], level: 1 }], ..Default::default() };
+        let err = RefinedCpu::<D3Q19, 19, f64>::new(&cavity(16, 0.1, Streaming::EsotericPull), &r, 4).err();
+        let message = err.expect("refused").to_string();
+        assert!(message.contains("edge of refinement level 1 meets a wall"), "{message}");
+    }
+}
+
+/// Refined along its walls (the lid's moving wall at level 2), a cavity
+/// conserves mass to round-off, and both schemes agree bit for bit.
+#[test]
+fn a_cavity_refined_along_its_walls_conserves_mass() {
+    let runs = Streaming::ALL.map(|s| {
+        let mut run = RefinedCpu::<D3Q19, 19, f64>::new(&cavity(16, 0.1, s), &wall_shells(16, 2, 4), 4).unwrap();
+        let m0 = run.mass();
+        run.step(40);
+        let drift = (run.mass() - m0).abs() / m0;
+        assert!(drift < 40.0 * 4.0 * f64::EPSILON, "{s:?}: relative mass drift {drift:e}");
+        populations(&run)
+    });
+    assert!(runs[0].iter().any(|c| c.0 == 2 && c.2.iter().any(|&v| v.abs() > 1e-3)), "the lid drives level 2");
+    for (a, b) in runs[0].iter().zip(&runs[1]) {
+        assert_eq!((a.0, a.1), (b.0, b.1));
+        for i in 0..19 {
+            assert_eq!(a.2[i].to_bits(), b.2[i].to_bits(), "level {} cell {:?} population {i}", a.0, a.1);
+        }
+    }
+}
+
 /// Kinetic energy, a level-`l` cell weighing `(1/8)^l` of a level-0 one.
 fn kinetic_energy<L: Lattice<Q>, const Q: usize>(run: &RefinedCpu<L, Q, f64>) -> f64 {
     let mut e = 0.0;
@@ -191,6 +285,7 @@ fn taylor_green_viscosity(n: u32, tau: f64) -> (f64, f64) {
             RefinedBox { lo: [q, q, 0], hi: [3 * q, 3 * q, 8], level: 1 },
             RefinedBox { lo: [q + q / 2, q + q / 2, 0], hi: [3 * q - q / 2, 3 * q - q / 2, 8], level: 2 },
         ],
+        ..Default::default()
     };
     let vortex = |p: [f64; 3]| {
         let (x, y) = (k * p[0], k * p[1]);
@@ -206,4 +301,16 @@ fn taylor_green_viscosity(n: u32, tau: f64) -> (f64, f64) {
     let (t2, e2) = (run.time(), kinetic_energy(&run));
     // E(t) = E(0) exp(-4 nu k^2 t) for u ~ exp(-2 nu k^2 t).
     ((e1 / e2).ln() / (4.0 * k * k * (t2 - t1) as f64), (tau - 0.5) / 3.0)
+}
+
+/// Fine levels' boxes may hold more than 2^32 cells (only their regions are
+/// stored): six levels over a 64^3 cavity make level 5's box 2048^3.
+#[test]
+fn levels_whose_box_holds_more_than_2_32_cells_nest() {
+    let c = cavity(64, 0.1, Streaming::EsotericPull);
+    let levels = Levels::build(&c.domain, &crate::bench::refined_cavity(64, 6, Fusion::Fused), 8, 1, 1).unwrap();
+    assert!(levels.levels[5].domain.dims.cells() > 1 << 32);
+    let own = levels.own_cells();
+    let volume: f64 = own.iter().enumerate().map(|(l, &n)| n as f64 / 8f64.powi(l as i32)).sum();
+    assert_eq!(volume, 62f64.powi(3), "own cells per level {own:?}");
 }
