@@ -250,8 +250,8 @@ pub(crate) struct LevelArgs<'a, E> {
     pub grid: SparseTables,
 }
 
-/// `level_explode_*`: the `count` ghost cells of `pairs` (cell, parent) of
-/// the fine level take the coarse level's populations.
+/// `level_explode_*`: the `count` coarse cells `parents` explode into their
+/// `2^D` fine cells each, listed in `children`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn level_explode<E: DeviceRepr, T: DeviceRepr + Copy>(
     s: &CudaStream,
@@ -262,7 +262,8 @@ pub(crate) fn level_explode<E: DeviceRepr, T: DeviceRepr + Copy>(
     fine_flags: &CudaSlice<u8>,
     fine_grid: SparseTables,
     p: StepParams<T>,
-    pairs: &CudaSlice<u32>,
+    parents: &CudaSlice<u32>,
+    children: &CudaSlice<u32>,
     count: u32,
     scheme: Streaming,
 ) -> Result<()> {
@@ -270,7 +271,7 @@ pub(crate) fn level_explode<E: DeviceRepr, T: DeviceRepr + Copy>(
     let (odd, scheme) = (coarse_odd as u32, scheme as u32);
     let mut launch = s.launch_builder(kernel);
     launch.arg(coarse.f).arg(coarse.flags).arg(&coarse_grid).arg(&odd);
-    launch.arg(fine_f).arg(fine_flags).arg(&fine_grid).arg(&p).arg(pairs).arg(&count).arg(&scheme);
+    launch.arg(fine_f).arg(fine_flags).arg(&fine_grid).arg(&p).arg(parents).arg(children).arg(&count).arg(&scheme);
     // SAFETY: the argument list of the `level_explode_*` entry points.
     unsafe { launch.launch(list_config(count)) }.ctx("launching the explosion kernel")?;
     Ok(())

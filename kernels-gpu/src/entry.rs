@@ -232,7 +232,8 @@ macro_rules! sparse_entries {
                 fine_flags: *const u8,
                 fine: SparseTables,
                 p: StepParams<Real>,
-                pairs: *const u32,
+                parents: *const u32,
+                children: *const u32,
                 count: u32,
                 scheme: u32,
             ) {
@@ -246,7 +247,8 @@ macro_rules! sparse_entries {
                     fine_f,
                     fine_flags,
                     p,
-                    pairs,
+                    parents,
+                    children,
                     count,
                     scheme,
                 )
@@ -479,7 +481,8 @@ macro_rules! entry_points {
                 }
             }
 
-            /// Explosion into the `count` ghost cells of `pairs` (cell, parent).
+            /// Explosion of the `count` coarse cells `parents` into their
+            /// `2^D` fine cells each, at `children`.
             #[inline(always)]
             #[allow(clippy::too_many_arguments)]
             unsafe fn explode_list<G: Grid>(
@@ -491,16 +494,18 @@ macro_rules! entry_points {
                 fine_f: *mut $s,
                 fine_flags: *const u8,
                 p: StepParams<Real>,
-                pairs: *const u32,
+                parents: *const u32,
+                children: *const u32,
                 count: u32,
                 scheme: u32,
             ) {
                 let i = thread_index() as usize;
                 if i < count as usize {
-                    let (cell, parent) = (*pairs.add(2 * i), *pairs.add(2 * i + 1));
+                    let k = if <$lattice as Lattice<$q>>::D == 2 { 4 } else { 8 };
+                    let children = core::slice::from_raw_parts(children.add(k * i), k);
                     let scheme = Streaming::from_u32(scheme);
-                    levels::explode_ghost::<$lattice, $q, $s, G>(
-                        scheme, coarse, coarse_odd != 0, coarse_f, coarse_flags, fine, &p, fine_f, fine_flags, cell, parent,
+                    levels::explode_parent::<$lattice, $q, $s, G>(
+                        scheme, coarse, coarse_odd != 0, coarse_f, coarse_flags, fine, &p, fine_f, fine_flags, *parents.add(i), children,
                     );
                 }
             }

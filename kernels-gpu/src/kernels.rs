@@ -99,7 +99,7 @@ impl KernelKind {
 pub enum LevelKernel {
     /// [`crate::levels::transit`] over a list of ghost cells.
     Transit,
-    /// [`crate::levels::explode_ghost`] over a list of (ghost cell, parent).
+    /// [`crate::levels::explode_parent`] over a list of coarse cells and their children.
     Explode,
     /// [`crate::levels::coalesce`] over a list of cells, with a collision operator.
     Coalesce(CollisionKind),

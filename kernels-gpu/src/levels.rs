@@ -13,10 +13,10 @@
 //! One coarse step (post-collision populations stored, as every step leaves
 //! them):
 //!
-//! 1. [`explode`]: every ghost cell takes its parent's post-collision
-//!    populations, linear across the parent ([`exploded`]: the parent's
+//! 1. [`explode_parent`]: every ghost cell takes its parent's
+//!    post-collision populations, linear across the parent (the parent's
 //!    value plus a slope term that sums to zero over its `2^D` ghost cells),
-//!    stored where the fine level's next step reads them.
+//!    stored where the fine level's next step reads them ([`explode`]).
 //! 2. The fine level takes two steps: its own cells stream and collide as
 //!    anywhere (reading ghost cells where the coarse region begins), and the
 //!    ghost cells stream ([`transit`]). What crosses into the coarse region
@@ -66,7 +66,9 @@ pub unsafe fn transit<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
         return;
     }
     let nb = neighbours::<L, Q, G>(grid, cell);
-    let fi = load::<L, Q, S, true>(scheme, p, src, flags, &nb);
+    // No solid lies within a ghost cell's reach (the host refuses jumps
+    // that meet walls), so it pulls without looking at its neighbours.
+    let fi = load::<L, Q, S, false>(scheme, p, src, flags, &nb);
     store::<L, Q, S>(scheme, p, dst, &nb, &fi);
 }
 
@@ -89,80 +91,6 @@ pub unsafe fn stored<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
         fi[i] = S::fetch(f.add(stored_slot::<L, Q>(scheme, odd, &nb, i))).load_scaled();
     }
     fi
-}
-
-/// The populations explosion gives the ghost cell at `offset` within its
-/// parent `parent` (`-1` or `1` per axis: the lower or upper half): the parent's post-collision
-/// populations (as the step of parity `odd` left them in `f`) plus their
-/// slope across the parent times `offset / 4`, the ghost cell's distance
-/// from the parent's centre (axes the lattice does not move along, z in
-/// 2D, take none). The slope along an axis is the central
-/// difference of the parent's two neighbours on it, one-sided where only
-/// one is a cell its level owns, zero where neither is. The slopes are the
-/// same for the `2^D` ghost cells of one parent and the offsets sum to zero
-/// over them, so their total is the parent's: mass stays conserved, and the
-/// coarse populations reach the fine level to second order in space
-/// rather than as a piecewise-constant field.
-///
-/// # Safety
-/// `f` must hold `Q * cells` values and `flags` `cells` bytes of the
-/// coarse grid `grid`.
-#[inline(always)]
-pub unsafe fn exploded<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
-    grid: &G,
-    scheme: Streaming,
-    odd: bool,
-    f: *const S,
-    flags: *const u8,
-    parent: G::Cell,
-    offset: [i32; 3],
-) -> [S::Real; Q] {
-    let centre = stored::<L, Q, S, G>(grid, scheme, odd, f, parent);
-    let mut out = centre;
-    let nb = neighbours::<L, Q, G>(grid, parent);
-    let quarter = S::Real::from_f64(0.25);
-    let half = S::Real::from_f64(0.5);
-    for a in 0..3 {
-        // The lattice directions +e_a and -e_a (every lattice has both).
-        let (mut up, mut down) = (0, 0);
-        for j in 1..Q {
-            let c = L::C[j];
-            if c[a] != 0 && c[(a + 1) % 3] == 0 && c[(a + 2) % 3] == 0 {
-                if c[a] > 0 {
-                    up = j;
-                } else {
-                    down = j;
-                }
-            }
-        }
-        if up == 0 || down == 0 {
-            continue; // a 2D lattice along z
-        }
-        let own = |j: usize| is_own(flag_of(flags, nb.cell(j)));
-        let side = |j: usize| stored::<L, Q, S, G>(grid, scheme, odd, f, grid.cell_of(nb.cell(j)));
-        let slope: Option<[S::Real; Q]> = match (own(up), own(down)) {
-            (true, true) => {
-                let (u, d) = (side(up), side(down));
-                Some(core::array::from_fn(|i| (u[i] - d[i]) * half))
-            }
-            (true, false) => {
-                let u = side(up);
-                Some(core::array::from_fn(|i| u[i] - centre[i]))
-            }
-            (false, true) => {
-                let d = side(down);
-                Some(core::array::from_fn(|i| centre[i] - d[i]))
-            }
-            (false, false) => None,
-        };
-        if let Some(slope) = slope {
-            let w = if offset[a] > 0 { quarter } else { -quarter };
-            for i in 0..Q {
-                out[i] += slope[i] * w;
-            }
-        }
-    }
-    out
 }
 
 /// Whether a cell's populations are its level's own post-collision ones:
@@ -212,17 +140,38 @@ pub unsafe fn explode<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     }
 }
 
-/// The explosion of the coarse populations into ghost or frozen cell
-/// number `cell` of the fine grid `fine`, whose parent is cell number
-/// `parent` of the coarse grid `coarse`: [`exploded`] (the coarse step of
-/// parity `coarse_odd` left `coarse_f`), stored by [`explode`] for the fine
-/// step `p`.
+/// Marks a child [`explode_parent`] leaves alone (a frozen cell no ghost
+/// cell reads).
+pub const NO_CHILD: u32 = u32::MAX;
+
+/// The explosion of coarse cell number `parent` of `coarse` into its fine
+/// cells `children` on `fine` (`2^D` storage numbers, the one at offset
+/// `(x, y, z) & 1` from the parent's first fine cell at `x + 2 y + 4 z`,
+/// [`NO_CHILD`] where none is needed), stored as [`explode`] stores them
+/// for the fine step `p`.
+///
+/// Each child takes the parent's post-collision populations (as the coarse
+/// step of parity `coarse_odd` left them in `coarse_f`) plus their slope
+/// across the parent times `offset / 4`, the child's distance from the
+/// parent's centre (`-1` or `1` per axis: the lower or upper half; axes the
+/// lattice does not move along, z in 2D, take none). The slope along an
+/// axis is the central difference of the parent's two neighbours on it,
+/// one-sided where only one is a cell its level owns, zero where neither
+/// is. The slopes are the same for all children and the offsets sum to
+/// zero over them, so their total is the parent's: mass stays conserved,
+/// and the coarse populations reach the fine level to second order in space
+/// rather than as a piecewise-constant field.
+///
+/// One parent's populations, slopes and children go population by
+/// population, so that its `7 Q` loads serve all its children and few
+/// values are live at a time.
 ///
 /// # Safety
-/// As [`exploded`] for the coarse grid and [`explode`] for the fine one.
+/// `coarse_f` must hold `Q * cells` values and `coarse_flags` `cells` bytes
+/// of `coarse`; as [`explode`] for `fine`; `children` holds `2^D` entries.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // one per kernel argument, plus the grids
-pub unsafe fn explode_ghost<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
+pub unsafe fn explode_parent<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     scheme: Streaming,
     coarse: &G,
     coarse_odd: bool,
@@ -232,15 +181,77 @@ pub unsafe fn explode_ghost<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     p: &StepParams<S::Real, impl Copy>,
     fine_f: *mut S,
     fine_flags: *const u8,
-    cell: u32,
     parent: u32,
+    children: &[u32],
 ) {
-    let cell = fine.cell_of(cell);
-    // The lower (-1) or upper (1) half of the parent along each axis.
-    let offset = fine.position(cell).map(|v| 2 * (v as i32 & 1) - 1);
-    let post =
-        exploded::<L, Q, S, G>(coarse, scheme, coarse_odd, coarse_f, coarse_flags, coarse.cell_of(parent), offset);
-    explode::<L, Q, S, G>(fine, scheme, p, fine_f, fine_flags, cell, &post);
+    let parent = coarse.cell_of(parent);
+    let centre = stored::<L, Q, S, G>(coarse, scheme, coarse_odd, coarse_f, parent);
+    let nb = neighbours::<L, Q, G>(coarse, parent);
+    let half = S::Real::from_f64(0.5);
+    let zero = [S::Real::ZERO; Q];
+    let mut has = [false; 3];
+    let mut slopes = [zero; 3];
+    for a in 0..3 {
+        let (up, down) = axis_directions::<L, Q>(a);
+        if up == 0 || down == 0 {
+            continue; // a 2D lattice along z
+        }
+        let own = |j: usize| is_own(flag_of(coarse_flags, nb.cell(j)));
+        let side = |j: usize| stored::<L, Q, S, G>(coarse, scheme, coarse_odd, coarse_f, coarse.cell_of(nb.cell(j)));
+        has[a] = true;
+        slopes[a] = match (own(up), own(down)) {
+            (true, true) => {
+                let (u, d) = (side(up), side(down));
+                core::array::from_fn(|i| (u[i] - d[i]) * half)
+            }
+            (true, false) => {
+                let u = side(up);
+                core::array::from_fn(|i| u[i] - centre[i])
+            }
+            (false, true) => {
+                let d = side(down);
+                core::array::from_fn(|i| centre[i] - d[i])
+            }
+            (false, false) => {
+                has[a] = false;
+                zero
+            }
+        };
+    }
+    let quarter = S::Real::from_f64(0.25);
+    for (k, &child) in children.iter().enumerate() {
+        if child == NO_CHILD {
+            continue;
+        }
+        let mut out = centre;
+        for a in 0..3 {
+            if has[a] {
+                let w = if (k >> a) & 1 == 1 { quarter } else { -quarter };
+                for i in 0..Q {
+                    out[i] += slopes[a][i] * w;
+                }
+            }
+        }
+        explode::<L, Q, S, G>(fine, scheme, p, fine_f, fine_flags, fine.cell_of(child), &out);
+    }
+}
+
+/// The lattice directions `+e_a` and `-e_a` along axis `a` (0 for one the
+/// lattice lacks: z in 2D).
+#[inline(always)]
+fn axis_directions<L: Lattice<Q>, const Q: usize>(a: usize) -> (usize, usize) {
+    let (mut up, mut down) = (0, 0);
+    for j in 1..Q {
+        let c = L::C[j];
+        if c[a] != 0 && c[(a + 1) % 3] == 0 && c[(a + 2) % 3] == 0 {
+            if c[a] > 0 {
+                up = j;
+            } else {
+                down = j;
+            }
+        }
+    }
+    (up, down)
 }
 
 /// Step of coarse cell `cell` next to the fine region ([`crate::flags::COALESCED`]):

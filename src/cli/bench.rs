@@ -496,6 +496,9 @@ fn bench_multires(
                                 jump,
                                 within,
                             );
+                            let parts: Vec<String> =
+                                r.profile_ms.iter().map(|(name, ms)| format!("{name} {ms:.3}")).collect();
+                            println!("    ms per coarse step: {}", parts.join(", "));
                             out.push(r);
                         }
                     }

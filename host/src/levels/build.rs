@@ -9,7 +9,9 @@ use crate::groups::BoundaryGroups;
 use crate::solver::SolverConfig;
 use crate::sparse::{SparseLayout, EDGES};
 use kernels_gpu::flags::{is_flow, is_open, is_solid, COALESCED, FROZEN, GHOST, LEVEL_MASK, NEAR_SOLID, REFINED, WALL};
+use kernels_gpu::levels::NO_CHILD;
 use kernels_gpu::Dims;
+use std::collections::HashMap;
 
 /// Ghost cells this many cells or fewer from their level's region stream;
 /// the ones beyond are frozen (see [`kernels_gpu::levels`]).
@@ -28,9 +30,14 @@ pub struct LevelGrid {
     pub flags: Vec<u8>,
     /// Storage numbers of its ghost cells (streamed each step).
     pub ghosts: Vec<u32>,
-    /// Its cells that take their parent's populations at each coarse step,
-    /// and their parents' storage numbers on the coarser level.
-    pub explode: Vec<[u32; 2]>,
+    /// Storage numbers on the coarser level of the cells whose populations
+    /// its ghost cells (and the frozen ones they read) take at each coarse
+    /// step: their *parents*.
+    pub parents: Vec<u32>,
+    /// For each parent, the storage numbers of its `2^D` cells here, the
+    /// one at offset `(x, y, z) & 1` at `x + 2 y + 4 z`
+    /// ([`kernels_gpu::levels::NO_CHILD`] for a cell that takes nothing).
+    pub exploded: Vec<u32>,
     /// Storage numbers of its cells next to the finer level.
     pub coalesced: Vec<u32>,
     /// For each of those, the storage numbers of the finer level's ghost
@@ -129,7 +136,8 @@ impl Levels {
                 layout,
                 flags,
                 ghosts: Vec::new(),
-                explode: Vec::new(),
+                parents: Vec::new(),
+                exploded: Vec::new(),
                 coalesced: Vec::new(),
                 children: Vec::new(),
             });
@@ -435,6 +443,8 @@ fn fill_lists(level: &mut LevelGrid, coarser: Option<&LevelGrid>, finer: Option<
     let zs: &[i64] = if flat { &[0] } else { &[-1, 0, 1] };
     let next_to_ghost =
         |p: [u32; 3]| zs.iter().any(|&dz| (-1..=1).any(|dy| (-1..=1).any(|dx| flag_at(at(p, [dx, dy, dz])) == GHOST)));
+    let k = if flat { 4 } else { 8 };
+    let mut exploded: HashMap<u32, Vec<u32>> = HashMap::new();
     for c in 0..layout.cells() as u32 {
         let Some(p) = layout.cell_position(c) else { continue };
         let flag = level.flags[c as usize] & !NEAR_SOLID;
@@ -450,7 +460,8 @@ fn fill_lists(level: &mut LevelGrid, coarser: Option<&LevelGrid>, finer: Option<
                 let parent = coarse.layout.storage_at(q);
                 match parent {
                     Some(m) if is_flow(coarse.flags[m as usize]) && !is_open(coarse.flags[m as usize]) => {
-                        level.explode.push([c, m]);
+                        let at = (p[0] & 1) | (p[1] & 1) << 1 | (p[2] & 1) << 2;
+                        exploded.entry(m).or_insert_with(|| vec![NO_CHILD; k])[at as usize] = c;
                     }
                     _ => {
                         return Err(Error::Setup(format!(
@@ -484,5 +495,11 @@ fn fill_lists(level: &mut LevelGrid, coarser: Option<&LevelGrid>, finer: Option<
             _ => {}
         }
     }
+    // Parents in storage order, so that neighbouring threads read
+    // neighbouring coarse cells.
+    let mut parents: Vec<u32> = exploded.keys().copied().collect();
+    parents.sort_unstable();
+    level.exploded = parents.iter().flat_map(|m| exploded[m].iter().copied()).collect();
+    level.parents = parents;
     Ok(())
 }

@@ -247,16 +247,20 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
         let (src, dst, flags) =
             (Shared(cs.f.as_ptr() as *mut S), Shared(fs.f.as_mut_ptr()), Shared(fine.flags.as_ptr() as *mut u8));
         let cflags = Shared(coarse.flags.as_ptr() as *mut u8);
-        with_two_grids!(&coarse.layout, &fine.layout, |cg, fg| fine.explode.par_iter().for_each(|&[v, parent]| {
-            let (src, dst, flags, cflags) = (src, dst, flags, cflags);
-            // SAFETY: buffers sized for their grids; each ghost cell writes
-            // only its own stored slots; the coarse buffer is only read.
-            unsafe {
-                interface::explode_ghost::<L, Q, S, _>(
-                    scheme, &cg, odd, src.0, cflags.0, &fg, &p, dst.0, flags.0, v, parent,
-                )
+        let k = self.levels.children;
+        with_two_grids!(&coarse.layout, &fine.layout, |cg, fg| fine.parents.par_iter().enumerate().for_each(
+            |(j, &parent)| {
+                let (src, dst, flags, cflags) = (src, dst, flags, cflags);
+                let children = &fine.exploded[j * k..(j + 1) * k];
+                // SAFETY: buffers sized for their grids; each fine cell writes
+                // only its own stored slots; the coarse buffer is only read.
+                unsafe {
+                    interface::explode_parent::<L, Q, S, _>(
+                        scheme, &cg, odd, src.0, cflags.0, &fg, &p, dst.0, flags.0, parent, children,
+                    )
+                }
             }
-        }));
+        ));
     }
 
     /// Level `l`'s update: its fluid cells, open cells, ghost cells and the

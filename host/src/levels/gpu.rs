@@ -31,7 +31,8 @@ struct DeviceLevel<S: DeviceStorage> {
     flags: CudaSlice<u8>,
     grid: DeviceSparse,
     ghosts: CudaSlice<u32>,
-    explode: CudaSlice<u32>,
+    parents: CudaSlice<u32>,
+    exploded: CudaSlice<u32>,
     coalesced: CudaSlice<u32>,
     children: CudaSlice<u32>,
     /// Open-boundary groups (level 0 only).
@@ -157,7 +158,6 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
                 }
                 Streaming::EsotericPull => None,
             };
-            let pairs: Vec<u32> = level.explode.iter().flatten().copied().collect();
             let collision = config.collision_params::<S::Real>();
             let open = open_groups::<S>(&device, level, &config.domain.open, collision)?;
             out.push(DeviceLevel {
@@ -167,7 +167,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
                 flags: s.clone_htod(&level.flags).ctx("uploading a level's flags")?,
                 grid: DeviceSparse::upload(&s, &level.layout)?,
                 ghosts: upload(&device, &level.ghosts, "a level's ghost cells")?,
-                explode: upload(&device, &pairs, "a level's explosion list")?,
+                parents: upload(&device, &level.parents, "a level's parents")?,
+                exploded: upload(&device, &level.exploded, "the cells they explode into")?,
                 coalesced: upload(&device, &level.coalesced, "a level's cells next to the finer one")?,
                 children: upload(&device, &level.children, "the ghost cells over them")?,
                 open,
@@ -245,7 +246,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
     }
 
     fn explode(&mut self, l: usize) -> Result<()> {
-        let count = self.levels.levels[l + 1].explode.len() as u32;
+        let count = self.levels.levels[l + 1].parents.len() as u32;
         if count == 0 {
             return Ok(());
         }
@@ -264,7 +265,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             &fine.flags,
             fine.grid.tables,
             p,
-            &fine.explode,
+            &fine.parents,
+            &fine.exploded,
             count,
             self.scheme,
         )

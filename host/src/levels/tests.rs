@@ -52,9 +52,14 @@ fn the_levels_nest_with_ghost_rings_over_their_coarser_levels_cells() {
         assert_eq!(level.domain.dims.nx, 16 << l);
         assert_eq!(level.children.len(), level.coalesced.len() * levels.children);
         if l > 0 {
-            assert!(!level.ghosts.is_empty() && level.explode.len() >= level.ghosts.len(), "level {l}");
+            assert!(
+                !level.ghosts.is_empty() && level.exploded.len() == level.parents.len() * levels.children,
+                "level {l}"
+            );
+            let taking = level.exploded.iter().filter(|&&c| c != kernels_gpu::levels::NO_CHILD).count();
+            assert!(taking >= level.ghosts.len(), "level {l}: every ghost cell takes its parent's populations");
         } else {
-            assert!(level.ghosts.is_empty() && level.explode.is_empty());
+            assert!(level.ghosts.is_empty() && level.parents.is_empty());
         }
         if l + 1 < levels.len() {
             assert!(!level.coalesced.is_empty(), "level {l} has cells next to level {}", l + 1);
