@@ -287,13 +287,15 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             block_size(KernelKind::StreamCollide(self.scheme, state.config.collision.kind()))
         ));
         let tables = state.grid.tables;
-        if let (Some((stream, collide)), Some(next)) = (&self.kernels.split, state.f_next.as_mut()) {
+        // A level finer ones cover whole has no blocks (and nothing to launch).
+        let split = self.kernels.split.as_ref().filter(|_| blocks > 0);
+        if let (Some((stream, collide)), Some(next)) = (split, state.f_next.as_mut()) {
             note(Part::Stream)?;
             launch::level_stream(&s, stream, &state.f, next, &state.flags, p, tables, 0..blocks, cfg)?;
             note(Part::Collide)?;
             let b = Buffers { f: next, next: None };
             launch::stream_collide(&s, collide, b, &state.flags, p, collision, Some(tables), None, 0..blocks, cfg)?;
-        } else {
+        } else if blocks > 0 {
             note(Part::StreamCollide)?;
             let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
             launch::stream_collide(

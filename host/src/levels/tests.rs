@@ -213,6 +213,21 @@ pub(crate) fn wall_shells(n: u32, fine: u32, medium: u32) -> Refinement {
     Refinement { levels: 3, boxes: shell(medium, 1).chain(shell(fine, 2)).collect(), ..Default::default() }
 }
 
+/// A box covering the whole domain at the finest level leaves the coarser
+/// levels without cells of their own: the domain is the uniform fine grid
+/// (the reference refined runs are checked against), and it steps.
+#[test]
+fn a_domain_refined_everywhere_is_its_finest_level() {
+    let r =
+        Refinement { levels: 3, boxes: vec![RefinedBox { lo: [0; 3], hi: [8; 3], level: 2 }], ..Default::default() };
+    let mut run = RefinedCpu::<D3Q19, 19, f64>::new(&cavity(8, 0.1, Streaming::EsotericPull), &r, 4).unwrap();
+    assert_eq!(run.levels().own_cells(), vec![0, 0, 24usize.pow(3)]);
+    let m0 = run.mass();
+    run.step(5);
+    assert!((run.mass() - m0).abs() < 1e-12 * m0);
+    assert!(populations(&run).iter().any(|c| c.2.iter().any(|&v| v.abs() > 1e-4)), "the lid drives the flow");
+}
+
 /// A jump that meets a wall is refused before anything runs, naming the
 /// level and where.
 #[test]
