@@ -43,10 +43,11 @@ use crate::lattice::Lattice;
 use crate::params::StepParams;
 use crate::real::Real;
 use crate::storage::Storage;
-use crate::stream::{collide, load, near_walls, neighbours, store, stored_slot, Streaming};
+use crate::stream::{collide, load, load_fluid, neighbours, store, stored_slot, Streaming};
 
 /// Streams ghost cell `cell` without colliding: its populations move on as
-/// the fine level's cells' do, bouncing back off walls.
+/// the fine level's cells' do (no wall lies within its reach: the host
+/// refuses jumps that meet one).
 ///
 /// # Safety
 /// As [`crate::stream::stream_collide_any`].
@@ -316,11 +317,7 @@ pub unsafe fn stream_half<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
         return;
     }
     let nb = neighbours::<L, Q, G>(grid, cell);
-    let fi = if near_walls::<S>(flag) {
-        load::<L, Q, S, true>(Streaming::TwoLattice, p, src, flags, &nb)
-    } else {
-        load::<L, Q, S, false>(Streaming::TwoLattice, p, src, flags, &nb)
-    };
+    let fi = load_fluid::<L, Q, S>(Streaming::TwoLattice, p, src, flags, flag, &nb);
     store::<L, Q, S>(Streaming::TwoLattice, p, dst, &nb, &fi);
 }
 

@@ -316,7 +316,7 @@ unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
 /// Whether the cell with flag `flag` and the warp it runs in (see
 /// [`warp_uniform_walls`]) take the near-wall path.
 #[inline(always)]
-pub(crate) fn near_walls<S: Storage>(flag: u8) -> bool {
+fn near_walls<S: Storage>(flag: u8) -> bool {
     let near = flag & NEAR_SOLID != 0;
     if warp_uniform_walls::<S>() {
         any_in_warp(near)
@@ -420,13 +420,30 @@ unsafe fn update_fluid<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S
     flag: u8,
     nb: &impl Neighbourhood<Q>,
 ) {
-    let mut fi = if near_walls::<S>(flag) {
+    let mut fi = load_fluid::<L, Q, S>(scheme, p, src, flags, flag, nb);
+    collide::<L, Q, S, C>(&mut fi, p);
+    store::<L, Q, S>(scheme, p, dst, nb, &fi);
+}
+
+/// [`load`] for the fluid cell with flag `flag`: looking at its neighbours'
+/// flags only near walls.
+///
+/// # Safety
+/// As [`load`].
+#[inline(always)]
+pub(crate) unsafe fn load_fluid<L: Lattice<Q>, const Q: usize, S: Storage>(
+    scheme: Streaming,
+    p: &StepParams<S::Real, impl Copy>,
+    src: *const S,
+    flags: *const u8,
+    flag: u8,
+    nb: &impl Neighbourhood<Q>,
+) -> [S::Real; Q] {
+    if near_walls::<S>(flag) {
         load::<L, Q, S, true>(scheme, p, src, flags, nb)
     } else {
         load::<L, Q, S, false>(scheme, p, src, flags, nb)
-    };
-    collide::<L, Q, S, C>(&mut fi, p);
-    store::<L, Q, S>(scheme, p, dst, nb, &fi);
+    }
 }
 
 /// Stores the post-collision populations `fi` (in the storage units of `S`)

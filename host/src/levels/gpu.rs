@@ -1,7 +1,7 @@
 //! The refined step on one GPU: the same recursion as [`super::RefinedCpu`],
 //! each level's update a launch of the uniform sparse stream-collide kernel
 //! over all its blocks, plus the interface kernels over their lists (ghost
-//! cells, explosion pairs, cells next to the finer level).
+//! cells, parents to explode, cells next to the finer level).
 
 use super::cpu::{for_each_own_cell, mass_of, RefinedCpu};
 use super::{Fusion, Levels};
@@ -206,7 +206,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         let stepped = self.step(steps);
         let marks = self.marks.take().unwrap_or_default();
         stepped?;
-        let end = self.event()?;
+        let end = event(&self.device)?;
         end.synchronize().ctx("waiting for the profiled steps")?;
         let mut seconds = vec![0.0; Part::ALL.len()];
         let mut ran = vec![false; Part::ALL.len()];
@@ -217,16 +217,6 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             ran[i] = true;
         }
         Ok(Part::ALL.into_iter().zip(seconds).zip(ran).filter(|&(_, r)| r).map(|(p, _)| p).collect())
-    }
-
-    /// A timing event recorded on the stream now.
-    fn event(&self) -> Result<CudaEvent> {
-        event(&self.device)
-    }
-
-    /// Marks the start of a launch of `part` while profiling.
-    fn mark(&mut self, part: Part) -> Result<()> {
-        mark(&mut self.marks, &self.device, part)
     }
 
     /// One step of level `l` (see [`RefinedCpu`]).
@@ -250,7 +240,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         if count == 0 {
             return Ok(());
         }
-        self.mark(Part::Explode)?;
+        mark(&mut self.marks, &self.device, Part::Explode)?;
         let s = self.device.stream().clone();
         let (head, tail) = self.states.split_at_mut(l + 1);
         let (coarse, fine) = (&head[l], &mut tail[0]);
