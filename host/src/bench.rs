@@ -390,7 +390,7 @@ pub fn refined_cavity(size: u32, levels: u32, fusion: crate::levels::Fusion) -> 
             RefinedBox { lo: [size / 2 - half; 3], hi: [size / 2 + half; 3], level: k }
         })
         .collect();
-    Refinement { levels, boxes, fusion }
+    Refinement { levels, boxes, fusion, geometry: None }
 }
 
 /// What [`measure_refined`] measures: the refined cavity of side `size`

@@ -511,6 +511,17 @@ impl<T: Copy + PartialEq + Send + Sync> CellBlocks<T> {
     }
 }
 
+impl<T: Copy + PartialEq + Send + Sync> CellBlocks<T> {
+    /// This box's cells `2^l` times finer per axis (along z too unless the
+    /// box is one cell thick): cell `p` of the `dims` returned holds this
+    /// box's cell `p >> l`. Blocks under a uniform block cost one value.
+    pub fn refined(&self, l: u32, dims: Dims) -> Self {
+        let coarse = |p: [u32; 3]| p.map(|v| v >> l);
+        let n = [dims.nx, dims.ny, dims.nz];
+        Self::par_from_region(dims, self[[0; 3]], [0; 3], n, |a, _| self.uniform_at(coarse(a)), |p| self[coarse(p)])
+    }
+}
+
 impl<T: Copy + PartialEq> Index<[u32; 3]> for CellBlocks<T> {
     type Output = T;
 

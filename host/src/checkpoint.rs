@@ -106,7 +106,13 @@ fn hash_flags(h: &mut Sha256, flags: &CellBlocks<u8>, by_blocks: bool) {
 /// Writes `state` of a solver built from `config` to `path`, atomically, one
 /// partition's share after the other.
 pub fn write(path: &Path, config: &SolverConfig, state: &SavedState) -> Result<()> {
-    let (head, payloads) = encode(config, state);
+    write_for(path, &fingerprint(config), state)
+}
+
+/// [`write`] for the set-up whose fingerprint is `set_up` (a refined
+/// domain's: [`crate::levels::Levels::fingerprint`]).
+pub fn write_for(path: &Path, set_up: &[u8; 32], state: &SavedState) -> Result<()> {
+    let (head, payloads) = encode(set_up, state);
     let pieces: Vec<&[u8]> =
         std::iter::once(&head[..]).chain(payloads.iter().flat_map(|(corners, p)| [&corners[..], &p[..]])).collect();
     write_atomic_pieces(path, &pieces)
@@ -117,12 +123,12 @@ type Payload<'a> = (Vec<u8>, &'a [u8]);
 
 /// The header and table of `state`, and each part's payload: its blocks'
 /// corners (none for dense layers) and its populations.
-fn encode<'a>(config: &SolverConfig, state: &'a SavedState) -> (Vec<u8>, Vec<Payload<'a>>) {
+fn encode<'a>(set_up: &[u8; 32], state: &'a SavedState) -> (Vec<u8>, Vec<Payload<'a>>) {
     let mut head = Vec::with_capacity(HEADER + PART * state.parts.len());
     head.extend_from_slice(MAGIC);
     head.extend_from_slice(&VERSION.to_le_bytes());
     head.extend_from_slice(&0u32.to_le_bytes());
-    head.extend_from_slice(&fingerprint(config));
+    head.extend_from_slice(set_up);
     head.extend_from_slice(&state.time.to_le_bytes());
     head.extend_from_slice(&(state.parts.len() as u64).to_le_bytes());
     let mut payloads = Vec::with_capacity(state.parts.len());
@@ -148,7 +154,7 @@ fn encode<'a>(config: &SolverConfig, state: &'a SavedState) -> (Vec<u8>, Vec<Pay
 /// `state` as one run of bytes that [`decode`] reads for the same `config`
 /// (to send a state to another process).
 pub fn to_bytes(config: &SolverConfig, state: &SavedState) -> Vec<u8> {
-    let (mut out, payloads) = encode(config, state);
+    let (mut out, payloads) = encode(&fingerprint(config), state);
     for (corners, p) in payloads {
         out.extend_from_slice(&corners);
         out.extend_from_slice(p);
@@ -159,13 +165,22 @@ pub fn to_bytes(config: &SolverConfig, state: &SavedState) -> Vec<u8> {
 /// Reads a checkpoint for a solver built from `config`, checking that it is
 /// complete, uncorrupted and from the same set-up.
 pub fn read(path: &Path, config: &SolverConfig) -> Result<SavedState> {
+    read_for(path, &fingerprint(config))
+}
+
+/// [`read`] for the set-up whose fingerprint is `set_up` (see [`write_for`]).
+pub fn read_for(path: &Path, set_up: &[u8; 32]) -> Result<SavedState> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
-    decode(&bytes, config).map_err(|message| Error::Case { path: path.into(), message })
+    decode_for(&bytes, set_up).map_err(|message| Error::Case { path: path.into(), message })
 }
 
 /// The state in `bytes` (a checkpoint file's), checked as [`read`] does;
 /// the error says what is wrong.
 pub fn decode(bytes: &[u8], config: &SolverConfig) -> std::result::Result<SavedState, String> {
+    decode_for(bytes, &fingerprint(config))
+}
+
+fn decode_for(bytes: &[u8], set_up: &[u8; 32]) -> std::result::Result<SavedState, String> {
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
         return Err("not an lbm checkpoint (bad header)".into());
     }
@@ -182,9 +197,9 @@ pub fn decode(bytes: &[u8], config: &SolverConfig) -> std::result::Result<SavedS
             ))
         }
     };
-    if bytes[16..48] != fingerprint(config) {
-        return Err("checkpoint was written by a different set-up (lattice, size, viscosity, walls or geometry \
-                    changed): resume with the case file it was written with, or start without --resume"
+    if bytes[16..48] != set_up[..] {
+        return Err("checkpoint was written by a different set-up (lattice, size, viscosity, walls, geometry or \
+                    refinement changed): resume with the case file it was written with, or start without --resume"
             .into());
     }
     let time = u64_at(48);

@@ -127,7 +127,7 @@ impl Levels {
 
         let mut levels = Vec::with_capacity(count as usize);
         for l in 0..count as usize {
-            let domain = level_domain(base, l, &shapes, &covers);
+            let domain = level_domain(base, refinement.geometry.as_deref(), l, &shapes, &covers);
             let layout = SparseLayout::build(&domain, edge, reach, BoundaryGroups::Lists)?;
             let flags = layout.kernel_flags(&domain, radius);
             levels.push(LevelGrid {
@@ -173,6 +173,21 @@ impl Levels {
                     .count()
             })
             .collect()
+    }
+
+    /// The fingerprint of a refined set-up for checkpoints: every level's
+    /// configuration (its cells' flags with the interface's, its relaxation
+    /// time and force) as [`crate::checkpoint::fingerprint`] takes it, from
+    /// the base configuration `config`.
+    pub fn fingerprint(&self, config: &SolverConfig) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"refined");
+        for level in &self.levels {
+            let c = super::level_config(config, level.level, level.domain.clone());
+            h.update(crate::checkpoint::fingerprint(&c));
+        }
+        h.finalize().into()
     }
 
     /// The set-up report: per level its own and stored cells and memory,
@@ -361,10 +376,17 @@ fn region(shape: &Shape, covers: &[bool]) -> ([u32; 3], [u32; 3]) {
     cells
 }
 
-/// Level `l`'s domain: its own cells with the base geometry's flags (each
-/// level-0 cell's flag on its `2^l` cells per axis), the cells finer levels
-/// cover, its ring of ghost cells, and walls elsewhere.
-fn level_domain(base: &Domain, l: usize, shapes: &[Shape], covers: &[Vec<bool>]) -> Domain {
+/// Level `l`'s domain: its own cells with the geometry's flags (those of
+/// `geometry` on this level's cells, or without it each level-0 cell's flag
+/// on its `2^l` cells per axis), the cells finer levels cover, its ring of
+/// ghost cells, and walls elsewhere.
+fn level_domain(
+    base: &Domain,
+    geometry: Option<&super::LevelGeometry>,
+    l: usize,
+    shapes: &[Shape],
+    covers: &[Vec<bool>],
+) -> Domain {
     let shape = shapes[l];
     let finer = shapes.get(l + 1).map(|s| (s, &covers[l + 1]));
     let offsets = shape.offsets();
@@ -383,7 +405,10 @@ fn level_domain(base: &Domain, l: usize, shapes: &[Shape], covers: &[Vec<bool>])
         |p| {
             let [x, y, z] = p;
             let b = shape.block_of(p);
-            let geometry = base.flags[[x >> l, y >> l, z >> l]];
+            let geometry = match geometry {
+                Some(g) if l > 0 => g.flag(l, p),
+                _ => base.flags[[x >> l, y >> l, z >> l]],
+            };
             if refined(p) {
                 return REFINED;
             }

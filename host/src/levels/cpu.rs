@@ -76,6 +76,11 @@ impl<S: Storage> LevelState<S> {
     }
 }
 
+/// What a step reports to: the levels wanted and the call taking each
+/// wanted level's populations after each of its steps (see
+/// [`RefinedCpu::step_observed`]).
+pub(super) type Observer<'a, S> = Option<(&'a [bool], &'a mut dyn FnMut(&super::LevelGrid, &[S], bool))>;
+
 /// A refined domain on the CPU.
 pub struct RefinedCpu<L: Lattice<Q>, const Q: usize, S: Storage> {
     levels: Levels,
@@ -96,18 +101,30 @@ pub(super) fn for_each_own_cell<L: Lattice<Q>, const Q: usize, S: Storage>(
     mut visit: impl FnMut(u32, [u32; 3], [f64; Q]),
 ) {
     for (level, &(f, odd)) in levels.levels.iter().zip(buffers) {
-        assert_eq!(f.len(), Q * level.layout.cells(), "a level's buffer");
-        crate::sparse::with_sparse!(&level.layout, |g| {
-            for n in 0..level.layout.cells() as u32 {
-                let flag = level.flags[n as usize] & !NEAR_SOLID;
-                let own = is_flow(flag) && (flag & LEVEL_MASK == 0 || flag == COALESCED || is_open(flag));
-                let Some(p) = level.layout.cell_position(n).filter(|_| own) else { continue };
-                // SAFETY: the buffer is sized for the grid (checked above).
-                let f = unsafe { interface::stored::<L, Q, S, _>(&g, scheme, odd, f.as_ptr(), g.cell_of(n)) };
-                visit(level.level, p, f.map(|v| v.to_f64() / S::SCALE));
-            }
-        });
+        own_cells_of::<L, Q, S>(level, scheme, f, odd, |p, f| visit(level.level, p, f));
     }
+}
+
+/// Calls `visit(position, populations)` for every cell `level` owns, from
+/// its populations `f` as a step of parity `odd` left them.
+pub(super) fn own_cells_of<L: Lattice<Q>, const Q: usize, S: Storage>(
+    level: &super::LevelGrid,
+    scheme: Streaming,
+    f: &[S],
+    odd: bool,
+    mut visit: impl FnMut([u32; 3], [f64; Q]),
+) {
+    assert_eq!(f.len(), Q * level.layout.cells(), "a level's buffer");
+    crate::sparse::with_sparse!(&level.layout, |g| {
+        for n in 0..level.layout.cells() as u32 {
+            let flag = level.flags[n as usize] & !NEAR_SOLID;
+            let own = is_flow(flag) && (flag & LEVEL_MASK == 0 || flag == COALESCED || is_open(flag));
+            let Some(p) = level.layout.cell_position(n).filter(|_| own) else { continue };
+            // SAFETY: the buffer is sized for the grid (checked above).
+            let f = unsafe { interface::stored::<L, Q, S, _>(&g, scheme, odd, f.as_ptr(), g.cell_of(n)) };
+            visit(p, f.map(|v| v.to_f64() / S::SCALE));
+        }
+    });
 }
 
 /// Total mass of the populations `for_each_own_cell` visits: a level-`l`
@@ -212,18 +229,26 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
     /// Advances `steps` coarse steps.
     pub fn step(&mut self, steps: u64) {
         for _ in 0..steps {
-            self.advance(0);
+            self.advance(0, &mut None);
             self.t += 1;
         }
     }
 
+    /// Advances one coarse step, calling `observe(level, populations,
+    /// odd)` after each step of each level `wanted` names (`2^l` times for
+    /// level `l`), with the populations that step left and its parity.
+    pub fn step_observed(&mut self, wanted: &[bool], observe: &mut dyn FnMut(&super::LevelGrid, &[S], bool)) {
+        self.advance(0, &mut Some((wanted, observe)));
+        self.t += 1;
+    }
+
     /// One step of level `l`: the finer level's two steps between an
     /// explosion and this level's update, which coalesces them.
-    fn advance(&mut self, l: usize) {
+    fn advance(&mut self, l: usize, observer: &mut Observer<'_, S>) {
         if l + 1 < self.levels.len() {
             self.explode(l);
-            self.advance(l + 1);
-            self.advance(l + 1);
+            self.advance(l + 1, observer);
+            self.advance(l + 1, observer);
         }
         match self.states[l].config.collision_params::<S::Real>() {
             CollisionParams::Bgk(c) => self.update(l, c),
@@ -234,6 +259,11 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
             std::mem::swap(&mut state.f, &mut state.f_next);
         }
         state.t += 1;
+        if let Some((wanted, observe)) = observer {
+            if wanted.get(l) == Some(&true) {
+                observe(&self.levels.levels[l], &state.f, state.last_odd());
+            }
+        }
     }
 
     /// Level `l + 1`'s ghost cells take their parents' post-collision populations.
@@ -367,6 +397,26 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
     /// Total mass, a level-`l` cell counting `(1/2^D)^l` of a level-0 cell.
     pub fn mass(&self) -> f64 {
         mass_of(&self.levels, |visit| self.for_each_own_cell(|l, _, f| visit(l, &f)))
+    }
+
+    /// Its streaming scheme.
+    pub fn streaming(&self) -> Streaming {
+        self.scheme
+    }
+
+    /// Each level's current populations and the parity of its last step.
+    pub(super) fn current_buffers(&self) -> Vec<(Vec<S>, bool)> {
+        self.states.iter().map(|s| (s.f.clone(), s.last_odd())).collect()
+    }
+
+    /// Sets each level's current populations, the levels at coarse step `t`
+    /// (level `l` at step `2^l t`).
+    pub(super) fn set_buffers(&mut self, f: Vec<Vec<S>>, t: u64) {
+        for (l, (state, f)) in self.states.iter_mut().zip(f).enumerate() {
+            state.f = f;
+            state.t = t << l;
+        }
+        self.t = t;
     }
 
     /// The levels, the streaming scheme, the fusion, and each level's state: what a

@@ -3,7 +3,7 @@
 //! over all its blocks, plus the interface kernels over their lists (ghost
 //! cells, parents to explode, cells next to the finer level).
 
-use super::cpu::{for_each_own_cell, mass_of, RefinedCpu};
+use super::cpu::{for_each_own_cell, mass_of, Observer, RefinedCpu};
 use super::{Fusion, Levels};
 use crate::domain::OpenGroup;
 use crate::error::{CudaContextExt, Result};
@@ -192,9 +192,21 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
     /// Advances `steps` coarse steps (queued; reads wait for them).
     pub fn step(&mut self, steps: u64) -> Result<()> {
         for _ in 0..steps {
-            self.advance(0)?;
+            self.advance(0, &mut None)?;
             self.t += 1;
         }
+        Ok(())
+    }
+
+    /// As [`RefinedCpu::step_observed`]: each wanted level's populations
+    /// are read back after each of its steps.
+    pub fn step_observed(
+        &mut self,
+        wanted: &[bool],
+        observe: &mut dyn FnMut(&super::LevelGrid, &[S], bool),
+    ) -> Result<()> {
+        self.advance(0, &mut Some((wanted, observe)))?;
+        self.t += 1;
         Ok(())
     }
 
@@ -220,11 +232,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
     }
 
     /// One step of level `l` (see [`RefinedCpu`]).
-    fn advance(&mut self, l: usize) -> Result<()> {
+    fn advance(&mut self, l: usize, observer: &mut Observer<'_, S>) -> Result<()> {
         if l + 1 < self.levels.len() {
             self.explode(l)?;
-            self.advance(l + 1)?;
-            self.advance(l + 1)?;
+            self.advance(l + 1, observer)?;
+            self.advance(l + 1, observer)?;
         }
         self.update(l)?;
         let state = &mut self.states[l];
@@ -232,6 +244,13 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             std::mem::swap(&mut state.f, next);
         }
         state.t += 1;
+        if let Some((wanted, observe)) = observer {
+            if wanted.get(l) == Some(&true) {
+                let f = self.device.stream().clone_dtoh(&state.f).ctx("reading a level's populations back")?;
+                let f: Vec<S> = f.into_iter().map(S::from_elem).collect();
+                observe(&self.levels.levels[l], &f, state.last_odd());
+            }
+        }
         Ok(())
     }
 
@@ -337,7 +356,31 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
     }
 
     /// Each level's current populations, read back, with the parity of its last step.
-    fn read_back(&self) -> Result<Vec<(Vec<S>, bool)>> {
+    /// Its streaming scheme.
+    pub fn streaming(&self) -> Streaming {
+        self.scheme
+    }
+
+    /// The ordinal of its GPU.
+    pub fn ordinal(&self) -> usize {
+        self.device.ordinal()
+    }
+
+    /// Sets each level's current populations, the levels at coarse step `t`
+    /// (level `l` at step `2^l t`).
+    pub(super) fn write_back(&mut self, f: Vec<Vec<S>>, t: u64) -> Result<()> {
+        let s = self.device.stream().clone();
+        for (l, (state, f)) in self.states.iter_mut().zip(f).enumerate() {
+            let elems: Vec<S::Elem> = f.iter().map(|&v| v.to_elem()).collect();
+            s.memcpy_htod(&elems, &mut state.f).ctx("uploading a level's saved populations")?;
+            state.t = t << l;
+        }
+        self.t = t;
+        Ok(())
+    }
+
+    /// Each level's current populations and the parity of its last step.
+    pub(super) fn read_back(&self) -> Result<Vec<(Vec<S>, bool)>> {
         let s = self.device.stream();
         self.states
             .iter()

@@ -24,11 +24,15 @@
 
 mod build;
 mod cpu;
+mod geometry;
 mod gpu;
+mod solver;
 
 pub use build::{LevelGrid, Levels};
 pub use cpu::{level_config, RefinedCpu};
+pub use geometry::{LevelGeometry, LevelObject};
 pub use gpu::{Part, RefinedGpu};
+pub use solver::{build_refined, LevelFields, RefinedSolver};
 
 /// A box of the domain refined to at least `level`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +46,7 @@ pub struct RefinedBox {
 }
 
 /// What a case asks to refine.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Refinement {
     /// Number of levels, level 0 included.
     pub levels: u32,
@@ -50,6 +54,9 @@ pub struct Refinement {
     pub boxes: Vec<RefinedBox>,
     /// How each level's cells stream and collide.
     pub fusion: Fusion,
+    /// The objects on each level's cells; without it every level copies
+    /// level 0's flags.
+    pub geometry: Option<std::sync::Arc<LevelGeometry>>,
 }
 
 /// How each level's own cells stream and collide. Either way the cells at a

@@ -1,0 +1,326 @@
+//! A refined domain behind one interface, whatever its backend, lattice and
+//! storage: what `lbm run` steps, reads fields and forces from, and
+//! checkpoints.
+
+use super::cpu::{for_each_own_cell, own_cells_of};
+use super::{Levels, RefinedCpu, RefinedGpu, Refinement};
+use crate::cell_blocks::CellBlocks;
+use crate::error::{Error, Result};
+use crate::fields::Fields;
+use crate::gpu::{DeviceStorage, GpuDevice};
+use crate::saved::{SavedBlocks, SavedPart, SavedState};
+use crate::solver::{restore_storage, storage_bytes, BackendKind, SolverConfig};
+use kernels_gpu::stream::Streaming;
+use kernels_gpu::{Lattice, Storage};
+use std::marker::PhantomData;
+
+/// Each level's density and velocity on its own cells (the rest at rest),
+/// level 0 first, from the populations the last step left (post-collision:
+/// `u = (j - F/2) / rho`, which is the velocity the collision used). The
+/// velocities are in level 0's lattice units, as on every level (acoustic
+/// scaling).
+pub type LevelFields = Vec<Fields>;
+
+/// A refined domain on some backend.
+pub trait RefinedSolver: Send {
+    /// Advances `steps` coarse (level-0) steps (queued on a GPU).
+    fn step(&mut self, steps: u64) -> Result<()>;
+    /// Waits until queued work is done.
+    fn synchronize(&mut self) -> Result<()>;
+    /// Coarse steps done.
+    fn time(&self) -> u64;
+    /// The levels.
+    fn levels(&self) -> &Levels;
+    /// The backend it runs on.
+    fn backend(&self) -> BackendKind;
+    /// Every level's fields ([`LevelFields`]).
+    fn fields(&mut self) -> Result<LevelFields>;
+    /// Total mass in level-0 cells ([`RefinedCpu::mass`]).
+    fn mass(&mut self) -> Result<f64>;
+    /// Advances one coarse step and gives the force on each object over
+    /// it (level-0 lattice units), by momentum exchange on every level's
+    /// own cells next to it, averaged over the level's `2^l` steps (the
+    /// steps between two explosions differ, so one alone is off by a
+    /// fraction of a percent near a jump): `objects[l][k]` says which cells
+    /// of level `l` belong to object `k`.
+    fn step_with_forces(&mut self, objects: &[Vec<CellBlocks<bool>>]) -> Result<Vec<[f64; 3]>>;
+    /// The time and every level's current populations exactly as stored,
+    /// one part per level (its blocks' corners and populations).
+    fn save_state(&mut self) -> Result<SavedState>;
+    /// Restores a state saved from the same refined set-up; the run then
+    /// goes on bit for bit.
+    fn restore_state(&mut self, state: &SavedState) -> Result<()>;
+}
+
+/// The refined domain of `config` as `refinement` asks, on blocks of edge
+/// `edge`, on `backend` (`ptx`: the kernels for a GPU).
+pub fn build_refined(
+    config: &SolverConfig,
+    refinement: &Refinement,
+    edge: u32,
+    backend: BackendKind,
+    ptx: &str,
+) -> Result<Box<dyn RefinedSolver>> {
+    fn cpu<L: Lattice<Q>, const Q: usize, S: Storage>(
+        c: &SolverConfig,
+        r: &Refinement,
+        edge: u32,
+    ) -> Result<Box<dyn RefinedSolver>> {
+        Ok(Refined::boxed(RefinedCpu::<L, Q, S>::new(c, r, edge)?, c))
+    }
+    fn gpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
+        c: &SolverConfig,
+        r: &Refinement,
+        edge: u32,
+        d: GpuDevice,
+    ) -> Result<Box<dyn RefinedSolver>> {
+        let cpu = RefinedCpu::<L, Q, S>::new(c, r, edge)?;
+        Ok(Refined::boxed(RefinedGpu::new(d, cpu)?, c))
+    }
+    match backend {
+        BackendKind::Cpu => crate::dispatch!(config.lattice, config.precision, cpu(config, refinement, edge)),
+        BackendKind::Gpu(ordinal) => {
+            let device = GpuDevice::open(ordinal, ptx)?;
+            crate::dispatch!(config.lattice, config.precision, gpu(config, refinement, edge, device))
+        }
+    }
+}
+
+/// What [`Refined`] needs of a backend: its levels' buffers.
+pub(super) trait LevelStore<L: Lattice<Q>, const Q: usize, S: Storage>: Send {
+    fn advance(&mut self, steps: u64) -> Result<()>;
+    /// One coarse step reporting wanted levels' populations after each of
+    /// their steps ([`RefinedCpu::step_observed`]).
+    fn observed(&mut self, wanted: &[bool], observe: &mut dyn FnMut(&super::LevelGrid, &[S], bool)) -> Result<()>;
+    fn wait(&self) -> Result<()>;
+    fn coarse_time(&self) -> u64;
+    fn grid(&self) -> &Levels;
+    fn scheme(&self) -> Streaming;
+    fn backend(&self) -> BackendKind;
+    /// Each level's current buffer and the parity of its last step.
+    fn buffers(&self) -> Result<Vec<(Vec<S>, bool)>>;
+    /// Sets each level's current buffer, the levels at coarse step `t`.
+    fn put_buffers(&mut self, f: Vec<Vec<S>>, t: u64) -> Result<()>;
+}
+
+/// A backend's refined run with the base configuration it was built from.
+struct Refined<L, const Q: usize, S, R> {
+    run: R,
+    config: SolverConfig,
+    _lattice: PhantomData<fn() -> (L, S)>,
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage, R: LevelStore<L, Q, S>> Refined<L, Q, S, R> {
+    fn boxed(run: R, config: &SolverConfig) -> Box<dyn RefinedSolver>
+    where
+        R: 'static,
+    {
+        Box::new(Self { run, config: config.clone(), _lattice: PhantomData })
+    }
+
+    /// Calls `visit(level, position, populations)` for every own cell of
+    /// every level (see [`RefinedCpu::for_each_own_cell`]).
+    fn visit(&self, visit: impl FnMut(u32, [u32; 3], [f64; Q])) -> Result<()> {
+        let host = self.run.buffers()?;
+        let buffers: Vec<(&[S], bool)> = host.iter().map(|(f, odd)| (f.as_slice(), *odd)).collect();
+        for_each_own_cell::<L, Q, S>(self.run.grid(), self.run.scheme(), &buffers, visit);
+        Ok(())
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage, R: LevelStore<L, Q, S>> RefinedSolver for Refined<L, Q, S, R> {
+    fn step(&mut self, steps: u64) -> Result<()> {
+        self.run.advance(steps)
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.run.wait()
+    }
+
+    fn time(&self) -> u64 {
+        self.run.coarse_time()
+    }
+
+    fn levels(&self) -> &Levels {
+        self.run.grid()
+    }
+
+    fn backend(&self) -> BackendKind {
+        self.run.backend()
+    }
+
+    fn fields(&mut self) -> Result<LevelFields> {
+        let mut out: LevelFields = self.run.grid().levels.iter().map(|l| Fields::at_rest(l.domain.dims)).collect();
+        let force = self.config.force;
+        self.visit(|l, p, f| {
+            let rho = 1.0 + f.iter().sum::<f64>();
+            let scale = (1u64 << l) as f64;
+            let mut v = [rho, 0.0, 0.0, 0.0];
+            for a in 0..3 {
+                let j: f64 = (0..Q).map(|i| f[i] * L::C[i][a] as f64).sum();
+                v[a + 1] = (j - 0.5 * force[a] / scale) / rho;
+            }
+            out[l as usize].set(p, v);
+        })?;
+        Ok(out)
+    }
+
+    fn mass(&mut self) -> Result<f64> {
+        let levels = self.run.grid();
+        let host = self.run.buffers()?;
+        let buffers: Vec<(&[S], bool)> = host.iter().map(|(f, odd)| (f.as_slice(), *odd)).collect();
+        Ok(super::cpu::mass_of(levels, |visit| {
+            for_each_own_cell::<L, Q, S>(levels, self.run.scheme(), &buffers, |l, _, f| visit(l, &f))
+        }))
+    }
+
+    fn step_with_forces(&mut self, objects: &[Vec<CellBlocks<bool>>]) -> Result<Vec<[f64; 3]>> {
+        let count = objects.first().map_or(0, Vec::len);
+        let mut forces = vec![[0.0; 3]; count];
+        let wanted: Vec<bool> = objects.iter().map(|masks| masks.iter().any(|m| m.any(|inside| inside))).collect();
+        let dimension = if self.config.domain.dims.nz == 1 { 2 } else { 3 };
+        let scheme = self.run.scheme();
+        self.run.observed(&wanted, &mut |level, f, odd| {
+            let l = level.level;
+            let d = level.domain.dims;
+            let n = [d.nx, d.ny, d.nz];
+            // A level-l link moves 2^-lD of a level-0 cell's mass 2^-l of a
+            // cell per 2^-l of a step: 2^(l(1-D)) of level 0's force units;
+            // its 2^l steps are averaged.
+            let share = 0.5f64.powi((l * (dimension - 1)) as i32) / (1u64 << l) as f64;
+            let objects = &objects[l as usize];
+            own_cells_of::<L, Q, S>(level, scheme, f, odd, |p, f| {
+                for ((c, w), fi) in L::C.iter().zip(L::W).zip(f).skip(1) {
+                    let target: [u32; 3] =
+                        std::array::from_fn(|a| (p[a] as i64 + c[a] as i64).rem_euclid(n[a] as i64) as u32);
+                    for (force, mask) in forces.iter_mut().zip(objects) {
+                        if mask[target] {
+                            // The population leaving along c_i comes back
+                            // along its opposite: 2 f_i c_i goes to the wall.
+                            for (v, c) in force.iter_mut().zip(c) {
+                                *v += 2.0 * (w + fi) * *c as f64 * share;
+                            }
+                        }
+                    }
+                }
+            });
+        })?;
+        Ok(forces)
+    }
+
+    fn save_state(&mut self) -> Result<SavedState> {
+        let host = self.run.buffers()?;
+        let parts = self
+            .run
+            .grid()
+            .levels
+            .iter()
+            .zip(host)
+            .map(|(level, (f, _))| {
+                let layout = &level.layout;
+                let edge = [1u32 << layout.shift, 1 << layout.shift, 1 << layout.shift_z];
+                SavedPart {
+                    layers: 0..level.domain.dims.nz,
+                    blocks: Some(SavedBlocks {
+                        edge,
+                        corners: layout.origin.iter().map(|o| std::array::from_fn(|a| o[a] * edge[a])).collect(),
+                    }),
+                    populations: storage_bytes(&f).to_vec(),
+                }
+            })
+            .collect();
+        Ok(SavedState { time: self.run.coarse_time(), parts })
+    }
+
+    fn restore_state(&mut self, state: &SavedState) -> Result<()> {
+        let levels = &self.run.grid().levels;
+        let other = || {
+            Error::Setup(
+                "the saved state was written by another refinement (levels, boxes or block size differ): \
+                 resume with the set-up that wrote it, or start afresh"
+                    .into(),
+            )
+        };
+        if state.parts.len() != levels.len() {
+            return Err(other());
+        }
+        let mut buffers = Vec::with_capacity(levels.len());
+        for (level, part) in levels.iter().zip(&state.parts) {
+            let layout = &level.layout;
+            let corners_match = part.blocks.as_ref().is_some_and(|b| {
+                b.corners.len() == layout.origin.len()
+                    && b.corners.iter().zip(&layout.origin).all(|(c, o)| (0..3).all(|a| c[a] == o[a] * b.edge[a]))
+            });
+            if !corners_match {
+                return Err(other());
+            }
+            let mut f = vec![S::ZERO; Q * layout.cells()];
+            restore_storage(&mut f, &part.populations)?;
+            buffers.push(f);
+        }
+        self.run.put_buffers(buffers, state.time)
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> LevelStore<L, Q, S> for RefinedCpu<L, Q, S> {
+    fn advance(&mut self, steps: u64) -> Result<()> {
+        self.step(steps);
+        Ok(())
+    }
+    fn observed(&mut self, wanted: &[bool], observe: &mut dyn FnMut(&super::LevelGrid, &[S], bool)) -> Result<()> {
+        self.step_observed(wanted, observe);
+        Ok(())
+    }
+    fn wait(&self) -> Result<()> {
+        Ok(())
+    }
+    fn coarse_time(&self) -> u64 {
+        self.time()
+    }
+    fn grid(&self) -> &Levels {
+        self.levels()
+    }
+    fn scheme(&self) -> Streaming {
+        self.streaming()
+    }
+    fn backend(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+    fn buffers(&self) -> Result<Vec<(Vec<S>, bool)>> {
+        Ok(self.current_buffers())
+    }
+    fn put_buffers(&mut self, f: Vec<Vec<S>>, t: u64) -> Result<()> {
+        self.set_buffers(f, t);
+        Ok(())
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> LevelStore<L, Q, S> for RefinedGpu<L, Q, S> {
+    fn advance(&mut self, steps: u64) -> Result<()> {
+        self.step(steps)
+    }
+    fn observed(&mut self, wanted: &[bool], observe: &mut dyn FnMut(&super::LevelGrid, &[S], bool)) -> Result<()> {
+        self.step_observed(wanted, observe)
+    }
+    fn wait(&self) -> Result<()> {
+        self.synchronize()
+    }
+    fn coarse_time(&self) -> u64 {
+        self.time()
+    }
+    fn grid(&self) -> &Levels {
+        self.levels()
+    }
+    fn scheme(&self) -> Streaming {
+        self.streaming()
+    }
+    fn backend(&self) -> BackendKind {
+        BackendKind::Gpu(self.ordinal())
+    }
+    fn buffers(&self) -> Result<Vec<(Vec<S>, bool)>> {
+        self.read_back()
+    }
+    fn put_buffers(&mut self, f: Vec<Vec<S>>, t: u64) -> Result<()> {
+        self.write_back(f, t)
+    }
+}
