@@ -582,3 +582,110 @@ fn a_dead_rank_ends_the_job() {
     assert!(killed.elapsed().as_secs() < 90, "rank 0 took {} s to notice", killed.elapsed().as_secs());
     assert!(err.contains("rank 0 of 2") && err.contains("exchanges with rank 1"), "{err}");
 }
+
+/// A small refined tunnel: a sphere on level 2, level 1 around it.
+const REFINED: &str = r#"
+[simulation]
+lattice = "D3Q19"
+size = [48, 32, 32]
+steps = 6
+grid = "sparse"
+block = 4
+[physics]
+viscosity = 0.02
+[initial]
+velocity = [0.05, 0.0, 0.0]
+[boundaries]
+x_min = { velocity_inlet = [0.05, 0.0, 0.0], scheme = "regularized" }
+x_max = { pressure_outlet = 0.0, scheme = "regularized" }
+y_min = "periodic"
+y_max = "periodic"
+z_min = "periodic"
+z_max = "periodic"
+[[geometry]]
+name = "ball"
+shape = "sphere"
+centre = [20.0, 15.5, 15.5]
+radius = 2.5
+reference_area = 19.635
+reference_velocity = 0.05
+[refinement]
+levels = 3
+[[refinement.band]]
+level = 2
+around = "ball"
+distance = 2.0
+[[refinement.box]]
+level = 1
+min = [12.0, 8.0, 8.0]
+max = [32.0, 23.0, 23.0]
+[output]
+every = 3
+[[output.picture]]
+quantity = "vorticity"
+[[output.probe]]
+name = "axis"
+from = [2.0, 15.5, 15.5]
+to = [45.0, 15.5, 15.5]
+samples = 44
+"#;
+
+/// A refined case reports its levels, writes one VTK file per level under
+/// a `.vtm`, pictures, probes and forces, and resumes bit for bit.
+#[test]
+fn a_refined_case_writes_every_level_and_resumes_bit_exact() {
+    let dir = scratch("refined");
+    let case = dir.join("refined.toml");
+    std::fs::write(&case, REFINED).unwrap();
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let run = |out: &std::path::Path, steps: &str, resume: bool| {
+        let mut args = vec!["run", case.to_str().unwrap(), "--backend", "cpu", "--steps", steps];
+        args.extend(resume.then_some("--resume"));
+        run_ok(&args, out)
+    };
+    let text = run(&a, "6", false);
+    assert!(text.contains("level 2:") && text.contains("a uniform grid at level 2's spacing"), "{text}");
+    let vtm = std::fs::read_to_string(a.join("refined_00000006.vtm")).unwrap();
+    for l in 0..3 {
+        assert!(vtm.contains(&format!("refined_00000006/level{l}.vtu")), "{vtm}");
+        let vtu = std::fs::read_to_string(a.join(format!("refined_00000006/level{l}.vtu"))).unwrap();
+        assert!(vtu.contains("UnstructuredGrid") && !vtu.contains("NumberOfCells=\"0\""), "level {l}");
+    }
+    assert!(a.join("refined_vorticity_z16_00000006.png").exists());
+    let probe = std::fs::read_to_string(a.join("refined_probe_axis_00000006.csv")).unwrap();
+    assert_eq!(probe.lines().count(), 45);
+    let forces = std::fs::read_to_string(a.join("refined_forces.csv")).unwrap();
+    assert_eq!(forces.lines().filter(|l| l.contains(",ball,")).count(), 2, "{forces}");
+    run(&b, "3", false);
+    run(&b, "6", true);
+    let (ca, cb) = (std::fs::read(a.join("checkpoint.lbm")).unwrap(), std::fs::read(b.join("checkpoint.lbm")).unwrap());
+    assert!(ca == cb, "the resumed refined run differs from the straight one");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Bad refinement requests are refused before anything runs, saying what
+/// is wrong.
+#[test]
+fn bad_refinement_requests_are_refused() {
+    let dir = scratch("refined-bad");
+    for (from, to, expect) in [
+        ("around = \"ball\"", "around = \"cube\"", "neither a [[geometry]] name (\"ball\") nor \"walls\""),
+        ("min = [12.0, 8.0, 8.0]", "min = [60.0, 8.0, 8.0]", "holds no cell centre"),
+        ("levels = 3", "levels = 2", "levels 1 to 1"),
+        ("distance = 2.0", "distance = 1.0", "meets a wall or solid"),
+        (
+            "distance = 2.0",
+            "distance = 2.0\n[[refinement.box]]\nlevel = 1\nmin = [0.0, 0.0, 0.0]\nmax = [3.0, 31.0, 31.0]",
+            "open boundary",
+        ),
+    ] {
+        let case = dir.join("bad.toml");
+        std::fs::write(&case, REFINED.replace(from, to)).unwrap();
+        let out = dir.join("out");
+        let o = lbm().arg("run").arg(&case).args(["--backend", "cpu", "--output"]).arg(&out).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{to}: {err}");
+        assert!(err.contains(expect), "{to}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

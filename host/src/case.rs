@@ -37,6 +37,67 @@ pub struct Case {
     pub geometry: Vec<crate::geometry::GeometrySpec>,
     /// Initial state (default: at rest, density 1).
     pub initial: Option<InitialSection>,
+    /// Levels finer than the grid, in boxes and around objects.
+    pub refinement: Option<RefinementSection>,
+}
+
+/// `[refinement]`: levels of cells 2, 4, 8... times finer than
+/// `[simulation] size`'s, each a block-sparse grid (see [`crate::levels`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefinementSection {
+    /// Number of levels, the grid of `[simulation] size` (level 0) included.
+    pub levels: u32,
+    /// `"fused"` (default): one stream-collide kernel over each level's
+    /// blocks; `"split"`: streaming and collision apart (the baseline).
+    #[serde(default = "default_fusion")]
+    pub fusion: String,
+    /// `[[refinement.box]]`: boxes refined to a level.
+    #[serde(default, rename = "box")]
+    pub boxes: Vec<RefinedBoxSpec>,
+    /// `[[refinement.band]]`: bands around an object or the walls.
+    #[serde(default, rename = "band")]
+    pub bands: Vec<BandSpec>,
+}
+
+/// A box refined to `level`: the cells whose centres lie between `min` and
+/// `max` (cells, or metres with `[units]`, as geometry).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefinedBoxSpec {
+    /// The level (1 is twice as fine as the grid).
+    pub level: u32,
+    /// Lower corner.
+    pub min: [f64; 3],
+    /// Upper corner.
+    pub max: [f64; 3],
+}
+
+/// Every cell within `distance` of an object (a `[[geometry]]` name) or of
+/// the walls (`"walls"`: the faces that are walls or moving walls),
+/// refined to `level`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BandSpec {
+    /// The level.
+    pub level: u32,
+    /// A geometry name, or `"walls"`.
+    pub around: String,
+    /// How far from it (cells, or metres with `[units]`).
+    pub distance: f64,
+}
+
+/// A refined set-up: what to refine, on blocks of which edge.
+#[derive(Clone, Debug)]
+pub struct RefinedSetup {
+    /// The refinement, objects voxelised on every level.
+    pub refinement: crate::levels::Refinement,
+    /// Block edge of every level.
+    pub edge: u32,
+}
+
+fn default_fusion() -> String {
+    "fused".into()
 }
 
 /// `[initial]`: a uniform initial state.
@@ -497,6 +558,8 @@ pub struct Setup {
     pub notes: Vec<String>,
     /// When the case is a porous sample: what the permeability report needs.
     pub porous: Option<PorousSample>,
+    /// Levels finer than the grid, if the case asks for them.
+    pub refinement: Option<RefinedSetup>,
 }
 
 impl Case {
@@ -679,6 +742,8 @@ impl Case {
         let periodic: [bool; 3] = std::array::from_fn(|a| faces[2 * a] == FaceBoundary::Periodic);
         let context = crate::geometry::Context { case_dir, cell_size, periodic, dimension: sim.lattice.dimension() };
         let open_faces: Vec<[i32; 3]> = domain.open.iter().map(|g| g.state.normal).collect();
+        // The flags without the objects, which refinement levels copy.
+        let faces_flags = domain.flags.clone();
         let mut objects = Vec::new();
         for g in &self.geometry {
             objects.push(g.apply(&mut domain, &context, to_lattice_velocity).map_err(in_case(path, "[[geometry]]"))?);
@@ -815,6 +880,15 @@ impl Case {
             crate::sparse::SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups)
                 .map_err(in_case(path, "[simulation] grid"))?;
         }
+        let refinement = match &self.refinement {
+            None => None,
+            Some(r) => {
+                let refined = self
+                    .refined(r, &mut config, faces_flags, &objects, case_dir, cell_size, &faces)
+                    .map_err(in_case(path, "[refinement]"))?;
+                Some(refined)
+            }
+        };
         for p in &self.output.pictures {
             p.slice(config.domain.dims).map_err(in_case(path, "[[output.picture]]"))?;
         }
@@ -875,7 +949,102 @@ impl Case {
             geometry: self.geometry.clone(),
             notes,
             porous,
+            refinement,
         })
+    }
+
+    /// The refinement `r` asks for on `config`'s grid, its objects
+    /// voxelised on each level. Every level is a block-sparse grid (of
+    /// `[simulation] block`, 8 by default), whatever `[simulation] grid` says.
+    #[allow(clippy::too_many_arguments)]
+    fn refined(
+        &self,
+        r: &RefinementSection,
+        config: &mut SolverConfig,
+        faces_flags: crate::cell_blocks::CellBlocks<u8>,
+        objects: &[crate::geometry::Object],
+        case_dir: &Path,
+        cell_size: f64,
+        faces: &[FaceBoundary; 6],
+    ) -> Result<RefinedSetup> {
+        use crate::levels::{band, Fusion, LevelGeometry, RefinedBox, Refinement};
+        let edge = self.simulation.block.unwrap_or(8);
+        if self.simulation.devices.len() > 1 {
+            return Err(Error::Setup(
+                "a refined domain runs on one GPU or the CPU: give one device in [simulation] devices".into(),
+            ));
+        }
+        if self.output.region.is_some() {
+            return Err(Error::Setup(
+                "[output] region applies to uniform grids; a refined domain writes each level's own cells: remove it"
+                    .into(),
+            ));
+        }
+        let fusion = Fusion::ALL.into_iter().find(|f| f.name() == r.fusion).ok_or_else(|| Error::UnknownName {
+            what: "fusion",
+            name: r.fusion.clone(),
+            choices: "\"fused\", \"split\"".into(),
+        })?;
+        let d = config.domain.dims;
+        let n = [d.nx, d.ny, d.nz];
+        let mut boxes = Vec::new();
+        for b in &r.boxes {
+            // Cells whose centres (cell i at i) lie in min..max.
+            let lo: [u32; 3] = std::array::from_fn(|a| (b.min[a] / cell_size).ceil().clamp(0.0, n[a] as f64) as u32);
+            let hi: [u32; 3] =
+                std::array::from_fn(|a| ((b.max[a] / cell_size).floor() + 1.0).clamp(0.0, n[a] as f64) as u32);
+            if (0..3).any(|a| lo[a] >= hi[a]) {
+                return Err(Error::Setup(format!(
+                    "the box {:?} .. {:?} (level {}) holds no cell centre of the domain: give min < max inside the domain",
+                    b.min, b.max, b.level
+                )));
+            }
+            boxes.push(RefinedBox { lo, hi, level: b.level });
+        }
+        for b in &r.bands {
+            let distance = b.distance / cell_size;
+            if !(distance.is_finite() && distance >= 0.0) {
+                return Err(Error::Setup(format!("a band's distance {} must be zero or more", b.distance)));
+            }
+            if b.around == "walls" {
+                let thickness = (distance.ceil() as u32).max(1);
+                for (k, face) in faces.iter().enumerate() {
+                    let (axis, high) = (k / 2, k % 2 == 1);
+                    if !matches!(face, FaceBoundary::Wall | FaceBoundary::MovingWall(_)) || n[axis] == 1 {
+                        continue;
+                    }
+                    let (mut lo, mut hi) = ([0; 3], n);
+                    let t = thickness.min(n[axis]);
+                    (lo[axis], hi[axis]) = if high { (n[axis] - t, n[axis]) } else { (0, t) };
+                    boxes.push(RefinedBox { lo, hi, level: b.level });
+                }
+                continue;
+            }
+            let Some(k) = self.geometry.iter().position(|g| g.name == b.around) else {
+                let names: Vec<String> = self.geometry.iter().map(|g| format!("\"{}\"", g.name)).collect();
+                return Err(Error::Setup(format!(
+                    "a band is around \"{}\", which is neither a [[geometry]] name ({}) nor \"walls\"",
+                    b.around,
+                    if names.is_empty() { "there are none".into() } else { names.join(", ") }
+                )));
+            };
+            boxes.extend(band(&objects[k].cells, distance, b.level, edge));
+        }
+        let geometry = match objects.is_empty() {
+            true => None,
+            false => {
+                let level_objects = self
+                    .geometry
+                    .iter()
+                    .zip(objects)
+                    .map(|(g, o)| g.level_object(o, case_dir))
+                    .collect::<Result<Vec<_>>>()?;
+                Some(LevelGeometry::new(faces_flags, level_objects, r.levels.max(1), cell_size)?)
+            }
+        };
+        config.grid = GridLayout::Sparse { edge };
+        config.groups = crate::groups::BoundaryGroups::Lists;
+        Ok(RefinedSetup { refinement: Refinement { levels: r.levels, boxes, fusion, geometry }, edge })
     }
 }
 

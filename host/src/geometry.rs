@@ -81,6 +81,8 @@ pub struct Object {
     pub notes: Vec<String>,
     /// For packed spheres: the packing.
     pub packing: Option<Packing>,
+    /// The kind its cells took.
+    pub kind: CellKind,
 }
 
 /// What placing geometry needs to know about the case.
@@ -163,6 +165,22 @@ impl GeometrySpec {
     ) -> Result<Object> {
         self.voxelised(domain, context, to_lattice_velocity)
             .map_err(|e| Error::Geometry { name: self.name.clone(), source: Box::new(e) })
+    }
+
+    /// The object as refinement levels voxelise it on their own cells: its
+    /// shape for boxes, spheres, cylinders and meshes; none for voxel
+    /// images and packings, whose level-0 cells every level copies.
+    pub fn level_object(&self, object: &Object, case_dir: &Path) -> Result<crate::levels::LevelObject> {
+        let shape = match self.shape.as_str() {
+            "box" | "sphere" | "cylinder" | "stl" => Some(self.shape(case_dir, &mut Vec::new())?),
+            _ => None,
+        };
+        Ok(crate::levels::LevelObject {
+            name: self.name.clone(),
+            shape,
+            cells: object.cells.clone(),
+            kind: object.kind.to_flag(),
+        })
     }
 
     /// Refuses keys that the shape does not read (they would be ignored).
@@ -311,6 +329,6 @@ impl GeometrySpec {
             None => CellKind::Wall,
         };
         domain.set_where(&cells, kind);
-        Ok(Object { name: self.name.clone(), cells, notes, packing })
+        Ok(Object { name: self.name.clone(), cells, notes, packing, kind })
     }
 }

@@ -91,6 +91,13 @@ pub fn write_slice(
             })
         })
         .collect();
+    write_values(path, w, h, &values)
+}
+
+/// Renders `values` (`w` by `h`, rows from the bottom up, `None` in solid
+/// cells, grey) with a colour bar labelled with their range, and writes a
+/// PNG (atomically).
+pub fn write_values(path: &Path, w: u32, h: u32, values: &[Option<f64>]) -> Result<()> {
     let max = values.iter().flatten().filter(|v| v.is_finite()).fold(0.0f64, |m, &v| m.max(v));
     // Scale small grids up so the picture is at least ~1024 pixels across.
     let scale = (1024 / w.max(h)).clamp(1, 16);

@@ -53,13 +53,25 @@ impl ProbeSpec {
 /// Writes the probe at `step` as CSV (atomically): position and velocity in
 /// lattice units, and, when `dx`/`dt` are known, in metres and m/s too.
 pub fn write_csv(path: &Path, fields: &Fields, spec: &ProbeSpec, step: u64, si: Option<(f64, f64)>) -> Result<()> {
+    write_samples(path, &spec.points(fields.dims), |p| fields.velocity_at(p), step, si)
+}
+
+/// [`write_csv`] of the velocities `velocity` gives at `points` (a
+/// refined domain samples the finest level owning each point).
+pub fn write_samples(
+    path: &Path,
+    points: &[[f64; 3]],
+    velocity: impl Fn([f64; 3]) -> [f64; 3],
+    step: u64,
+    si: Option<(f64, f64)>,
+) -> Result<()> {
     let mut out = String::from("step,x,y,z,ux,uy,uz");
     if si.is_some() {
         out.push_str(",x_m,y_m,z_m,ux_m_s,uy_m_s,uz_m_s");
     }
     out.push('\n');
-    for p in spec.points(fields.dims) {
-        let u = fields.velocity_at(p);
+    for &p in points {
+        let u = velocity(p);
         write!(out, "{step},{},{},{},{:e},{:e},{:e}", p[0], p[1], p[2], u[0], u[1], u[2]).unwrap();
         if let Some((dx, dt)) = si {
             let v = dx / dt;

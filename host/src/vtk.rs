@@ -98,11 +98,40 @@ pub fn write_sparse_fields(
     title: &str,
     view: &View,
 ) -> Result<()> {
+    write_level_fields(path, fields, flags, layout, title, view, &LevelView { level: 0, keep: &|_| true })
+}
+
+/// Which cells of which refinement level a file holds.
+pub struct LevelView<'a> {
+    /// The level: its cells are `2^level` times finer than level 0's,
+    /// whose units (lengths, vorticity) the file keeps.
+    pub level: u32,
+    /// Whether to write the cell at a position (of the level's box).
+    pub keep: &'a dyn Fn([u32; 3]) -> bool,
+}
+
+/// [`write_sparse_fields`] of refinement level `at.level`'s cells that
+/// `at.keep` keeps, placed and scaled in level-0 units (`view`'s region in
+/// level-0 cells).
+pub fn write_level_fields(
+    path: &Path,
+    fields: &Fields,
+    flags: &CellBlocks<u8>,
+    layout: &SparseLayout,
+    title: &str,
+    view: &View,
+    at: &LevelView,
+) -> Result<()> {
     let d = fields.dims;
-    let (lo, hi) = view.region.unwrap_or(([0; 3], [d.nx - 1, d.ny - 1, d.nz - 1]));
+    let l = at.level;
+    let (lo, hi) = match view.region {
+        Some((lo, hi)) => (lo.map(|v| v << l), hi.map(|v| ((v + 1) << l) - 1)),
+        None => ([0; 3], [d.nx - 1, d.ny - 1, d.nz - 1]),
+    };
+    let fine = (1u64 << l) as f64;
     let (length, velocity, density, rate) = match view.si {
-        Some(u) => (u.dx, u.dx / u.dt, u.density, 1.0 / u.dt),
-        None => (1.0, 1.0, 1.0, 1.0),
+        Some(u) => (u.dx / fine, u.dx / u.dt, u.density, fine / u.dt),
+        None => (1.0 / fine, 1.0, 1.0, fine),
     };
     let (b, bz) = (1u32 << layout.shift, 1u32 << layout.shift_z);
     let (px, pz) = (b as u64 + 1, bz as u64 + 1);
@@ -114,7 +143,7 @@ pub fn write_sparse_fields(
             for j in 0..px as u32 {
                 for i in 0..px as u32 {
                     for (a, v) in [i, j, k].into_iter().enumerate() {
-                        points.push(((corner[a] + v) as f64 - 0.5) * length);
+                        points.push(((corner[a] + v) as f64 - 0.5 * fine) * length);
                     }
                 }
             }
@@ -124,7 +153,7 @@ pub fn write_sparse_fields(
             for y in 0..b {
                 for x in 0..b {
                     let p = [corner[0] + x, corner[1] + y, corner[2] + z];
-                    if (0..3).any(|a| p[a] < lo[a] || p[a] > hi[a]) {
+                    if (0..3).any(|a| p[a] < lo[a] || p[a] > hi[a]) || !(at.keep)(p) {
                         continue;
                     }
                     // VTK_VOXEL corner order: x fastest, then y, then z.

@@ -3,6 +3,7 @@
 mod bench;
 mod info;
 mod names;
+mod refined;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};

@@ -10,14 +10,14 @@ use lbm::host::groups::BoundaryGroups;
 use lbm::host::solver::GridLayout;
 use lbm::host::sparse::SparseLayout;
 use lbm::host::{checkpoint, picture, porous, probe, vtk};
-use lbm::{Error, Result, Solver};
+use lbm::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// Above this speed (lattice units, Mach 0.87) a run is taken as diverging.
-const RUNAWAY_SPEED: f64 = 0.5;
+pub(super) const RUNAWAY_SPEED: f64 = 0.5;
 
 /// How the run reports progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -63,6 +63,12 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         setup.output.directory = dir;
     }
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("case").to_string();
+    if setup.refinement.is_some() {
+        if o.rendezvous.is_some() || o.device.is_none() && setup.devices.len() > 1 {
+            return Err(Error::Setup("a refined domain runs on one GPU or the CPU, not over NCCL ranks".into()));
+        }
+        return super::refined::run(path, &name, setup, o);
+    }
     // In an NCCL job only rank 0 reports and writes; the others serve it.
     let ranks = match &o.rendezvous {
         None => None,
@@ -292,7 +298,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         &name,
         &setup,
         &device,
-        solver.as_mut(),
+        solver.time(),
         start.elapsed().as_secs_f64(),
         mlups,
         permeability.as_ref(),
@@ -316,7 +322,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
 }
 
 /// The lines describing a set-up before it runs.
-fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
+pub(super) fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
     let c = &s.config;
     let d = c.domain.dims;
     vec![
@@ -393,7 +399,7 @@ fn check_health(f: &Fields, step: u64) -> Result<()> {
     }
 }
 
-fn progress_bar(total: u64, report: Report) -> ProgressBar {
+pub(super) fn progress_bar(total: u64, report: Report) -> ProgressBar {
     let bar = ProgressBar::new(total);
     if report != Report::Bar {
         bar.set_draw_target(ProgressDrawTarget::hidden());
@@ -406,12 +412,12 @@ fn progress_bar(total: u64, report: Report) -> ProgressBar {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn write_summary(
+pub(super) fn write_summary(
     path: &Path,
     name: &str,
     s: &Setup,
     device: &str,
-    solver: &mut dyn Solver,
+    steps: u64,
     wall_seconds: f64,
     mlups: f64,
     permeability: Option<&porous::Permeability>,
@@ -433,7 +439,7 @@ fn write_summary(
             "force_lattice": c.force,
             "si": s.units,
         },
-        "steps": solver.time(),
+        "steps": steps,
         "wall_time_s": wall_seconds,
         "mlups": mlups,
         "device": device,
@@ -445,7 +451,7 @@ fn write_summary(
     write_atomic(path, text.as_bytes())
 }
 
-fn force_header(s: &Setup) -> String {
+pub(super) fn force_header(s: &Setup) -> String {
     let si = if s.units.is_some() { ",fx_N,fy_N,fz_N" } else { "" };
     format!("step,object,fx,fy,fz{si},c_x,c_y,c_z\n")
 }
@@ -454,7 +460,7 @@ fn force_header(s: &Setup) -> String {
 /// `[units]`), and the coefficients 2 F / (rho U^2 A) when the object gives a
 /// reference area and velocity (drag and lift are the components along and
 /// across the flow).
-fn force_lines(s: &Setup, step: u64, forces: &[[f64; 3]]) -> String {
+pub(super) fn force_lines(s: &Setup, step: u64, forces: &[[f64; 3]]) -> String {
     let mut out = String::new();
     for ((o, g), f) in s.objects.iter().zip(&s.geometry).zip(forces) {
         out.push_str(&format!("{step},{},{:e},{:e},{:e}", o.name, f[0], f[1], f[2]));

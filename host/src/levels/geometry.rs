@@ -17,7 +17,7 @@ pub struct LevelObject {
     /// times the cell size), voxelised on each level's cells; `None` for a
     /// voxel image or a packing, whose level-0 cells every level copies
     /// (an image holds no detail finer than its voxels).
-    pub shape: Option<Box<dyn Shape + Send + Sync>>,
+    pub shape: Option<Box<dyn Shape + Sync>>,
     /// Its level-0 cells.
     pub cells: CellBlocks<bool>,
     /// The flag its cells take.

@@ -26,6 +26,7 @@ mod build;
 mod cpu;
 mod geometry;
 mod gpu;
+pub mod output;
 mod solver;
 
 pub use build::{LevelGrid, Levels};
@@ -43,6 +44,64 @@ pub struct RefinedBox {
     pub hi: [u32; 3],
     /// The level (1 is twice as fine as level 0).
     pub level: u32,
+}
+
+/// Boxes refining to `level` every level-0 cell within `distance` cells
+/// (Euclidean, between cell centres) of a cell of `object`, merged into
+/// one box per block of `level` (blocks of `edge` cells there) they touch.
+pub fn band(object: &crate::cell_blocks::CellBlocks<bool>, distance: f64, level: u32, edge: u32) -> Vec<RefinedBox> {
+    let d = object.dims();
+    let n = [d.nx, d.ny, d.nz];
+    // Level-0 cells per block of `level` along an axis (one cell at least).
+    let group = (edge >> level.min(31)).max(1);
+    let reach = distance.max(0.0).floor() as i64;
+    let mut groups = std::collections::BTreeSet::new();
+    let inside = |p: [i64; 3]| (0..3).all(|a| p[a] >= 0 && p[a] < n[a] as i64) && object[p.map(|v| v as u32)];
+    for (b, view) in object.blocks() {
+        if matches!(view, crate::cell_blocks::BlockView::Uniform(false)) {
+            continue;
+        }
+        let (lo, hi) = object.block_box(b);
+        for z in lo[2]..hi[2] {
+            for y in lo[1]..hi[1] {
+                for x in lo[0]..hi[0] {
+                    let p = [x as i64, y as i64, z as i64];
+                    // Only the surface matters: an inner cell's ball lies in
+                    // its neighbours' balls and the object.
+                    let surface = (0..3).any(|a| {
+                        [-1, 1].iter().any(|&s| {
+                            let mut q = p;
+                            q[a] += s;
+                            n[a] > 1 && !inside(q)
+                        })
+                    });
+                    if !inside(p) || (!surface && reach > 0) {
+                        continue;
+                    }
+                    let zs = if n[2] == 1 { 0..=0 } else { -reach..=reach };
+                    for dz in zs {
+                        for dy in -reach..=reach {
+                            for dx in -reach..=reach {
+                                let q = [p[0] + dx, p[1] + dy, p[2] + dz];
+                                let far = ((dx * dx + dy * dy + dz * dz) as f64).sqrt() > distance;
+                                if !far && (0..3).all(|a| q[a] >= 0 && q[a] < n[a] as i64) {
+                                    groups.insert(q.map(|v| v as u32 / group));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|g| RefinedBox {
+            lo: std::array::from_fn(|a| g[a] * group),
+            hi: std::array::from_fn(|a| ((g[a] + 1) * group).min(n[a])),
+            level,
+        })
+        .collect()
 }
 
 /// What a case asks to refine.

@@ -162,6 +162,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage, R: LevelStore<L, Q, S>> RefinedS
             }
             out[l as usize].set(p, v);
         })?;
+        super::output::fill_unowned(self.run.grid(), &mut out);
         Ok(out)
     }
 
