@@ -178,7 +178,21 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage, R: LevelStore<L, Q, S>> RefinedS
     fn step_with_forces(&mut self, objects: &[Vec<CellBlocks<bool>>]) -> Result<Vec<[f64; 3]>> {
         let count = objects.first().map_or(0, Vec::len);
         let mut forces = vec![[0.0; 3]; count];
-        let wanted: Vec<bool> = objects.iter().map(|masks| masks.iter().any(|m| m.any(|inside| inside))).collect();
+        // The levels where an object has cells of its own (not only cells
+        // a finer level covers): only those are read back.
+        let wanted: Vec<bool> = objects
+            .iter()
+            .zip(&self.run.grid().levels)
+            .map(|(masks, level)| {
+                masks.iter().any(|m| {
+                    let mut own = false;
+                    m.for_each_pair(&level.domain.flags, |_, inside, flag, _| {
+                        own |= inside && flag != kernels_gpu::flags::REFINED
+                    });
+                    own
+                })
+            })
+            .collect();
         let dimension = if self.config.domain.dims.nz == 1 { 2 } else { 3 };
         let scheme = self.run.scheme();
         self.run.observed(&wanted, &mut |level, f, odd| {
