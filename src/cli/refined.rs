@@ -4,7 +4,8 @@
 //! the finest level owning each point, forces averaged over a coarse step.
 
 use super::run::{
-    describe_setup, force_header, force_lines, progress_bar, write_summary, Outcome, Report, RunOptions, RUNAWAY_SPEED,
+    describe_setup, force_header, force_lines, interrupt_flag, next_event, progress_bar, report_progress,
+    write_summary, Outcome, Report, RunOptions, RUNAWAY_SPEED,
 };
 use lbm::host::case::Setup;
 use lbm::host::files::write_atomic;
@@ -12,8 +13,7 @@ use lbm::host::levels::{build_refined, output, LevelFields};
 use lbm::host::{checkpoint, picture, probe, vtk};
 use lbm::{Error, Result};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<Outcome> {
@@ -60,15 +60,7 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
     for (o, g) in setup.objects.iter().zip(&setup.geometry) {
         say(format!("geometry `{}`: {} level-0 cells", g.name, o.cells.count(|c| c)));
     }
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupted.clone();
-        let _ = ctrlc::set_handler(move || {
-            if flag.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-        });
-    }
+    let interrupted = interrupt_flag();
     let dir = setup.output.directory.clone();
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let checkpoint_path = dir.join("checkpoint.lbm");
@@ -82,15 +74,7 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
     let (every, ckpt_every, check_every) =
         (setup.output.every, setup.output.checkpoint_every, setup.output.check_every);
     let due = |t: u64, n: u64| n > 0 && t.is_multiple_of(n);
-    let next_event = |t: u64| {
-        [every, ckpt_every, check_every]
-            .into_iter()
-            .filter(|&n| n > 0)
-            .map(|n| (t / n + 1) * n)
-            .chain([total, t + (total / 100).max(1)])
-            .min()
-            .unwrap()
-    };
+    let next_event = |t: u64| next_event(t, total, [every, ckpt_every, check_every]);
     // Updates per coarse step: a level-l cell updates 2^l times.
     let cells: f64 = solver.levels().own_cells().iter().enumerate().map(|(l, &n)| (n as u64) << l).sum::<u64>() as f64;
     let bar = progress_bar(total, o.report);
@@ -120,13 +104,7 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
         stepping += dt;
         steps_run += n;
         let t = solver.time();
-        let mlups = cells * n as f64 / dt / 1e6;
-        bar.set_position(t);
-        bar.set_message(format!("{mlups:.0} MLUPS"));
-        if o.report == Report::JsonLines {
-            let eta = (total - t) as f64 * dt / n as f64;
-            println!("{{\"step\":{t},\"total\":{total},\"mlups\":{mlups:.1},\"eta_s\":{eta:.1}}}");
-        }
+        report_progress(&bar, o.report, t, total, cells * n as f64 / dt / 1e6, (total - t) as f64 * dt / n as f64);
         let stop = interrupted.load(Ordering::SeqCst);
         let write_fields = due(t, every) || t == total;
         let write_ckpt = due(t, ckpt_every) || t == total || stop;

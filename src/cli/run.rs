@@ -64,7 +64,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     }
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("case").to_string();
     if setup.refinement.is_some() {
-        if o.rendezvous.is_some() || o.device.is_none() && setup.devices.len() > 1 {
+        if o.rendezvous.is_some() {
             return Err(Error::Setup("a refined domain runs on one GPU or the CPU, not over NCCL ranks".into()));
         }
         return super::refined::run(path, &name, setup, o);
@@ -98,20 +98,9 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     for note in setup.notes.iter().filter(|_| root) {
         eprintln!("warning: {note}");
     }
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        // The first Ctrl-C asks for a checkpoint at the next output step; a
-        // second one ends the process at once. Installed before an NCCL job
-        // starts, so that one Ctrl-C under a launcher leaves every rank
-        // running until rank 0 has checkpointed.
-        let flag = interrupted.clone();
-        // A second handler cannot be installed in the same process (tests); ignore that.
-        let _ = ctrlc::set_handler(move || {
-            if flag.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-        });
-    }
+    // Installed before an NCCL job starts, so that one Ctrl-C under a
+    // launcher leaves every rank running until rank 0 has checkpointed.
+    let interrupted = interrupt_flag();
     let masks: Vec<CellBlocks<bool>> = setup.objects.iter().map(|o| o.cells.clone()).collect();
     // A sparse grid's VTK files hold its stored blocks only, when that is
     // the smaller file.
@@ -162,15 +151,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let ckpt_every = setup.output.checkpoint_every;
     let check_every = setup.output.check_every;
     let due = |t: u64, n: u64| n > 0 && t.is_multiple_of(n);
-    let next_event = |t: u64| {
-        [every, ckpt_every, check_every]
-            .into_iter()
-            .filter(|&n| n > 0)
-            .map(|n| (t / n + 1) * n)
-            .chain([total, t + (total / 100).max(1)])
-            .min()
-            .unwrap()
-    };
+    let next_event = |t: u64| next_event(t, total, [every, ckpt_every, check_every]);
     let bar = progress_bar(total, o.report);
     bar.set_position(solver.time());
     // Cells updated per step: the box's on a dense grid, the flow cells on a
@@ -193,13 +174,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         stepping += dt;
         steps_run += n;
         let t = solver.time();
-        let mlups = cells * n as f64 / dt / 1e6;
-        bar.set_position(t);
-        bar.set_message(format!("{mlups:.0} MLUPS"));
-        if o.report == Report::JsonLines {
-            let eta = (total - t) as f64 * dt / n as f64;
-            println!("{{\"step\":{t},\"total\":{total},\"mlups\":{mlups:.1},\"eta_s\":{eta:.1}}}");
-        }
+        report_progress(&bar, o.report, t, total, cells * n as f64 / dt / 1e6, (total - t) as f64 * dt / n as f64);
         let stop = interrupted.load(Ordering::SeqCst);
         let write_fields = due(t, every) || t == total;
         let write_ckpt = due(t, ckpt_every) || t == total || stop;
@@ -319,6 +294,42 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         ),
     }
     Ok(outcome)
+}
+
+/// A flag the first Ctrl-C raises, asking for a checkpoint at the next
+/// output step; a second Ctrl-C ends the process at once.
+pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = interrupted.clone();
+    // A second handler cannot be installed in the same process (tests); ignore that.
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    interrupted
+}
+
+/// The next step after `t` at which something is due: an output of one of
+/// the intervals `every` (0: never), the end, or a progress report (every
+/// hundredth of the run).
+pub(super) fn next_event(t: u64, total: u64, every: [u64; 3]) -> u64 {
+    every
+        .into_iter()
+        .filter(|&n| n > 0)
+        .map(|n| (t / n + 1) * n)
+        .chain([total, t + (total / 100).max(1)])
+        .min()
+        .unwrap()
+}
+
+/// Shows step `t` of `total` at `mlups` with `eta` seconds left, as `report` asks.
+pub(super) fn report_progress(bar: &ProgressBar, report: Report, t: u64, total: u64, mlups: f64, eta: f64) {
+    bar.set_position(t);
+    bar.set_message(format!("{mlups:.0} MLUPS"));
+    if report == Report::JsonLines {
+        println!("{{\"step\":{t},\"total\":{total},\"mlups\":{mlups:.1},\"eta_s\":{eta:.1}}}");
+    }
 }
 
 /// The lines describing a set-up before it runs.
