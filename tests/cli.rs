@@ -663,6 +663,69 @@ fn a_refined_case_writes_every_level_and_resumes_bit_exact() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `forces_every` samples the forces between outputs; a resumed run keeps
+/// the rows before its checkpoint, and the summary's mean is the mean of
+/// the rows in the trailing window. Uniform and refined loops alike.
+#[test]
+fn forces_are_sampled_between_outputs_and_averaged_over_the_window() {
+    let dir = scratch("force-window");
+    let refined = REFINED.replace("every = 3\n", "every = 3\nforces_every = 1\nforce_window = 4\nvtk = false\n");
+    let uniform =
+        refined[..refined.find("[refinement]").unwrap()].to_string() + "[output]\nforces_every = 1\nforce_window = 4\n";
+    for (name, text) in [("refined", refined), ("uniform", uniform)] {
+        let case = dir.join(format!("{name}.toml"));
+        std::fs::write(&case, text).unwrap();
+        let out = dir.join(name);
+        let args = |steps: &'static str| vec!["run", case.to_str().unwrap(), "--backend", "cpu", "--steps", steps];
+        run_ok(&args("3"), &out);
+        let mut resumed = args("6");
+        resumed.push("--resume");
+        let said = run_ok(&resumed, &out);
+        let csv = std::fs::read_to_string(out.join(format!("{name}_forces.csv"))).unwrap();
+        let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+        let steps: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+        assert_eq!(steps, ["1", "2", "3", "4", "5", "6"], "{name}: {csv}");
+        let c_x: Vec<f64> = rows.iter().map(|r| r[5].parse().unwrap()).collect();
+        let mean = c_x[2..].iter().sum::<f64>() / 4.0;
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        let m = &summary["forces_mean"];
+        assert_eq!((m["from_step"].as_u64(), m["samples"].as_u64()), (Some(3), Some(4)), "{name}: {m}");
+        let got = m["objects"][0]["coefficients"][0].as_f64().unwrap();
+        assert!((got - mean).abs() <= 1e-12 * mean.abs(), "{name}: mean c_x {got} vs the rows' {mean}");
+        assert!(said.contains("ball: mean c = (") && said.contains("over steps 3 to 6 (4 samples)"), "{said}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The example refined tunnel (three levels, the sphere 64 cells across on
+/// the finest): the drag coefficient at Re 100, averaged over the second
+/// half of the run, against the standard drag curve's 1.087 (Clift, Grace
+/// and Weber 1978). Measured 1.111 here, 1.109 with the sphere 80 cells
+/// across, in a box a third wider, or at Mach 0.14 instead of 0.17: what is
+/// left is mostly the staircase wall's first-order error (a fit in 1/D over
+/// 64 and 80 cells puts the limit at 1.102, 0.9% of the curve's value below
+/// this case's). Allowed: 2% and that 1%.
+#[test]
+fn the_refined_sphere_tunnel_gives_the_standard_drag_at_re_100() {
+    let test = "the_refined_sphere_tunnel_gives_the_standard_drag_at_re_100";
+    if let Err(e) = lbm::host::gpu::device_count() {
+        if std::env::var("LBM_REQUIRE_GPU").as_deref() == Ok("1") {
+            panic!("{test}: LBM_REQUIRE_GPU=1 but no GPU: {e}");
+        }
+        eprintln!("SKIPPED {test}: no GPU ({e})");
+        return;
+    }
+    let out = scratch("sphere-refined");
+    let said = run_ok(&["run", "cases/sphere-refined.toml", "--backend", "gpu", "--report", "quiet"], &out);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let c_d = summary["forces_mean"]["objects"][0]["coefficients"][0].as_f64().unwrap();
+    eprintln!("{test}: c_d {c_d:.4} ({:+.2}% of 1.087); {said}", 100.0 * (c_d / 1.087 - 1.0));
+    assert!((c_d / 1.087 - 1.0).abs() < 0.03, "drag coefficient {c_d}, the standard curve 1.087");
+    std::fs::remove_dir_all(&out).ok();
+}
+
 /// Bad refinement requests are refused before anything runs, saying what
 /// is wrong.
 #[test]

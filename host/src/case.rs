@@ -358,6 +358,13 @@ pub struct OutputSection {
     /// Line probes, written as CSV at each output.
     #[serde(default, rename = "probe")]
     pub probes: Vec<crate::probe::ProbeSpec>,
+    /// Steps between rows of the forces CSV (0: at each output).
+    #[serde(default)]
+    pub forces_every: u64,
+    /// Steps at the end of the run the summary's mean forces cover (0: the
+    /// last half of the run).
+    #[serde(default)]
+    pub force_window: u64,
 }
 
 /// `[[output.picture]]`: a slice picture.
@@ -433,6 +440,8 @@ impl Default for OutputSection {
             every: 0,
             checkpoint_every: 0,
             check_every: default_check_every(),
+            forces_every: 0,
+            force_window: 0,
             vtk: true,
             region: None,
             vtk_units: default_lattice(),

@@ -1,6 +1,7 @@
 //! Command-line interface.
 
 mod bench;
+mod forces;
 mod info;
 mod names;
 mod refined;

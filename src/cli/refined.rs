@@ -3,12 +3,12 @@
 //! levels: one VTK file per level under a `.vtm`, pictures and probes from
 //! the finest level owning each point, forces averaged over a coarse step.
 
+use super::forces::{self, ForceLog};
 use super::run::{
-    describe_setup, force_header, force_lines, interrupt_flag, next_event, progress_bar, report_progress,
-    write_summary, Outcome, Report, RunOptions, RUNAWAY_SPEED,
+    describe_setup, interrupt_flag, next_event, progress_bar, report_progress, write_summary, Outcome, Report,
+    RunOptions, RUNAWAY_SPEED,
 };
 use lbm::host::case::Setup;
-use lbm::host::files::write_atomic;
 use lbm::host::levels::{build_refined, output, LevelFields};
 use lbm::host::{checkpoint, picture, probe, vtk};
 use lbm::{Error, Result};
@@ -70,11 +70,13 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
         solver.restore_state(&state)?;
         say(format!("resumed from {} at step {}", checkpoint_path.display(), state.time));
     }
+    let mut force_log = ForceLog::new(&dir, name, &setup, o.resume.then(|| solver.time()))?;
     let total = setup.steps;
     let (every, ckpt_every, check_every) =
         (setup.output.every, setup.output.checkpoint_every, setup.output.check_every);
     let due = |t: u64, n: u64| n > 0 && t.is_multiple_of(n);
-    let next_event = |t: u64| next_event(t, total, [every, ckpt_every, check_every]);
+    let forces_every = setup.output.forces_every;
+    let next_event = |t: u64| next_event(t, total, [every, ckpt_every, check_every, forces_every]);
     // Updates per coarse step: a level-l cell updates 2^l times.
     let cells: f64 = solver.levels().own_cells().iter().enumerate().map(|(l, &n)| (n as u64) << l).sum::<u64>() as f64;
     let bar = progress_bar(total, o.report);
@@ -84,13 +86,14 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
     let mut outcome = Outcome::Finished;
     let mut previous: Option<LevelFields> = None;
     let mut steady = false;
-    let mut force_rows = String::new();
     while solver.time() < total {
         let target = next_event(solver.time()).min(total);
         let n = target - solver.time();
-        // Forces are averaged over the last coarse step before an output.
+        // Forces are averaged over the fine steps of the coarse step before
+        // a sample (and before a steady-state check, which may end the run).
         let forces_due = !masks.is_empty()
-            && (due(target, every) || target == total || setup.steady_tolerance.is_some() && due(target, check_every));
+            && (forces::due(&setup.output, target, total)
+                || setup.steady_tolerance.is_some() && due(target, check_every));
         let t0 = Instant::now();
         let forces = if forces_due {
             solver.step(n - 1)?;
@@ -108,6 +111,10 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
         let stop = interrupted.load(Ordering::SeqCst);
         let write_fields = due(t, every) || t == total;
         let write_ckpt = due(t, ckpt_every) || t == total || stop;
+        let sampled = forces::due(&setup.output, t, total);
+        if let (Some(forces), true) = (&forces, sampled) {
+            force_log.push(&setup, t, forces)?;
+        }
         if !(write_fields || write_ckpt || due(t, check_every)) {
             continue;
         }
@@ -128,12 +135,8 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
         }
         if write_fields || steady {
             write_outputs(&dir, name, &setup, solver.levels(), &fields, t)?;
-            if let Some(forces) = &forces {
-                force_rows.push_str(&force_lines(&setup, t, forces));
-                write_atomic(
-                    &dir.join(format!("{name}_forces.csv")),
-                    format!("{}{force_rows}", force_header(&setup)).as_bytes(),
-                )?;
+            if let (Some(forces), true) = (&forces, steady && !sampled) {
+                force_log.push(&setup, t, forces)?;
             }
         }
         if write_ckpt || steady {
@@ -152,6 +155,7 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
     }
     bar.finish_and_clear();
     let mlups = if stepping > 0.0 { cells * steps_run as f64 / stepping / 1e6 } else { 0.0 };
+    let forces_mean = force_log.report(&setup, solver.time(), o.report == Report::Bar);
     write_summary(
         &dir.join("summary.json"),
         name,
@@ -161,6 +165,7 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
         start.elapsed().as_secs_f64(),
         mlups,
         None,
+        forces_mean.as_ref(),
     )?;
     match outcome {
         Outcome::Finished => println!(

@@ -1,6 +1,7 @@
 //! `lbm run CASE.toml`: the time loop with outputs, health checks,
 //! checkpoints, Ctrl-C and resume.
 
+use super::forces::{self, ForceLog, ForceMean};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lbm::host::case::{Case, Setup};
 use lbm::host::cell_blocks::CellBlocks;
@@ -114,7 +115,6 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         )?)
         .filter(vtk::sparse_file_is_smaller),
     };
-    let mut force_rows = String::new();
     let dir = setup.output.directory.clone();
     if root {
         std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
@@ -145,13 +145,15 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         solver.restore_state(&state)?;
         say(format!("resumed from {} at step {}", checkpoint_path.display(), state.time));
     }
+    let mut force_log = ForceLog::new(&dir, &name, &setup, o.resume.then(|| solver.time()))?;
 
     let total = setup.steps;
     let every = setup.output.every;
     let ckpt_every = setup.output.checkpoint_every;
     let check_every = setup.output.check_every;
     let due = |t: u64, n: u64| n > 0 && t.is_multiple_of(n);
-    let next_event = |t: u64| next_event(t, total, [every, ckpt_every, check_every]);
+    let forces_every = setup.output.forces_every;
+    let next_event = |t: u64| next_event(t, total, [every, ckpt_every, check_every, forces_every]);
     let bar = progress_bar(total, o.report);
     bar.set_position(solver.time());
     // Cells updated per step: the box's on a dense grid, the flow cells on a
@@ -178,6 +180,10 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         let stop = interrupted.load(Ordering::SeqCst);
         let write_fields = due(t, every) || t == total;
         let write_ckpt = due(t, ckpt_every) || t == total || stop;
+        let sampled = !masks.is_empty() && forces::due(&setup.output, t, total);
+        if sampled {
+            force_log.push(&setup, t, &solver.forces(&masks)?)?;
+        }
         if write_fields || write_ckpt || due(t, check_every) {
             let fields = solver.fields()?;
             if let Err(e) = check_health(&fields, t) {
@@ -201,6 +207,9 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             }
             let write_fields = write_fields || steady;
             let write_ckpt = write_ckpt || steady;
+            if steady && !sampled && !masks.is_empty() {
+                force_log.push(&setup, t, &solver.forces(&masks)?)?;
+            }
             if write_fields {
                 let flags = &setup.config.domain.flags;
                 if setup.output.vtk {
@@ -224,14 +233,6 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
                     let quantity = format!("{:?}", p.quantity).to_lowercase();
                     let file = dir.join(format!("{name}_{quantity}_{}{}_{t:08}.png", p.normal, slice.index));
                     picture::write_slice(&file, &fields, flags, p.quantity, slice)?;
-                }
-                if !masks.is_empty() {
-                    let forces = solver.forces(&masks)?;
-                    force_rows.push_str(&force_lines(&setup, t, &forces));
-                    write_atomic(
-                        &dir.join(format!("{name}_forces.csv")),
-                        format!("{}{force_rows}", force_header(&setup)).as_bytes(),
-                    )?;
                 }
                 for p in &setup.output.probes {
                     let si = setup.units.map(|u| (u.dx, u.dt));
@@ -268,6 +269,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             println!("{line}");
         }
     }
+    let forces_mean = force_log.report(&setup, solver.time(), o.report == Report::Bar);
     write_summary(
         &dir.join("summary.json"),
         &name,
@@ -277,6 +279,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         start.elapsed().as_secs_f64(),
         mlups,
         permeability.as_ref(),
+        forces_mean.as_ref(),
     )?;
     match outcome {
         Outcome::Finished => println!(
@@ -313,7 +316,7 @@ pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
 /// The next step after `t` at which something is due: an output of one of
 /// the intervals `every` (0: never), the end, or a progress report (every
 /// hundredth of the run).
-pub(super) fn next_event(t: u64, total: u64, every: [u64; 3]) -> u64 {
+pub(super) fn next_event<const N: usize>(t: u64, total: u64, every: [u64; N]) -> u64 {
     every
         .into_iter()
         .filter(|&n| n > 0)
@@ -432,6 +435,7 @@ pub(super) fn write_summary(
     wall_seconds: f64,
     mlups: f64,
     permeability: Option<&porous::Permeability>,
+    forces: Option<&ForceMean>,
 ) -> Result<()> {
     let c = &s.config;
     let d = c.domain.dims;
@@ -455,42 +459,10 @@ pub(super) fn write_summary(
         "mlups": mlups,
         "device": device,
         "permeability": permeability,
+        "forces_mean": forces.map(|m| m.json(s)),
         "lbm_version": env!("CARGO_PKG_VERSION"),
     });
     let text =
         serde_json::to_string_pretty(&summary).map_err(|e| Error::Setup(format!("cannot encode the summary: {e}")))?;
     write_atomic(path, text.as_bytes())
-}
-
-pub(super) fn force_header(s: &Setup) -> String {
-    let si = if s.units.is_some() { ",fx_N,fy_N,fz_N" } else { "" };
-    format!("step,object,fx,fy,fz{si},c_x,c_y,c_z\n")
-}
-
-/// One CSV line per object: force in lattice units (and newtons with
-/// `[units]`), and the coefficients 2 F / (rho U^2 A) when the object gives a
-/// reference area and velocity (drag and lift are the components along and
-/// across the flow).
-pub(super) fn force_lines(s: &Setup, step: u64, forces: &[[f64; 3]]) -> String {
-    let mut out = String::new();
-    for ((o, g), f) in s.objects.iter().zip(&s.geometry).zip(forces) {
-        out.push_str(&format!("{step},{},{:e},{:e},{:e}", o.name, f[0], f[1], f[2]));
-        if let Some(u) = s.units {
-            let newton = u.density * u.dx.powi(4) / (u.dt * u.dt);
-            out.push_str(&format!(",{:e},{:e},{:e}", f[0] * newton, f[1] * newton, f[2] * newton));
-        }
-        match (g.reference_area, g.reference_velocity) {
-            (Some(area), Some(vel)) => {
-                // To lattice units: area in cells^2, velocity in cells per step.
-                let (a, v) = match s.units {
-                    Some(u) => (area / (u.dx * u.dx), vel * u.dt / u.dx),
-                    None => (area, vel),
-                };
-                let q = 0.5 * v * v * a;
-                out.push_str(&format!(",{:e},{:e},{:e}\n", f[0] / q, f[1] / q, f[2] / q));
-            }
-            _ => out.push_str(",,,\n"),
-        }
-    }
-    out
 }

@@ -52,6 +52,37 @@ pub trait RefinedSolver: Send {
     fn restore_state(&mut self, state: &SavedState) -> Result<()>;
 }
 
+/// Whether a cell of `mask` has a lattice neighbour that is one of its
+/// level's own cells (`flags`: the level's).
+fn touches_own<L: Lattice<Q>, const Q: usize>(mask: &CellBlocks<bool>, flags: &CellBlocks<u8>) -> bool {
+    use kernels_gpu::flags::{COALESCED, FLUID, KIND_MASK};
+    let d = mask.dims();
+    let n = [d.nx, d.ny, d.nz];
+    let edge = mask.edge();
+    let own_next_to = |p: [u32; 3]| {
+        L::C.iter().skip(1).any(|c| {
+            let q: [u32; 3] = std::array::from_fn(|a| (p[a] as i64 + c[a] as i64).rem_euclid(n[a] as i64) as u32);
+            matches!(flags[q] & KIND_MASK, FLUID | COALESCED)
+        })
+    };
+    let mut found = false;
+    mask.for_each_run(|p, inside, cells| {
+        if !inside || found {
+            return;
+        }
+        if cells == 1 {
+            found = own_next_to(p);
+            return;
+        }
+        // A block inside the object: its cells one by one.
+        let hi: [u32; 3] = std::array::from_fn(|a| (p[a] + edge[a]).min(n[a]));
+        found = (p[2]..hi[2])
+            .flat_map(|z| (p[1]..hi[1]).flat_map(move |y| (p[0]..hi[0]).map(move |x| [x, y, z])))
+            .any(own_next_to);
+    });
+    found
+}
+
 /// The refined domain of `config` as `refinement` asks, on blocks of edge
 /// `edge`, on `backend` (`ptx`: the kernels for a GPU).
 pub fn build_refined(
@@ -178,20 +209,13 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage, R: LevelStore<L, Q, S>> RefinedS
     fn step_with_forces(&mut self, objects: &[Vec<CellBlocks<bool>>]) -> Result<Vec<[f64; 3]>> {
         let count = objects.first().map_or(0, Vec::len);
         let mut forces = vec![[0.0; 3]; count];
-        // The levels where an object has cells of its own (not only cells
-        // a finer level covers): only those are read back.
+        // Only the levels where an object has a cell next to one of the
+        // level's own cells are read back (on the others, finer levels
+        // cover the object's surroundings).
         let wanted: Vec<bool> = objects
             .iter()
             .zip(&self.run.grid().levels)
-            .map(|(masks, level)| {
-                masks.iter().any(|m| {
-                    let mut own = false;
-                    m.for_each_pair(&level.domain.flags, |_, inside, flag, _| {
-                        own |= inside && flag != kernels_gpu::flags::REFINED
-                    });
-                    own
-                })
-            })
+            .map(|(masks, level)| masks.iter().any(|m| touches_own::<L, Q>(m, &level.domain.flags)))
             .collect();
         let dimension = if self.config.domain.dims.nz == 1 { 2 } else { 3 };
         let scheme = self.run.scheme();

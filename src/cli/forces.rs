@@ -1,0 +1,201 @@
+//! The forces on the case's objects through a run: the rows of
+//! `NAME_forces.csv` and their mean over the trailing window of the run,
+//! which the summary and the last report line give. A single step's force
+//! carries the pressure waves that an impulsive start leaves bouncing
+//! between inlet and outlet; the window's mean does not.
+
+use lbm::host::case::{OutputSection, Setup};
+use lbm::host::files::write_atomic;
+use lbm::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// Whether step `t` of a run of `total` steps samples the forces: every
+/// `forces_every` steps, or at each output, and at the end.
+pub fn due(o: &OutputSection, t: u64, total: u64) -> bool {
+    let n = if o.forces_every > 0 { o.forces_every } else { o.every };
+    (n > 0 && t.is_multiple_of(n)) || t == total
+}
+
+/// Every force sample of a run, in step order.
+pub struct ForceLog {
+    file: PathBuf,
+    header: String,
+    rows: String,
+    /// Step and force (lattice units) on each object.
+    samples: Vec<(u64, Vec<[f64; 3]>)>,
+}
+
+/// The mean force on each object over the last `window` steps of a run.
+pub struct ForceMean {
+    /// First and last step averaged, and the number of samples.
+    pub from: u64,
+    pub to: u64,
+    pub samples: usize,
+    /// Per object: mean force (lattice units) and coefficients, if the
+    /// object gives a reference area and velocity.
+    pub force: Vec<[f64; 3]>,
+    pub coefficients: Vec<Option<[f64; 3]>>,
+}
+
+impl ForceLog {
+    /// A log writing `NAME_forces.csv` in `dir`. Resuming at step `resumed`
+    /// keeps the rows a previous run wrote up to that step, so the file and
+    /// the mean cover the whole run.
+    pub fn new(dir: &Path, name: &str, setup: &Setup, resumed: Option<u64>) -> Result<Self> {
+        let file = dir.join(format!("{name}_forces.csv"));
+        let mut log = ForceLog { file, header: header(setup), rows: String::new(), samples: Vec::new() };
+        if let Some(t) = resumed {
+            log.keep_rows_until(setup, t)?;
+        }
+        Ok(log)
+    }
+
+    /// Reads back the rows up to step `t` of an existing file (none if it
+    /// is missing: a run whose objects were never sampled).
+    fn keep_rows_until(&mut self, setup: &Setup, t: u64) -> Result<()> {
+        let text = match std::fs::read_to_string(&self.file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => return Err(Error::Io { path: self.file.clone(), source }),
+        };
+        let objects = setup.objects.len();
+        let mut current: Option<(u64, Vec<[f64; 3]>)> = None;
+        for line in text.lines().skip(1) {
+            let bad = || {
+                Error::Setup(format!(
+                    "{} has a line `{line}` that is not a force row: move the file away to start its rows afresh",
+                    self.file.display()
+                ))
+            };
+            let cols: Vec<&str> = line.split(',').collect();
+            let step: u64 = cols.first().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+            if step > t {
+                break;
+            }
+            let f = |k: usize| cols.get(k).and_then(|s| s.parse::<f64>().ok()).ok_or_else(bad);
+            let force = [f(2)?, f(3)?, f(4)?];
+            match &mut current {
+                Some((s, v)) if *s == step => v.push(force),
+                _ => {
+                    if let Some(done) = current.take() {
+                        self.samples.push(done);
+                    }
+                    current = Some((step, vec![force]));
+                }
+            }
+            self.rows.push_str(line);
+            self.rows.push('\n');
+        }
+        self.samples.extend(current);
+        self.samples.retain(|(_, v)| v.len() == objects);
+        Ok(())
+    }
+
+    /// Adds the forces at step `t` and rewrites the file (atomically).
+    pub fn push(&mut self, setup: &Setup, t: u64, forces: &[[f64; 3]]) -> Result<()> {
+        self.rows.push_str(&lines(setup, t, forces));
+        self.samples.push((t, forces.to_vec()));
+        write_atomic(&self.file, format!("{}{}", self.header, self.rows).as_bytes())
+    }
+
+    /// The mean over the case's trailing window at the end of a run at step
+    /// `end`, printed when `say`.
+    pub fn report(&self, setup: &Setup, end: u64, say: bool) -> Option<ForceMean> {
+        let window = match setup.output.force_window {
+            0 => setup.steps.div_ceil(2),
+            w => w,
+        };
+        let mean = self.mean(setup, end, window)?;
+        if say {
+            for line in mean.describe(setup) {
+                println!("{line}");
+            }
+        }
+        Some(mean)
+    }
+
+    /// The mean over the samples of the last `window` steps before `end`
+    /// (`None` without samples there).
+    pub fn mean(&self, setup: &Setup, end: u64, window: u64) -> Option<ForceMean> {
+        let from = end.saturating_sub(window);
+        let kept: Vec<_> = self.samples.iter().filter(|(s, _)| *s > from && *s <= end).collect();
+        let (first, last) = (kept.first()?.0, kept.last()?.0);
+        let n = kept.len() as f64;
+        let force: Vec<[f64; 3]> = (0..setup.objects.len())
+            .map(|k| {
+                let mut sum = [0.0; 3];
+                for (_, v) in &kept {
+                    for a in 0..3 {
+                        sum[a] += v[k][a] / n;
+                    }
+                }
+                sum
+            })
+            .collect();
+        let coefficients = force.iter().zip(&setup.geometry).map(|(f, g)| coefficients(setup, g, f)).collect();
+        Some(ForceMean { from: first, to: last, samples: kept.len(), force, coefficients })
+    }
+}
+
+impl ForceMean {
+    /// One report line per object.
+    pub fn describe(&self, setup: &Setup) -> Vec<String> {
+        let span = format!("steps {} to {} ({} samples)", self.from, self.to, self.samples);
+        setup
+            .objects
+            .iter()
+            .zip(self.force.iter().zip(&self.coefficients))
+            .map(|(o, (f, c))| match c {
+                Some(c) => format!("{}: mean c = ({:.4}, {:.4}, {:.4}) over {span}", o.name, c[0], c[1], c[2]),
+                None => format!("{}: mean force = ({:e}, {:e}, {:e}) over {span}", o.name, f[0], f[1], f[2]),
+            })
+            .collect()
+    }
+
+    /// The summary's `forces_mean`.
+    pub fn json(&self, setup: &Setup) -> serde_json::Value {
+        let objects: Vec<_> = setup
+            .objects
+            .iter()
+            .zip(self.force.iter().zip(&self.coefficients))
+            .map(|(o, (f, c))| serde_json::json!({ "object": o.name, "force_lattice": f, "coefficients": c }))
+            .collect();
+        serde_json::json!({ "from_step": self.from, "to_step": self.to, "samples": self.samples, "objects": objects })
+    }
+}
+
+fn header(s: &Setup) -> String {
+    let si = if s.units.is_some() { ",fx_N,fy_N,fz_N" } else { "" };
+    format!("step,object,fx,fy,fz{si},c_x,c_y,c_z\n")
+}
+
+/// `2 F / (rho U^2 A)` when the object gives a reference area and velocity
+/// (drag and lift are the components along and across the flow).
+fn coefficients(s: &Setup, g: &lbm::host::geometry::GeometrySpec, f: &[f64; 3]) -> Option<[f64; 3]> {
+    let (area, vel) = (g.reference_area?, g.reference_velocity?);
+    // To lattice units: area in cells^2, velocity in cells per step.
+    let (a, v) = match s.units {
+        Some(u) => (area / (u.dx * u.dx), vel * u.dt / u.dx),
+        None => (area, vel),
+    };
+    let q = 0.5 * v * v * a;
+    Some(f.map(|x| x / q))
+}
+
+/// One CSV line per object: force in lattice units (and newtons with
+/// `[units]`), and the coefficients.
+fn lines(s: &Setup, step: u64, forces: &[[f64; 3]]) -> String {
+    let mut out = String::new();
+    for ((o, g), f) in s.objects.iter().zip(&s.geometry).zip(forces) {
+        out.push_str(&format!("{step},{},{:e},{:e},{:e}", o.name, f[0], f[1], f[2]));
+        if let Some(u) = s.units {
+            let newton = u.density * u.dx.powi(4) / (u.dt * u.dt);
+            out.push_str(&format!(",{:e},{:e},{:e}", f[0] * newton, f[1] * newton, f[2] * newton));
+        }
+        match coefficients(s, g, f) {
+            Some(c) => out.push_str(&format!(",{:e},{:e},{:e}\n", c[0], c[1], c[2])),
+            None => out.push_str(",,,\n"),
+        }
+    }
+    out
+}
