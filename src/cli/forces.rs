@@ -91,27 +91,37 @@ impl ForceLog {
         Ok(())
     }
 
-    /// Adds the forces at step `t` and rewrites the file (atomically).
-    pub fn push(&mut self, setup: &Setup, t: u64, forces: &[[f64; 3]]) -> Result<()> {
+    /// Adds the forces at step `t`.
+    pub fn push(&mut self, setup: &Setup, t: u64, forces: &[[f64; 3]]) {
         self.rows.push_str(&lines(setup, t, forces));
         self.samples.push((t, forces.to_vec()));
+    }
+
+    /// Writes the file (atomically) with every row so far; nothing while
+    /// there are none. Called at outputs, checks and checkpoints rather
+    /// than per sample, so frequent samples do not rewrite it each time.
+    pub fn save(&self) -> Result<()> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
         write_atomic(&self.file, format!("{}{}", self.header, self.rows).as_bytes())
     }
 
-    /// The mean over the case's trailing window at the end of a run at step
-    /// `end`, printed when `say`.
-    pub fn report(&self, setup: &Setup, end: u64, say: bool) -> Option<ForceMean> {
+    /// Saves the file at the end of a run at step `end`, and returns the
+    /// mean over the case's trailing window, printed when `say`.
+    pub fn finish(&self, setup: &Setup, end: u64, say: bool) -> Result<Option<ForceMean>> {
+        self.save()?;
         let window = match setup.output.force_window {
             0 => setup.steps.div_ceil(2),
             w => w,
         };
-        let mean = self.mean(setup, end, window)?;
-        if say {
+        let mean = self.mean(setup, end, window);
+        if let (Some(mean), true) = (&mean, say) {
             for line in mean.describe(setup) {
                 println!("{line}");
             }
         }
-        Some(mean)
+        Ok(mean)
     }
 
     /// The mean over the samples of the last `window` steps before `end`

@@ -113,11 +113,12 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
         let write_ckpt = due(t, ckpt_every) || t == total || stop;
         let sampled = forces::due(&setup.output, t, total);
         if let (Some(forces), true) = (&forces, sampled) {
-            force_log.push(&setup, t, forces)?;
+            force_log.push(&setup, t, forces);
         }
         if !(write_fields || write_ckpt || due(t, check_every)) {
             continue;
         }
+        force_log.save()?;
         let fields = solver.fields()?;
         if let Some([x, y, z]) = output::first_unhealthy(&fields, RUNAWAY_SPEED) {
             bar.abandon();
@@ -136,7 +137,7 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
         if write_fields || steady {
             write_outputs(&dir, name, &setup, solver.levels(), &fields, t)?;
             if let (Some(forces), true) = (&forces, steady && !sampled) {
-                force_log.push(&setup, t, forces)?;
+                force_log.push(&setup, t, forces);
             }
         }
         if write_ckpt || steady {
@@ -155,7 +156,7 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
     }
     bar.finish_and_clear();
     let mlups = if stepping > 0.0 { cells * steps_run as f64 / stepping / 1e6 } else { 0.0 };
-    let forces_mean = force_log.report(&setup, solver.time(), o.report == Report::Bar);
+    let forces_mean = force_log.finish(&setup, solver.time(), o.report == Report::Bar)?;
     write_summary(
         &dir.join("summary.json"),
         name,

@@ -182,9 +182,10 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         let write_ckpt = due(t, ckpt_every) || t == total || stop;
         let sampled = !masks.is_empty() && forces::due(&setup.output, t, total);
         if sampled {
-            force_log.push(&setup, t, &solver.forces(&masks)?)?;
+            force_log.push(&setup, t, &solver.forces(&masks)?);
         }
         if write_fields || write_ckpt || due(t, check_every) {
+            force_log.save()?;
             let fields = solver.fields()?;
             if let Err(e) = check_health(&fields, t) {
                 bar.abandon();
@@ -208,7 +209,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             let write_fields = write_fields || steady;
             let write_ckpt = write_ckpt || steady;
             if steady && !sampled && !masks.is_empty() {
-                force_log.push(&setup, t, &solver.forces(&masks)?)?;
+                force_log.push(&setup, t, &solver.forces(&masks)?);
             }
             if write_fields {
                 let flags = &setup.config.domain.flags;
@@ -269,7 +270,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
             println!("{line}");
         }
     }
-    let forces_mean = force_log.report(&setup, solver.time(), o.report == Report::Bar);
+    let forces_mean = force_log.finish(&setup, solver.time(), o.report == Report::Bar)?;
     write_summary(
         &dir.join("summary.json"),
         &name,
