@@ -757,6 +757,26 @@ impl Case {
         for g in &self.geometry {
             objects.push(g.apply(&mut domain, &context, to_lattice_velocity).map_err(in_case(path, "[[geometry]]"))?);
         }
+        let shapes = (self.geometry.iter())
+            .map(|g| g.interpolated_shape(case_dir))
+            .collect::<Result<Vec<_>>>()
+            .map_err(in_case(path, "[[geometry]] wall"))?;
+        let curved: Vec<crate::curved::CurvedObject> = (self.geometry.iter().zip(&objects).zip(&shapes))
+            .filter_map(|((g, o), s)| {
+                Some(crate::curved::CurvedObject { name: &g.name, cells: &o.cells, shape: s.as_deref()? })
+            })
+            .collect();
+        if !curved.is_empty() {
+            if self.refinement.is_some() {
+                return Err(bad(
+                    "[[geometry]] wall = \"interpolated\" does not yet run on refinement levels: use wall = \"halfway\" \
+                     with [refinement], or drop [refinement]"
+                        .into(),
+                ));
+            }
+            crate::curved::mark(&mut domain, sim.lattice.velocities(), &curved, cell_size)
+                .map_err(in_case(path, "[[geometry]] wall"))?;
+        }
         let force = p_force(&self.physics, units);
         let mut notes = Vec::new();
         if !self.geometry.is_empty() {

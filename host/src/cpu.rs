@@ -3,6 +3,7 @@
 //! over cells calling the very per-cell functions the GPU kernels call.
 
 use crate::cell_blocks::CellBlocks;
+use crate::curved::CurvedTables;
 use crate::error::Result;
 use crate::fields::PartFields;
 use crate::forces::momentum_exchange;
@@ -13,6 +14,7 @@ use crate::partition::{local_config, own_values, Slab};
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
 use crate::solver::{mass_of, BackendKind, CollisionParams, SavedPart, SavedState, SolverConfig};
+use kernels_gpu::curved::{self, CurvedCells};
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::lattice::z_pairs;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
@@ -185,6 +187,8 @@ struct CpuPart<L: Lattice<Q>, const Q: usize, S: Storage> {
     /// What the kernel that updates open cells too reads (every
     /// boundary-group variant but `lists`).
     open_tables: Option<OpenTables<S::Real>>,
+    /// The curved-wall group, and room for its carried values.
+    curved: Option<CurvedTables<S::Real>>,
     /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
@@ -215,7 +219,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let lists = if config.groups == BoundaryGroups::Lists { config.domain.open.as_slice() } else { &[] };
         let open = lists.iter().map(|o| (grid.stored_cells(&o.cells), o.state.kernel_params(collision))).collect();
         let open_tables = OpenTables::build(&config, &grid)?;
-        Ok(Self { config, slab, grid, flags, f, f_next, open, open_tables, t: 0, _lattice: PhantomData })
+        let curved = CurvedTables::build(&config.domain.curved, &grid);
+        Ok(Self { config, slab, grid, flags, f, f_next, open, open_tables, curved, t: 0, _lattice: PhantomData })
     }
 
     fn plane(&self) -> u32 {
@@ -230,6 +235,12 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
     /// Runs `region`'s update for step `t`: the passes of the
     /// boundary-group variant ([`passes`]) over its units.
     fn update(&mut self, region: Region, t: u64) {
+        // Only unsplit domains have curved walls (see `local_config`): their
+        // one region, `Whole`, gathers before anything changes.
+        let curved = region == Region::Whole && self.curved.is_some();
+        if curved {
+            self.gather_curved(t);
+        }
         let units = self.grid.region_units(&self.slab, region);
         let boundary_blocks = self.grid.sparse().map_or(0, |s| s.boundary_blocks().len() as u32);
         for pass in passes(self.config.groups, &units, region != Region::Interior, boundary_blocks) {
@@ -243,6 +254,83 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
                 Pass::Lists => self.update_open(t),
             }
         }
+        if curved {
+            self.update_curved(t);
+        }
+    }
+
+    /// [`curved::gather`] of the curved-wall group for step `t`.
+    fn gather_curved(&mut self, t: u64) {
+        let Some(tables) = self.curved.as_mut() else { return };
+        let p = self.config.step_params::<S::Real>(t);
+        let scheme = self.config.streaming;
+        let f = Shared::new(self.f.as_ptr());
+        // SAFETY: the tables hold `count` cells and `Q` values per cell.
+        let links = unsafe {
+            CurvedCells::new(tables.cells.as_ptr(), tables.q.as_ptr(), tables.carried.as_mut_ptr(), tables.count())
+        };
+        let links = Shared::new(&links as *const CurvedCells<S::Real>);
+        with_grid!(&self.grid, |g| (0..tables.count()).into_par_iter().for_each(|k| {
+            // SAFETY: reads only the populations; each entry writes its own carried values.
+            unsafe { curved::gather::<L, Q, S, _>(&g, scheme, &p, f.get(), &*links.get(), k) }
+        }))
+    }
+
+    /// [`curved::update`] of the curved-wall group for step `t`.
+    fn update_curved(&mut self, t: u64) {
+        let Some(tables) = self.curved.as_mut() else { return };
+        let p = self.config.step_params::<S::Real>(t);
+        let scheme = self.config.streaming;
+        let flags = Shared::new(self.flags.as_ptr());
+        let src = Shared(self.f.as_mut_ptr());
+        let dst = match scheme {
+            Streaming::EsotericPull => src,
+            Streaming::TwoLattice => Shared(self.f_next.as_mut_ptr()),
+        };
+        // SAFETY: the tables hold `count` cells and `Q` values per cell.
+        let links = unsafe {
+            CurvedCells::new(tables.cells.as_ptr(), tables.q.as_ptr(), tables.carried.as_mut_ptr(), tables.count())
+        };
+        let links = Shared::new(&links as *const CurvedCells<S::Real>);
+        let count = tables.count();
+        with_grid!(&self.grid, |g| match self.config.collision_params::<S::Real>() {
+            CollisionParams::Bgk(c) => {
+                let p = &p.with_collision(c);
+                (0..count).into_par_iter().for_each(|k| {
+                    // SAFETY: a listed cell touches only slots no other cell touches in the same step.
+                    unsafe {
+                        curved::update::<L, Q, S, _, _>(
+                            &g,
+                            scheme,
+                            p,
+                            src.get(),
+                            dst.get(),
+                            flags.get(),
+                            &*links.get(),
+                            k,
+                        )
+                    }
+                })
+            }
+            CollisionParams::Trt(c) => {
+                let p = &p.with_collision(c);
+                (0..count).into_par_iter().for_each(|k| {
+                    // SAFETY: as above.
+                    unsafe {
+                        curved::update::<L, Q, S, _, _>(
+                            &g,
+                            scheme,
+                            p,
+                            src.get(),
+                            dst.get(),
+                            flags.get(),
+                            &*links.get(),
+                            k,
+                        )
+                    }
+                })
+            }
+        })
     }
 
     /// The update of the launch units `units` for step `t`: the bulk one, or
@@ -328,6 +416,17 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
                 // SAFETY: reads only; each cell writes its own output entries.
                 unsafe { stream::fields::<L, Q, S, _>(&g, scheme, &p, f.get(), flags.get(), o.get(), cell) }
             }));
+        }
+        if let Some(tables) = &self.curved {
+            // SAFETY: the tables hold `count` cells and `Q` values per cell;
+            // `curved::fields` reads the carried values from the buffer and
+            // writes none.
+            let carried = tables.carried.as_ptr() as *mut S::Real;
+            let links = unsafe { CurvedCells::new(tables.cells.as_ptr(), tables.q.as_ptr(), carried, tables.count()) };
+            with_grid!(&self.grid, |g| for k in 0..tables.count() {
+                // SAFETY: reads only; each listed cell writes its own output entries.
+                unsafe { curved::fields::<L, Q, S, _>(&g, scheme, &p, f.get(), flags.get(), &links, o.get(), k) }
+            });
         }
         self.grid.own_fields(&self.slab, &out)
     }

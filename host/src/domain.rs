@@ -94,6 +94,9 @@ pub struct Domain {
     /// The inlets and outlets: boundary groups, each its cells and what it
     /// imposes (the cells' flag bytes say only that they are open).
     pub open: Vec<OpenGroup>,
+    /// The fluid cells next to curved walls and where the walls cross their
+    /// links ([`crate::curved`]); empty unless an object asks for them.
+    pub curved: crate::curved::CurvedWalls,
     /// For a z-partition, the global z of its local layer 0 (wrapping; 0
     /// for a whole domain): see [`kernels_gpu::StepParams::z_offset`].
     pub z_offset: u32,
@@ -195,6 +198,7 @@ impl Domain {
             flags: CellBlocks::new(dims, CellKind::Fluid.to_flag()),
             wall_velocities: Vec::new(),
             open: Vec::new(),
+            curved: Default::default(),
             z_offset: 0,
         })
     }

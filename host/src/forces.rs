@@ -7,15 +7,22 @@
 //! [`kernels_gpu::stream::load`] yields for the bounced direction, for
 //! either streaming scheme and parity, so this works on any population
 //! buffer a solver hands back.
+//!
+//! With interpolated bounce-back on curved walls, what comes back differs
+//! from what left: the link transfers `(f_ibar(x, t) + f_i(x, t + 1)) c_i`,
+//! the second from the same interpolation the kernels apply, whose inputs
+//! are all in the buffer between steps.
 
 use crate::cell_blocks::CellBlocks;
 use crate::part_grid::{with_grid, PartGrid};
 use crate::partition::Slab;
 use crate::solver::SolverConfig;
+use kernels_gpu::curved::{carried_value, interpolated};
 use kernels_gpu::flags::is_flow;
 use kernels_gpu::lattice::opposite;
 use kernels_gpu::stream::{load, neighbours};
 use kernels_gpu::{Grid, Lattice, Real, Storage};
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// Force (lattice units, per time step) on each object through the links
@@ -40,6 +47,10 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
     let d = config.domain.dims;
     assert_eq!(f.len(), Q * flags.len(), "population buffer does not match the grid");
     let wrap = |p: u32, c: i32, len: u32| (p as i64 + c as i64).rem_euclid(len as i64) as u32;
+    // Curved-wall cells by storage number: their links reflect as the
+    // interpolation does (`kernels_gpu::curved`), and exchange that momentum.
+    let walls = &config.domain.curved;
+    let curved: HashMap<u32, usize> = grid.stored_cells(&walls.cells).into_iter().zip(0..).collect();
     let mut forces = vec![[0.0; 3]; objects.len()];
     let Some(nz) = objects.first().map(|m| m.dims().nz) else { return forces };
     with_grid!(grid, |g| {
@@ -64,10 +75,26 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
                         let nb = neighbours::<L, Q, _>(&g, cell);
                         load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb)
                     });
+                    // In storage units (`Storage::SCALE`), as the kernels keep them.
+                    let unscaled = |v: S::Real| v.to_f64() / S::SCALE;
+                    // What leaves along c_i and what comes back (halfway: the same).
                     let back = opposite(i);
-                    let f_back = L::W[back] + fi[back].to_f64();
+                    let leaving = fi[back];
+                    let returning = match curved.get(&n).map(|&e| walls.fractions(e)[back]) {
+                        Some(q) if q >= 0.0 => {
+                            // SAFETY: as above; the slot is one of this cell's.
+                            let carried = unsafe {
+                                let nb = neighbours::<L, Q, _>(&g, cell);
+                                carried_value::<L, Q, S>(config.streaming, p.step, f.as_ptr(), &nb, back)
+                            };
+                            interpolated(S::Real::from_f64(q), leaving, fi[i], carried)
+                        }
+                        _ => leaving,
+                    };
+                    // Unshifted; `a + a` is `2 a` exactly, so halfway links sum as before.
+                    let exchanged = (L::W[back] + unscaled(leaving)) + (L::W[back] + unscaled(returning));
                     for (force, c) in forces[k].iter_mut().zip(L::C[i]) {
-                        *force += 2.0 * f_back * c as f64;
+                        *force += exchanged * c as f64;
                     }
                 }
             }

@@ -63,6 +63,10 @@ pub struct GeometrySpec {
     pub translate: Option<[f64; 3]>,
     /// Make the object a wall moving with this velocity (default: resting).
     pub moving_wall: Option<[f64; 3]>,
+    /// How its walls reflect: `"halfway"` (default: halfway bounce-back, the
+    /// wall half a cell out from the fluid cells) or `"interpolated"`
+    /// (Bouzidi et al. 2001, the wall where the shape puts it).
+    pub wall: Option<String>,
     /// Reference area for force coefficients (cells^2, or m^2 with `[units]`).
     pub reference_area: Option<f64>,
     /// Reference velocity for force coefficients (lattice units, or m/s with `[units]`).
@@ -181,6 +185,39 @@ impl GeometrySpec {
             cells: object.cells.clone(),
             kind: object.kind.to_flag(),
         })
+    }
+
+    /// The shape whose walls are interpolated, when `wall = "interpolated"`.
+    pub fn interpolated_shape(&self, case_dir: &Path) -> Result<Option<Box<dyn Shape + Sync>>> {
+        let interpolated = match self.wall.as_deref() {
+            None | Some("halfway") => false,
+            Some("interpolated") => true,
+            Some(other) => {
+                return Err(Error::UnknownName {
+                    what: "wall",
+                    name: other.into(),
+                    choices: "\"halfway\", \"interpolated\"".into(),
+                })
+            }
+        };
+        if !interpolated {
+            return Ok(None);
+        }
+        if self.moving_wall.is_some() {
+            return Err(Error::Setup(format!(
+                "geometry `{}`: wall = \"interpolated\" is for resting objects; a moving wall takes halfway bounce-back \
+                 (drop `wall` or `moving_wall`)",
+                self.name
+            )));
+        }
+        match self.shape.as_str() {
+            "box" | "sphere" | "cylinder" | "stl" => Ok(Some(self.shape(case_dir, &mut Vec::new())?)),
+            other => Err(Error::Setup(format!(
+                "geometry `{}`: wall = \"interpolated\" needs the surface of a shape (box, sphere, cylinder or stl); \
+                 a \"{other}\" object has only voxels, so it takes halfway bounce-back",
+                self.name
+            ))),
+        }
     }
 
     /// Refuses keys that the shape does not read (they would be ignored).

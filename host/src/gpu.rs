@@ -4,6 +4,7 @@
 //! [`crate::multi_gpu`] (the GPUs of one process) and [`crate::nccl`].
 
 use crate::cell_blocks::CellBlocks;
+use crate::curved::CurvedTables;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::PartFields;
 use crate::forces::momentum_exchange;
@@ -20,6 +21,7 @@ use cudarc::driver::{
     ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
+use kernels_gpu::curved::CurvedCells;
 use kernels_gpu::grid::LaunchShape;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
@@ -271,6 +273,8 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     with_open: Option<OpenKernel<S::Real>>,
     /// Where that kernel runs beside the bulk one (`memory`, `bitmask`).
     beside: Option<Beside>,
+    /// The curved-wall group.
+    curved: Option<DeviceCurved<S::Real>>,
     /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
@@ -372,6 +376,47 @@ impl<T: Real> DeviceOpenCells<T> {
     }
 }
 
+/// The curved-wall group in device memory: its tables, its kernels and the
+/// kernel argument that refers to the tables (valid while they live).
+struct DeviceCurved<T> {
+    _cells: CudaSlice<u32>,
+    _q: CudaSlice<T>,
+    _carried: CudaSlice<T>,
+    links: CurvedCells<T>,
+    gather: CudaFunction,
+    update: CudaFunction,
+    fields: CudaFunction,
+}
+
+impl<T: Real + DeviceRepr + ValidAsZeroBits> DeviceCurved<T> {
+    /// Uploads `tables` and loads the kernels for lattice `L` stored as `S` on grid `on`.
+    fn new<L: Lattice<Q>, const Q: usize, S: DeviceStorage<Real = T>>(
+        device: &GpuDevice,
+        tables: &CurvedTables<T>,
+        collision: kernels_gpu::CollisionKind,
+        on: GridKind,
+    ) -> Result<Self> {
+        let s = device.stream();
+        let cells = s.clone_htod(&tables.cells).ctx("uploading the curved-wall cells")?;
+        let q = s.clone_htod(&tables.q).ctx("uploading the curved-wall fractions")?;
+        let carried = s.alloc_zeros::<T>(tables.q.len()).ctx("allocating the curved-wall carried values")?;
+        let at = |p: u64| p as usize;
+        let (c, qp, cp) = (at(cells.device_ptr(s).0), at(q.device_ptr(s).0), at(carried.device_ptr(s).0));
+        // SAFETY: `count` cells and `Q` values per cell, distinct fluid cells
+        // of the grid (`curved::mark`), living as long as `links` does.
+        let links = unsafe { CurvedCells::new(c as *const u32, qp as *const T, cp as *mut T, tables.count()) };
+        Ok(Self {
+            _cells: cells,
+            _q: q,
+            _carried: carried,
+            links,
+            gather: device.kernel::<L, Q, S>(KernelKind::CurvedGather, on)?,
+            update: device.kernel::<L, Q, S>(KernelKind::CurvedWall(collision), on)?,
+            fields: device.kernel::<L, Q, S>(KernelKind::CurvedFields, on)?,
+        })
+    }
+}
+
 /// A boundary group: an inlet's or outlet's cells, its kernel and what it imposes.
 struct OpenGroup<T: Copy> {
     cells: CudaSlice<u32>,
@@ -441,9 +486,13 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             (Some(_), BoundaryGroups::Memory | BoundaryGroups::Bitmask) => Some(Beside::new(device.context())?),
             _ => None,
         };
+        let curved = CurvedTables::build(&config.domain.curved, &grid)
+            .map(|t| DeviceCurved::new::<L, Q, S>(&device, &t, config.collision.kind(), on))
+            .transpose()?;
         Ok(Self {
             with_open,
             beside,
+            curved,
             step_kernel: device.kernel::<L, Q, S>(step_kind, on)?,
             step_block,
             collision: config.collision_params::<S::Real>(),
@@ -485,6 +534,13 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     /// Queues `region`'s update of step `t` on stream `s`: the passes of
     /// the boundary-group variant ([`passes`]) over its units.
     pub(crate) fn launch(&mut self, s: &Arc<CudaStream>, region: Region, t: u64) -> Result<()> {
+        // Only unsplit domains have curved walls (see `local_config`): their
+        // one region, `Whole`, gathers before anything changes.
+        let curved = region == Region::Whole && self.curved.is_some();
+        if let Some(c) = self.curved.as_ref().filter(|_| curved) {
+            let p = self.config.step_params::<S::Real>(t);
+            launch::curved_gather(s, &c.gather, &self.f, p, c.links, self.config.streaming, self.kernel_grid())?;
+        }
         let units = self.grid.region_units(&self.slab, region);
         let boundary_blocks = self.grid.sparse().map_or(0, |l| l.boundary_blocks().len() as u32);
         let passes = passes(self.config.groups, &units, region != Region::Interior, boundary_blocks);
@@ -512,6 +568,12 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         if let (Some(b), Some(_)) = (&self.beside, &beside) {
             b.done.record(&b.stream).ctx("recording an event")?;
             s.wait(&b.done).ctx("waiting for the open cells")?;
+        }
+        if let Some(c) = self.curved.as_ref().filter(|_| curved) {
+            let p = self.config.step_params::<S::Real>(t);
+            let grid = self.kernel_grid();
+            let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
+            launch::curved_wall(s, &c.update, b, &self.flags, p, self.collision, c.links, self.config.streaming, grid)?;
         }
         Ok(())
     }
@@ -591,6 +653,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let p = self.config.step_params::<S::Real>(t);
         let (scheme, grid) = (self.config.streaming, self.kernel_grid());
         launch::fields(&s, &self.fields_kernel, &self.f, &self.flags, &mut out, p, scheme, grid, cfg)?;
+        if let Some(c) = &self.curved {
+            launch::curved_fields(&s, &c.fields, &self.f, &self.flags, &mut out, p, c.links, scheme, grid)?;
+        }
         let stored = s.clone_dtoh(&out).ctx("reading fields back")?;
         Ok(self.grid.own_fields(&self.slab, &stored))
     }

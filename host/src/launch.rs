@@ -7,6 +7,7 @@
 use crate::error::{CudaContextExt, Result};
 use crate::solver::CollisionParams;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use kernels_gpu::curved::CurvedCells;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::{Dims, OpenBoundary, StepParams, Streaming};
@@ -81,7 +82,7 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     Ok(())
 }
 
-/// Threads per block of the open-boundary kernel (a one-dimensional list).
+/// Threads per block of the kernels over a list of cells (open boundaries, curved walls).
 const OPEN_BLOCK_SIZE: u32 = 128;
 
 /// `open_boundary_*`: the group of `count` cells listed in `cells`, imposing `open`.
@@ -109,10 +110,94 @@ pub(crate) fn open_boundary<E: DeviceRepr, T: DeviceRepr + Copy>(
     if let Some(grid) = &grid {
         launch.arg(grid);
     }
-    let blocks = count.div_ceil(OPEN_BLOCK_SIZE);
-    let cfg = LaunchConfig { block_dim: (OPEN_BLOCK_SIZE, 1, 1), grid_dim: (blocks, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: the argument list of the `open_boundary_*` entry points.
-    unsafe { launch.launch(cfg) }.ctx("launching the open-boundary kernel")?;
+    unsafe { launch.launch(list_config(count)) }.ctx("launching the open-boundary kernel")?;
+    Ok(())
+}
+
+/// `curved_gather_*`: the carried values of the curved-wall group `links` before step `p.step`.
+pub(crate) fn curved_gather<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    f: &CudaSlice<E>,
+    p: StepParams<T>,
+    links: CurvedCells<T>,
+    scheme: Streaming,
+    grid: Option<SparseTables>,
+) -> Result<()> {
+    let (p, count, links, scheme, grid) = (ByValue(p), links.count, ByValue(links), scheme as u32, grid.map(ByValue));
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(f).arg(&p).arg(&links).arg(&scheme);
+    if let Some(grid) = &grid {
+        launch.arg(grid);
+    }
+    // SAFETY: the argument list of the `curved_gather_*` entry points.
+    unsafe { launch.launch(list_config(count)) }.ctx("launching the curved-wall gather")?;
+    Ok(())
+}
+
+/// `curved_fields_*`: the density and velocity of the curved-wall group `links` into `out`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn curved_fields<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    f: &CudaSlice<E>,
+    flags: &CudaSlice<u8>,
+    out: &mut CudaSlice<T>,
+    p: StepParams<T>,
+    links: CurvedCells<T>,
+    scheme: Streaming,
+    grid: Option<SparseTables>,
+) -> Result<()> {
+    let (p, count, links, scheme, grid) = (ByValue(p), links.count, ByValue(links), scheme as u32, grid.map(ByValue));
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(f).arg(flags).arg(out).arg(&p).arg(&links).arg(&scheme);
+    if let Some(grid) = &grid {
+        launch.arg(grid);
+    }
+    // SAFETY: the argument list of the `curved_fields_*` entry points.
+    unsafe { launch.launch(list_config(count)) }.ctx("launching the curved-wall fields")?;
+    Ok(())
+}
+
+/// `curved_wall_{bgk|trt}_*`: the curved-wall group `links` for step `p.step`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn curved_wall<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    b: Buffers<E>,
+    flags: &CudaSlice<u8>,
+    p: StepParams<T>,
+    collision: CollisionParams<T>,
+    links: CurvedCells<T>,
+    scheme: Streaming,
+    grid: Option<SparseTables>,
+) -> Result<()> {
+    let (bgk, trt);
+    let (count, links, scheme, null, grid) = (links.count, ByValue(links), scheme as u32, 0u64, grid.map(ByValue));
+    let mut launch = s.launch_builder(kernel);
+    match b.next {
+        // Esoteric Pull passes a null source: it works in place.
+        None => launch.arg(&null).arg(b.f),
+        Some(next) => launch.arg(&*b.f).arg(next),
+    };
+    launch.arg(flags);
+    match collision {
+        CollisionParams::Bgk(c) => {
+            bgk = ByValue(p.with_collision(c));
+            launch.arg(&bgk)
+        }
+        CollisionParams::Trt(c) => {
+            trt = ByValue(p.with_collision(c));
+            launch.arg(&trt)
+        }
+    };
+    launch.arg(&links).arg(&scheme);
+    if let Some(grid) = &grid {
+        launch.arg(grid);
+    }
+    // SAFETY: the argument list of the `curved_wall_*` entry points.
+    unsafe { launch.launch(list_config(count)) }.ctx("launching the curved-wall update")?;
     Ok(())
 }
 

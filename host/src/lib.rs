@@ -8,6 +8,7 @@ pub mod cases;
 pub mod cell_blocks;
 pub mod checkpoint;
 pub mod cpu;
+pub mod curved;
 pub mod domain;
 pub mod error;
 pub mod fields;

@@ -147,6 +147,14 @@ pub(crate) fn local_config(config: &SolverConfig, slab: &Slab) -> Result<SolverC
     if slab.halo == 0 {
         return Ok(config.clone());
     }
+    if !config.domain.curved.is_empty() {
+        return Err(Error::Setup(
+            "wall = \"interpolated\" runs on one device (GPU or CPU partition): with Esoteric Pull a curved-wall \
+             cell reads values its neighbour across a partition boundary owns; use one device, or \
+             wall = \"halfway\" to split the domain"
+                .into(),
+        ));
+    }
     let z = &slab.z;
     let d = config.domain.dims;
     let local = Dims::new(d.nx, d.ny, z.len() as u32 + 2);

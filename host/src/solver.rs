@@ -39,6 +39,14 @@ impl LatticeKind {
             _ => 3,
         }
     }
+    /// The velocity set `c_i`.
+    pub const fn velocities(self) -> &'static [[i32; 3]] {
+        match self {
+            LatticeKind::D2Q9 => &D2Q9::C,
+            LatticeKind::D3Q19 => &D3Q19::C,
+            LatticeKind::D3Q27 => &D3Q27::C,
+        }
+    }
     /// Lower-case name (`d3q19`).
     pub const fn name(self) -> &'static str {
         match self {

@@ -52,6 +52,27 @@ pub trait Shape {
     fn contains_box(&self, _lo: DVec3, _hi: DVec3) -> bool {
         false
     }
+    /// Where the segment from `outside` (not contained) to `inside`
+    /// (contained) first meets the surface, as a fraction of its length
+    /// in `[0, 1]`: interpolated bounce-back puts the wall there. By
+    /// bisection on [`Shape::contains`] to round-off unless a shape knows
+    /// better; a segment the shape does not cross that way gives 1/2.
+    fn crossing(&self, outside: DVec3, inside: DVec3) -> f64 {
+        if self.contains(outside) || !self.contains(inside) {
+            return 0.5;
+        }
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        // 52 halvings reach the resolution of an f64 fraction.
+        for _ in 0..52 {
+            let mid = 0.5 * (lo + hi);
+            if self.contains(outside.lerp(inside, mid)) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    }
 }
 
 /// A ball.
@@ -72,6 +93,22 @@ impl Shape for Sphere {
     }
     fn volume(&self) -> Option<f64> {
         Some(4.0 / 3.0 * std::f64::consts::PI * self.radius.powi(3))
+    }
+    /// The smaller root `t` of `|outside + t d - centre| = radius`.
+    fn crossing(&self, outside: DVec3, inside: DVec3) -> f64 {
+        let (d, m) = (inside - outside, outside - self.centre);
+        let (a, b, c) = (d.length_squared(), m.dot(d), m.length_squared() - self.radius * self.radius);
+        let disc = b * b - a * c;
+        if a == 0.0 || disc < 0.0 {
+            return 0.5;
+        }
+        // c / (-b + sqrt) is the smaller root without cancellation (b < 0 here).
+        let root = c / (-b + disc.sqrt());
+        if root.is_finite() {
+            root.clamp(0.0, 1.0)
+        } else {
+            0.5
+        }
     }
 }
 

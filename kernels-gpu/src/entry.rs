@@ -6,6 +6,7 @@
 //! with `sparse4_` or `sparse8_` before the instance.
 
 use crate::collision::{Bgk, Collision, Trt};
+use crate::curved::{self, CurvedCells};
 use crate::grid::{Grid, LaunchIndex};
 use crate::groups::OpenCells;
 use crate::lattice::Lattice;
@@ -182,6 +183,56 @@ macro_rules! sparse_entries {
                 tables: SparseTables,
             ) {
                 open(&Grid::new(tables), src, dst, flags, cells, count, p, boundary, scheme)
+            }
+
+            #[export_name = concat!("curved_gather_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_gather(
+                f: *const $s,
+                p: StepParams<Real>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+                tables: SparseTables,
+            ) {
+                gather_list(&Grid::new(tables), f, p, links, scheme)
+            }
+
+            #[export_name = concat!("curved_wall_bgk_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_wall_bgk(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+                tables: SparseTables,
+            ) {
+                curved_list(&Grid::new(tables), src, dst, flags, p, links, scheme)
+            }
+
+            #[export_name = concat!("curved_wall_trt_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_wall_trt(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+                tables: SparseTables,
+            ) {
+                curved_list(&Grid::new(tables), src, dst, flags, p, links, scheme)
+            }
+
+            #[export_name = concat!("curved_fields_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_fields(
+                f: *const $s,
+                flags: *const u8,
+                out: *mut Real,
+                p: StepParams<Real>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+                tables: SparseTables,
+            ) {
+                curved_fields_list(&Grid::new(tables), f, flags, out, p, links, scheme)
             }
 
             #[export_name = concat!("init_equilibrium_", stringify!($grid), "_", stringify!($id))]
@@ -428,6 +479,52 @@ macro_rules! entry_points {
                 }
             }
 
+            /// [`curved::gather`] of a curved-wall group, one thread per listed cell.
+            #[inline(always)]
+            unsafe fn gather_list<G: Grid>(grid: &G, f: *const $s, p: StepParams<Real>, links: CurvedCells<Real>, scheme: u32) {
+                let k = thread_index();
+                if k < links.count {
+                    curved::gather::<$lattice, $q, $s, G>(grid, Streaming::from_u32(scheme), &p, f, &links, k);
+                }
+            }
+
+            /// [`curved::update`] of a curved-wall group, one thread per
+            /// listed cell. Esoteric Pull passes a null `src`: it works in `dst`.
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn curved_list<C: Collision<Real>, G: Grid>(
+                grid: &G,
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, C>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+            ) {
+                let k = thread_index();
+                if k < links.count {
+                    let src = if src.is_null() { dst as *const $s } else { src };
+                    curved::update::<$lattice, $q, $s, C, G>(grid, Streaming::from_u32(scheme), &p, src, dst, flags, &links, k);
+                }
+            }
+
+            /// [`curved::fields`] of a curved-wall group, one thread per listed cell.
+            #[inline(always)]
+            unsafe fn curved_fields_list<G: Grid>(
+                grid: &G,
+                f: *const $s,
+                flags: *const u8,
+                out: *mut Real,
+                p: StepParams<Real>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+            ) {
+                let k = thread_index();
+                if k < links.count {
+                    curved::fields::<$lattice, $q, $s, G>(grid, Streaming::from_u32(scheme), &p, f, flags, &links, out, k);
+                }
+            }
+
             /// The streaming half of the split step, one thread per cell of
             /// the units `first ..`.
             #[inline(always)]
@@ -659,6 +756,47 @@ macro_rules! entry_points {
             #[export_name = concat!("fields_", stringify!($id))]
             pub unsafe extern "ptx-kernel" fn fields_dense(f: *const $s, flags: *const u8, out: *mut Real, p: StepParams<Real>, scheme: u32) {
                 fields(&{ p.dims }, f, flags, out, p, scheme)
+            }
+
+            #[export_name = concat!("curved_gather_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_gather(f: *const $s, p: StepParams<Real>, links: CurvedCells<Real>, scheme: u32) {
+                gather_list(&{ p.dims }, f, p, links, scheme)
+            }
+
+            #[export_name = concat!("curved_wall_bgk_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_wall_bgk(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Bgk<Real>>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+            ) {
+                curved_list(&{ p.dims }, src, dst, flags, p, links, scheme)
+            }
+
+            #[export_name = concat!("curved_wall_trt_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_wall_trt(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Trt<Real>>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+            ) {
+                curved_list(&{ p.dims }, src, dst, flags, p, links, scheme)
+            }
+
+            #[export_name = concat!("curved_fields_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_fields(
+                f: *const $s,
+                flags: *const u8,
+                out: *mut Real,
+                p: StepParams<Real>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+            ) {
+                curved_fields_list(&{ p.dims }, f, flags, out, p, links, scheme)
             }
 
             sparse_entries!(sparse4, 2, $id, $lattice, $q, $s);

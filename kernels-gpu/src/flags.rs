@@ -13,7 +13,7 @@ pub const MAX_MOVING_WALLS: usize = 4;
 // | 0-2  | wall: 0 none, 1 resting, 2 + k moving wall k |
 // | 3    | open boundary: updated by its boundary group, not the bulk |
 // | 4-5  | refinement: a cell at a resolution jump (see `crate::levels`) |
-// | 6    | free |
+// | 6    | curved wall: a fluid cell updated by its curved-wall group |
 // | 7    | near solid (set by the host for the kernels' general path) |
 //
 // The walls sit in the low bits so that the kernels' hot tests (solid? moving
@@ -61,6 +61,11 @@ pub const LEVEL_MASK: u8 = 0x30;
 /// disaggregated design. Set by the host when it uploads the flags, never by
 /// users.
 pub const NEAR_SOLID: u8 = 0x80;
+
+/// Bit set on fluid cells with a link across a curved wall
+/// ([`crate::curved`]): the bulk kernels skip them, and the curved-wall
+/// group updates them. Set by the host from the geometry, never by users.
+pub const CURVED: u8 = 0x40;
 
 /// Mask of the bits that say what a cell is.
 pub const KIND_MASK: u8 = 0x7f;
@@ -169,7 +174,8 @@ mod tests {
             assert_eq!(is_fluid(flag), kind == CellKind::Fluid, "{kind:?}: only plain fluid takes the bulk update");
         }
         assert_eq!(CellKind::from_flag(OPEN | 1), None);
-        assert_eq!(CellKind::from_flag(OPEN | 0x40), None, "bit 6 is free");
+        assert_eq!(CellKind::from_flag(OPEN | CURVED), None, "curved cells are fluid, never open");
+        assert!(!is_fluid(CURVED) && is_flow(CURVED) && !is_open(CURVED), "curved cells take their group's update");
         for flag in [GHOST, FROZEN, COALESCED, REFINED] {
             assert_eq!(CellKind::from_flag(flag), None, "{flag:#x}: no kind of a uniform grid");
             assert!(!is_fluid(flag), "{flag:#x}: the bulk kernels skip cells at a resolution jump");

@@ -43,6 +43,12 @@ pub enum KernelKind {
     StreamCollideOpen(Streaming, CollisionKind),
     /// [`crate::stream::open_boundary_update`], over a list of cells.
     OpenBoundary,
+    /// [`crate::curved::gather`], over a curved-wall group's cells.
+    CurvedGather,
+    /// [`crate::curved::update`], over a curved-wall group's cells, with a collision operator.
+    CurvedWall(CollisionKind),
+    /// [`crate::curved::fields`], over a curved-wall group's cells.
+    CurvedFields,
     /// [`crate::stream::init_equilibrium`].
     InitEquilibrium,
     /// [`crate::stream::fields`].
@@ -51,7 +57,7 @@ pub enum KernelKind {
 
 impl KernelKind {
     /// Every kernel family.
-    pub const ALL: [KernelKind; 11] = [
+    pub const ALL: [KernelKind; 15] = [
         KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Bgk),
         KernelKind::StreamCollide(Streaming::TwoLattice, CollisionKind::Bgk),
         KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Trt),
@@ -61,6 +67,10 @@ impl KernelKind {
         KernelKind::StreamCollideOpen(Streaming::EsotericPull, CollisionKind::Trt),
         KernelKind::StreamCollideOpen(Streaming::TwoLattice, CollisionKind::Trt),
         KernelKind::OpenBoundary,
+        KernelKind::CurvedGather,
+        KernelKind::CurvedWall(CollisionKind::Bgk),
+        KernelKind::CurvedWall(CollisionKind::Trt),
+        KernelKind::CurvedFields,
         KernelKind::InitEquilibrium,
         KernelKind::Fields,
     ];
@@ -80,6 +90,10 @@ impl KernelKind {
             KernelKind::StreamCollideOpen(Ep, Trt) => "stream_collide_open_ep_trt",
             KernelKind::StreamCollideOpen(Ab, Trt) => "stream_collide_open_ab_trt",
             KernelKind::OpenBoundary => "open_boundary",
+            KernelKind::CurvedGather => "curved_gather",
+            KernelKind::CurvedWall(Bgk) => "curved_wall_bgk",
+            KernelKind::CurvedWall(Trt) => "curved_wall_trt",
+            KernelKind::CurvedFields => "curved_fields",
             KernelKind::InitEquilibrium => "init_equilibrium",
             KernelKind::Fields => "fields",
         }

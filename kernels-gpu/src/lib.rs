@@ -18,6 +18,7 @@
 
 pub mod cell;
 pub mod collision;
+pub mod curved;
 mod fetch;
 pub mod flags;
 pub mod grid;

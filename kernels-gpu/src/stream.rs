@@ -41,7 +41,7 @@
 
 use crate::cell::{density_velocity, dot_c, equilibrium};
 use crate::collision::Collision;
-use crate::flags::{flag_of, is_flow, is_fluid, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
+use crate::flags::{flag_of, is_flow, is_fluid, is_open, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
 use crate::grid::{Grid, Neighbourhood};
 use crate::lattice::{opposite, Lattice};
 use crate::params::{OpenBoundary, StepParams, INLET, REGULARIZED};
@@ -371,7 +371,8 @@ pub unsafe fn stream_collide_two_lattice<L: Lattice<Q>, const Q: usize, S: Stora
 /// Step of any cell the kernels update, in the kernel that does both: a
 /// fluid cell as the bulk kernels do, an open-boundary cell as its group's
 /// kernel does, imposing `open(n)` (what the group of the cell stored at
-/// `n` imposes). This is the *naive* and the boundary-block kernel of the
+/// `n` imposes). Curved-wall cells are left to their own group
+/// ([`crate::curved`]). This is the *naive* and the boundary-block kernel of the
 /// boundary-group variants (see `crate::groups`): its registers are the
 /// open boundary's, which the bulk kernels never pay. The values are those
 /// of the separate kernels bit for bit: the same functions, the same order
@@ -401,7 +402,7 @@ pub unsafe fn stream_collide_any<L: Lattice<Q>, const Q: usize, S: Storage, C: C
     let nb = neighbours::<L, Q, G>(grid, cell);
     if is_fluid(flag) {
         update_fluid::<L, Q, S, C>(scheme, p, src, dst, flags, flag, &nb);
-    } else {
+    } else if is_open(flag) {
         update_open::<L, Q, S>(scheme, p, &open(n), src, dst, flags, &nb);
     }
 }

@@ -451,6 +451,8 @@ fn level_domain(
         flags,
         wall_velocities: base.wall_velocities.clone(),
         open: if l == 0 { base.open.clone() } else { Vec::new() },
+        // Refined cases refuse interpolated walls (see `crate::case`).
+        curved: Default::default(),
         z_offset: 0,
     }
 }

@@ -1,0 +1,160 @@
+//! Curved walls on the host: which fluid cells have links that cross an
+//! object's surface, and where along each link the surface lies, for the
+//! interpolated bounce-back of [`kernels_gpu::curved`]. The fractions come
+//! from the object's shape (a sphere's exactly, others by bisection on
+//! their inside test), never from the voxel centres.
+
+use crate::cell_blocks::CellBlocks;
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use crate::voxel::Shape;
+use glam::DVec3;
+use kernels_gpu::flags::{is_flow, CURVED, FLUID, KIND_MASK};
+use std::collections::BTreeMap;
+
+/// Link fraction of a link that is not on a curved wall.
+pub const NOT_CURVED: f64 = -1.0;
+
+/// The curved-wall group of a domain: its cells, and per cell and
+/// direction `i` the fraction `q` of the link from the cell to `x - c_i` at
+/// which a curved wall crosses it ([`NOT_CURVED`] where none does).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CurvedWalls {
+    /// Dense numbers of the cells, ascending.
+    pub cells: Vec<usize>,
+    /// `directions` fractions per cell.
+    pub q: Vec<f64>,
+    /// Directions of the lattice the fractions are for.
+    pub directions: usize,
+}
+
+impl CurvedWalls {
+    /// Whether the group is empty.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// The fractions of cell `k` of the list.
+    pub fn fractions(&self, k: usize) -> &[f64] {
+        &self.q[self.directions * k..self.directions * (k + 1)]
+    }
+
+    /// The group of the cells `keep` says to keep, renumbered by `to_local`.
+    pub fn filtered(&self, keep: impl Fn(usize) -> bool, to_local: impl Fn(usize) -> usize) -> Self {
+        let mut out = CurvedWalls { directions: self.directions, ..Default::default() };
+        for (k, &n) in self.cells.iter().enumerate() {
+            if keep(n) {
+                out.cells.push(to_local(n));
+                out.q.extend_from_slice(self.fractions(k));
+            }
+        }
+        out
+    }
+}
+
+/// An object whose walls are interpolated: the cells it covers and its shape.
+pub struct CurvedObject<'a> {
+    /// Its name, for messages.
+    pub name: &'a str,
+    /// The cells it covers.
+    pub cells: &'a CellBlocks<bool>,
+    /// Its shape, in the case's length unit.
+    pub shape: &'a (dyn Shape + Sync),
+}
+
+/// Finds the curved links of `objects` in `domain` for the velocity set `c`
+/// (cell `i` at `i * cell_size`), marks their cells [`CURVED`] and stores
+/// the group in `domain.curved`. Only plain fluid cells join: an open
+/// boundary cell next to an object keeps halfway bounce-back. A link whose
+/// opposite neighbour is not a flow cell, which the interpolation below
+/// `q = 1/2` reads, takes `q = 1/2` (halfway bounce-back).
+pub fn mark(domain: &mut Domain, c: &[[i32; 3]], objects: &[CurvedObject], cell_size: f64) -> Result<()> {
+    let d = domain.dims;
+    let n = [d.nx, d.ny, d.nz];
+    let q_len = c.len();
+    let mut links: BTreeMap<usize, ([u32; 3], Vec<f64>)> = BTreeMap::new();
+    for object in objects {
+        let (lo, hi) = object.shape.bounds();
+        let reach = c.iter().flat_map(|v| v.iter()).map(|v| v.unsigned_abs()).max().unwrap_or(1) as f64;
+        let range = |a: usize| {
+            let first = (lo[a] / cell_size - reach - 1.0).floor().max(0.0) as u32;
+            let last = ((hi[a] / cell_size + reach + 1.0).ceil().max(0.0) as u32).min(n[a] - 1);
+            first..=last
+        };
+        let mut found = 0usize;
+        for z in range(2) {
+            for y in range(1) {
+                for x in range(0) {
+                    let flag = domain.flags.get_at(domain.flags.slot([x, y, z]));
+                    if flag & KIND_MASK & !CURVED != FLUID {
+                        continue;
+                    }
+                    let here = DVec3::new(x as f64, y as f64, z as f64);
+                    for (i, ci) in c.iter().enumerate().skip(1) {
+                        let from = [x, y, z].map(|v| v as i64);
+                        let at = |sign: i64| -> [u32; 3] {
+                            std::array::from_fn(|a| (from[a] + sign * ci[a] as i64).rem_euclid(n[a] as i64) as u32)
+                        };
+                        let source = at(-1);
+                        if !object.cells.get_at(object.cells.slot(source)) {
+                            continue;
+                        }
+                        let wall = here - DVec3::from_array(ci.map(|v| v as f64));
+                        let mut q = object.shape.crossing(here * cell_size, wall * cell_size);
+                        let beyond = domain.flags.get_at(domain.flags.slot(at(1)));
+                        if q < 0.5 && !is_flow(beyond) {
+                            q = 0.5;
+                        }
+                        links.entry(d.index(x, y, z)).or_insert_with(|| ([x, y, z], vec![NOT_CURVED; q_len])).1[i] = q;
+                        found += 1;
+                    }
+                }
+            }
+        }
+        if found == 0 {
+            return Err(Error::Setup(format!(
+                "geometry `{}`: wall = \"interpolated\", but no fluid cell has a link into it (is it inside another \
+                 object or outside the domain?)",
+                object.name
+            )));
+        }
+    }
+    let mut walls = CurvedWalls { directions: q_len, ..Default::default() };
+    for (cell, (p, q)) in links {
+        let slot = domain.flags.slot(p);
+        let flag = domain.flags.get_at(slot);
+        domain.flags.set_at(slot, flag | CURVED);
+        walls.cells.push(cell);
+        walls.q.extend(q);
+    }
+    debug_assert!(walls.q.iter().all(|&q| q == NOT_CURVED || (0.0..=1.0).contains(&q)));
+    domain.curved = walls;
+    Ok(())
+}
+
+/// A partition's curved-wall group as the kernels read it: storage numbers
+/// and fractions in the solver's precision.
+pub struct CurvedTables<T> {
+    /// Storage number of each cell.
+    pub cells: Vec<u32>,
+    /// `Q` fractions per cell.
+    pub q: Vec<T>,
+    /// Room for `Q` carried values per cell (host runs; zeros).
+    pub carried: Vec<T>,
+}
+
+impl<T: kernels_gpu::Real> CurvedTables<T> {
+    /// The group of `walls` on `grid`; `None` when it is empty.
+    pub fn build(walls: &CurvedWalls, grid: &crate::part_grid::PartGrid) -> Option<Self> {
+        (!walls.is_empty()).then(|| Self {
+            cells: grid.stored_cells(&walls.cells),
+            q: walls.q.iter().map(|&q| T::from_f64(q)).collect(),
+            carried: vec![T::ZERO; walls.q.len()],
+        })
+    }
+
+    /// Number of cells.
+    pub fn count(&self) -> u32 {
+        self.cells.len() as u32
+    }
+}
