@@ -1352,6 +1352,38 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         format!("{CAVITY}\n[[geometry]]\nname = \"obstacle\"\n{extra}\n")
     }
 
+    /// `wall = "interpolated"` marks the fluid cells next to the shape with
+    /// fractions from its surface, and is refused where it cannot apply.
+    #[test]
+    fn interpolated_walls_are_marked_or_refused_with_a_reason() {
+        let disc = "shape = \"sphere\"\ncentre = [16.2, 15.7, 0.0]\nradius = 5.0";
+        let s = setup(&with_geometry(&format!("{disc}\nwall = \"interpolated\""))).unwrap();
+        let curved = &s.config.domain.curved;
+        assert!(!curved.is_empty());
+        let flags = &s.config.domain.flags;
+        for (k, &n) in curved.cells.iter().enumerate() {
+            let (x, y, z) = s.config.domain.dims.coords(n as u32);
+            assert_ne!(flags.get_at(flags.slot([x, y, z])) & kernels_gpu::flags::CURVED, 0, "cell {n} marked");
+            // Each fraction is where the link meets the circle: |p - centre| = r there.
+            for (i, &q) in curved.fractions(k).iter().enumerate().filter(|(_, q)| **q >= 0.0) {
+                let c = <kernels_gpu::D2Q9 as kernels_gpu::Lattice<9>>::C[i];
+                let p = [x as f64 - q * c[0] as f64, y as f64 - q * c[1] as f64];
+                let r = ((p[0] - 16.2).powi(2) + (p[1] - 15.7).powi(2)).sqrt();
+                assert!((r - 5.0).abs() < 1e-9, "cell {n} direction {i}: the wall point is {r} from the centre");
+            }
+        }
+        assert!(setup(&with_geometry(disc)).unwrap().config.domain.curved.is_empty(), "halfway by default");
+        let refused = |extra: &str, says: &str| {
+            let e = setup(&with_geometry(&format!("{disc}\n{extra}"))).unwrap_err().to_string();
+            assert!(e.contains(says), "{extra}: {e}");
+        };
+        refused("wall = \"curved\"", "halfway");
+        refused("wall = \"interpolated\"\nmoving_wall = [0.0, 0.01, 0.0]", "resting");
+        let packed = "shape = \"packed-spheres\"\nradius = 3.0\ncount = 2\nwall = \"interpolated\"";
+        let e = setup(&with_geometry(packed)).unwrap_err().to_string();
+        assert!(e.contains("only voxels"), "{e}");
+    }
+
     #[test]
     fn geometry_is_voxelised_as_walls() {
         let s = setup(&with_geometry("shape = \"sphere\"\ncentre = [16.0, 16.0, 0.0]\nradius = 5.0")).unwrap();
