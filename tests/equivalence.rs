@@ -214,6 +214,15 @@ fn gpu_forces_match_cpu() {
     assert_eq!(cpu.forces(std::slice::from_ref(&walls)).unwrap(), dev.forces(&[walls]).unwrap());
 }
 
+/// Every lattice, each precision and scheme at least once, for the curved-wall tests.
+const CURVED_CASES: [(LatticeKind, Precision, Streaming); 5] = [
+    (LatticeKind::D2Q9, Precision::F64, Streaming::EsotericPull),
+    (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull),
+    (LatticeKind::D3Q19, Precision::F16, Streaming::TwoLattice),
+    (LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice),
+    (LatticeKind::D3Q27, Precision::F16, Streaming::EsotericPull),
+];
+
 /// `forced_cavity` with a sphere in it whose walls are interpolated; with
 /// `halfway`, every curved link's fraction is then set to 1/2.
 fn cavity_with_sphere(lattice: LatticeKind, precision: Precision, streaming: Streaming, halfway: bool) -> SolverConfig {
@@ -246,14 +255,7 @@ fn cavity_with_sphere(lattice: LatticeKind, precision: Precision, streaming: Str
 /// scheme and grid.
 #[test]
 fn curved_walls_at_one_half_are_halfway_bounce_back() {
-    let cases = [
-        (LatticeKind::D2Q9, Precision::F64, Streaming::EsotericPull),
-        (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull),
-        (LatticeKind::D3Q19, Precision::F16, Streaming::TwoLattice),
-        (LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice),
-        (LatticeKind::D3Q27, Precision::F16, Streaming::EsotericPull),
-    ];
-    for (lattice, precision, streaming) in cases {
+    for (lattice, precision, streaming) in CURVED_CASES {
         for grid in [lbm::host::solver::GridLayout::Dense, lbm::host::solver::GridLayout::Sparse { edge: 4 }] {
             let plain = {
                 let mut c = cavity_with_sphere(lattice, precision, streaming, true);
@@ -291,14 +293,7 @@ fn curved_walls_at_one_half_are_halfway_bounce_back() {
 #[test]
 fn gpu_matches_cpu_with_curved_walls() {
     let Some(gpu) = common::gpu("gpu_matches_cpu_with_curved_walls") else { return };
-    let cases = [
-        (LatticeKind::D2Q9, Precision::F64, Streaming::EsotericPull),
-        (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull),
-        (LatticeKind::D3Q19, Precision::F16, Streaming::TwoLattice),
-        (LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice),
-        (LatticeKind::D3Q27, Precision::F16, Streaming::EsotericPull),
-    ];
-    for (lattice, precision, streaming) in cases {
+    for (lattice, precision, streaming) in CURVED_CASES {
         for grid in [lbm::host::solver::GridLayout::Dense, lbm::host::solver::GridLayout::Sparse { edge: 8 }] {
             let mut c = cavity_with_sphere(lattice, precision, streaming, false);
             c.grid = grid;

@@ -265,10 +265,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let p = self.config.step_params::<S::Real>(t);
         let scheme = self.config.streaming;
         let f = Shared::new(self.f.as_ptr());
-        // SAFETY: the tables hold `count` cells and `Q` values per cell.
-        let links = unsafe {
-            CurvedCells::new(tables.cells.as_ptr(), tables.q.as_ptr(), tables.carried.as_mut_ptr(), tables.count())
-        };
+        let links = tables.host_cells();
         let links = Shared::new(&links as *const CurvedCells<S::Real>);
         with_grid!(&self.grid, |g| (0..tables.count()).into_par_iter().for_each(|k| {
             // SAFETY: reads only the populations; each entry writes its own carried values.
@@ -278,8 +275,16 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
 
     /// [`curved::update`] of the curved-wall group for step `t`.
     fn update_curved(&mut self, t: u64) {
+        match self.config.collision_params::<S::Real>() {
+            CollisionParams::Bgk(c) => self.update_curved_with(t, c),
+            CollisionParams::Trt(c) => self.update_curved_with(t, c),
+        }
+    }
+
+    /// [`CpuPart::update_curved`] with the collision operator `collision`.
+    fn update_curved_with<C: Collision<S::Real>>(&mut self, t: u64, collision: C) {
         let Some(tables) = self.curved.as_mut() else { return };
-        let p = self.config.step_params::<S::Real>(t);
+        let p = &self.config.step_params::<S::Real>(t).with_collision(collision);
         let scheme = self.config.streaming;
         let flags = Shared::new(self.flags.as_ptr());
         let src = Shared(self.f.as_mut_ptr());
@@ -287,50 +292,14 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             Streaming::EsotericPull => src,
             Streaming::TwoLattice => Shared(self.f_next.as_mut_ptr()),
         };
-        // SAFETY: the tables hold `count` cells and `Q` values per cell.
-        let links = unsafe {
-            CurvedCells::new(tables.cells.as_ptr(), tables.q.as_ptr(), tables.carried.as_mut_ptr(), tables.count())
-        };
+        let links = tables.host_cells();
         let links = Shared::new(&links as *const CurvedCells<S::Real>);
-        let count = tables.count();
-        with_grid!(&self.grid, |g| match self.config.collision_params::<S::Real>() {
-            CollisionParams::Bgk(c) => {
-                let p = &p.with_collision(c);
-                (0..count).into_par_iter().for_each(|k| {
-                    // SAFETY: a listed cell touches only slots no other cell touches in the same step.
-                    unsafe {
-                        curved::update::<L, Q, S, _, _>(
-                            &g,
-                            scheme,
-                            p,
-                            src.get(),
-                            dst.get(),
-                            flags.get(),
-                            &*links.get(),
-                            k,
-                        )
-                    }
-                })
+        with_grid!(&self.grid, |g| (0..tables.count()).into_par_iter().for_each(|k| {
+            // SAFETY: a listed cell touches only slots no other cell touches in the same step.
+            unsafe {
+                curved::update::<L, Q, S, C, _>(&g, scheme, p, src.get(), dst.get(), flags.get(), &*links.get(), k)
             }
-            CollisionParams::Trt(c) => {
-                let p = &p.with_collision(c);
-                (0..count).into_par_iter().for_each(|k| {
-                    // SAFETY: as above.
-                    unsafe {
-                        curved::update::<L, Q, S, _, _>(
-                            &g,
-                            scheme,
-                            p,
-                            src.get(),
-                            dst.get(),
-                            flags.get(),
-                            &*links.get(),
-                            k,
-                        )
-                    }
-                })
-            }
-        })
+        }))
     }
 
     /// The update of the launch units `units` for step `t`: the bulk one, or
@@ -420,7 +389,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         if let Some(tables) = &self.curved {
             // SAFETY: the tables hold `count` cells and `Q` values per cell;
             // `curved::fields` reads the carried values from the buffer and
-            // writes none.
+            // writes none, so the shared borrow is never written through.
             let carried = tables.carried.as_ptr() as *mut S::Real;
             let links = unsafe { CurvedCells::new(tables.cells.as_ptr(), tables.q.as_ptr(), carried, tables.count()) };
             with_grid!(&self.grid, |g| for k in 0..tables.count() {

@@ -9,11 +9,9 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::voxel::Shape;
 use glam::DVec3;
+use kernels_gpu::curved::NOT_CURVED;
 use kernels_gpu::flags::{is_flow, CURVED, FLUID, KIND_MASK};
 use std::collections::BTreeMap;
-
-/// Link fraction of a link that is not on a curved wall.
-pub const NOT_CURVED: f64 = -1.0;
 
 /// The curved-wall group of a domain: its cells, and per cell and
 /// direction `i` the fraction `q` of the link from the cell to `x - c_i` at
@@ -37,18 +35,6 @@ impl CurvedWalls {
     /// The fractions of cell `k` of the list.
     pub fn fractions(&self, k: usize) -> &[f64] {
         &self.q[self.directions * k..self.directions * (k + 1)]
-    }
-
-    /// The group of the cells `keep` says to keep, renumbered by `to_local`.
-    pub fn filtered(&self, keep: impl Fn(usize) -> bool, to_local: impl Fn(usize) -> usize) -> Self {
-        let mut out = CurvedWalls { directions: self.directions, ..Default::default() };
-        for (k, &n) in self.cells.iter().enumerate() {
-            if keep(n) {
-                out.cells.push(to_local(n));
-                out.q.extend_from_slice(self.fractions(k));
-            }
-        }
-        out
     }
 }
 
@@ -156,5 +142,20 @@ impl<T: kernels_gpu::Real> CurvedTables<T> {
     /// Number of cells.
     pub fn count(&self) -> u32 {
         self.cells.len() as u32
+    }
+
+    /// The kernel argument over these tables in host memory (valid while
+    /// they live and are not moved).
+    pub fn host_cells(&mut self) -> kernels_gpu::curved::CurvedCells<T> {
+        // SAFETY: `count` cells and `Q` values per cell in each table, distinct
+        // fluid cells (`mark`).
+        unsafe {
+            kernels_gpu::curved::CurvedCells::new(
+                self.cells.as_ptr(),
+                self.q.as_ptr(),
+                self.carried.as_mut_ptr(),
+                self.count(),
+            )
+        }
     }
 }

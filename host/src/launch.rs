@@ -6,11 +6,11 @@
 
 use crate::error::{CudaContextExt, Result};
 use crate::solver::CollisionParams;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg};
 use kernels_gpu::curved::CurvedCells;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
-use kernels_gpu::{Dims, OpenBoundary, StepParams, Streaming};
+use kernels_gpu::{Bgk, Dims, OpenBoundary, StepParams, Streaming, Trt};
 use std::ops::Range;
 
 /// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
@@ -30,6 +30,39 @@ pub(crate) struct Buffers<'a, E> {
     pub next: Option<&'a mut CudaSlice<E>>,
 }
 
+/// Step parameters with the collision operator's, as the kernels that
+/// collide take them by value (one struct per operator).
+enum WithCollision<T: Copy> {
+    Bgk(ByValue<StepParams<T, Bgk<T>>>),
+    Trt(ByValue<StepParams<T, Trt<T>>>),
+}
+
+impl<T: Copy> WithCollision<T> {
+    fn new(p: StepParams<T>, collision: CollisionParams<T>) -> Self {
+        match collision {
+            CollisionParams::Bgk(c) => WithCollision::Bgk(ByValue(p.with_collision(c))),
+            CollisionParams::Trt(c) => WithCollision::Trt(ByValue(p.with_collision(c))),
+        }
+    }
+
+    /// Pushes the parameters as the next kernel argument.
+    fn push<'a>(&'a self, launch: &mut LaunchArgs<'a>) {
+        match self {
+            WithCollision::Bgk(p) => launch.arg(p),
+            WithCollision::Trt(p) => launch.arg(p),
+        };
+    }
+}
+
+/// Pushes the source and destination buffers of a kernel over a list of
+/// cells: Esoteric Pull passes the null `null` as its source (it works in place).
+fn push_src_dst<'a, E: DeviceRepr>(launch: &mut LaunchArgs<'a>, b: Buffers<'a, E>, null: &'a u64) {
+    match b.next {
+        None => launch.arg(null).arg(b.f),
+        Some(next) => launch.arg(&*b.f).arg(next),
+    };
+}
+
 /// `stream_collide_{ep|ab}_{bgk|trt}_*` over the units `units` (layers of
 /// the box, or blocks of the sparse `grid`) as `cfg` lays them out; with
 /// `open`, `stream_collide_open_*`, which updates open cells too.
@@ -46,23 +79,13 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     units: Range<u32>,
     cfg: LaunchConfig,
 ) -> Result<()> {
-    // Declared before the launch, which borrows the one that is set.
-    let (bgk, trt);
+    let p = WithCollision::new(p, collision);
     let mut launch = s.launch_builder(kernel);
     match b.next {
         None => launch.arg(b.f).arg(flags),
         Some(next) => launch.arg(&*b.f).arg(next).arg(flags),
     };
-    match collision {
-        CollisionParams::Bgk(c) => {
-            bgk = ByValue(p.with_collision(c));
-            launch.arg(&bgk)
-        }
-        CollisionParams::Trt(c) => {
-            trt = ByValue(p.with_collision(c));
-            launch.arg(&trt)
-        }
-    };
+    p.push(&mut launch);
     let (grid, open) = (grid.map(ByValue), open.map(ByValue));
     if let Some(grid) = &grid {
         launch.arg(grid);
@@ -101,11 +124,7 @@ pub(crate) fn open_boundary<E: DeviceRepr, T: DeviceRepr + Copy>(
 ) -> Result<()> {
     let (p, open, scheme, null, grid) = (ByValue(p), ByValue(open), scheme as u32, 0u64, grid.map(ByValue));
     let mut launch = s.launch_builder(kernel);
-    match b.next {
-        // Esoteric Pull passes a null source: it works in place.
-        None => launch.arg(&null).arg(b.f),
-        Some(next) => launch.arg(&*b.f).arg(next),
-    };
+    push_src_dst(&mut launch, b, &null);
     launch.arg(flags).arg(cells).arg(&count).arg(&p).arg(&open).arg(&scheme);
     if let Some(grid) = &grid {
         launch.arg(grid);
@@ -173,25 +192,12 @@ pub(crate) fn curved_wall<E: DeviceRepr, T: DeviceRepr + Copy>(
     scheme: Streaming,
     grid: Option<SparseTables>,
 ) -> Result<()> {
-    let (bgk, trt);
+    let p = WithCollision::new(p, collision);
     let (count, links, scheme, null, grid) = (links.count, ByValue(links), scheme as u32, 0u64, grid.map(ByValue));
     let mut launch = s.launch_builder(kernel);
-    match b.next {
-        // Esoteric Pull passes a null source: it works in place.
-        None => launch.arg(&null).arg(b.f),
-        Some(next) => launch.arg(&*b.f).arg(next),
-    };
+    push_src_dst(&mut launch, b, &null);
     launch.arg(flags);
-    match collision {
-        CollisionParams::Bgk(c) => {
-            bgk = ByValue(p.with_collision(c));
-            launch.arg(&bgk)
-        }
-        CollisionParams::Trt(c) => {
-            trt = ByValue(p.with_collision(c));
-            launch.arg(&trt)
-        }
-    };
+    p.push(&mut launch);
     launch.arg(&links).arg(&scheme);
     if let Some(grid) = &grid {
         launch.arg(grid);
@@ -290,11 +296,7 @@ pub(crate) fn level_transit<E: DeviceRepr, T: DeviceRepr + Copy>(
 ) -> Result<()> {
     let (p, grid, scheme, null) = (ByValue(p), ByValue(grid), scheme as u32, 0u64);
     let mut launch = s.launch_builder(kernel);
-    match b.next {
-        // Esoteric Pull passes a null source: it works in place.
-        None => launch.arg(&null).arg(b.f),
-        Some(next) => launch.arg(&*b.f).arg(next),
-    };
+    push_src_dst(&mut launch, b, &null);
     launch.arg(flags).arg(&p).arg(&grid).arg(cells).arg(&count).arg(&scheme);
     // SAFETY: the argument list of the `level_transit_*` entry points.
     unsafe { launch.launch(list_config(count)) }.ctx("launching the ghost cells' kernel")?;
@@ -380,20 +382,11 @@ pub(crate) fn level_coalesce<E: DeviceRepr, T: DeviceRepr + Copy>(
     children: &CudaSlice<u32>,
     scheme: Streaming,
 ) -> Result<()> {
-    let (bgk, trt);
+    let p = WithCollision::new(p, collision);
     let (grid, fine_grid, odd, scheme) = (ByValue(grid), ByValue(fine.grid), fine_odd as u32, scheme as u32);
     let mut launch = s.launch_builder(kernel);
     launch.arg(dst);
-    match collision {
-        CollisionParams::Bgk(c) => {
-            bgk = ByValue(p.with_collision(c));
-            launch.arg(&bgk)
-        }
-        CollisionParams::Trt(c) => {
-            trt = ByValue(p.with_collision(c));
-            launch.arg(&trt)
-        }
-    };
+    p.push(&mut launch);
     launch.arg(&grid).arg(cells).arg(&count).arg(fine.f).arg(&fine_grid).arg(&odd).arg(children).arg(&scheme);
     // SAFETY: the argument list of the `level_coalesce_*` entry points.
     unsafe { launch.launch(list_config(count)) }.ctx("launching the coalescence kernel")?;

@@ -22,9 +22,9 @@
 //! values for every listed cell before any update runs, and [`update`] then
 //! reads the copies: both streaming schemes take the same path.
 //!
-//! Each listed cell has `Q` link fractions; a negative one marks a link
-//! that is not on a curved wall (fluid, or a plain wall with halfway
-//! bounce-back). Walls of the list do not move.
+//! Each listed cell has `Q` link fractions; [`NOT_CURVED`] (any negative
+//! value) marks a link that is not on a curved wall (fluid, or a plain wall
+//! with halfway bounce-back). Walls of the list do not move.
 
 use crate::cell::density_velocity;
 use crate::collision::Collision;
@@ -33,7 +33,10 @@ use crate::lattice::{opposite, Lattice};
 use crate::params::StepParams;
 use crate::real::Real;
 use crate::storage::Storage;
-use crate::stream::{collide, load, neighbours, rescaled, store, stored_slot, Streaming};
+use crate::stream::{collide, load, neighbours, rescaled, store, stored_slot, write_fields, Streaming};
+
+/// The link fraction of a link that is not on a curved wall.
+pub const NOT_CURVED: f64 = -1.0;
 
 /// A curved-wall group: `#[repr(C)]`, a kernel argument by value. The
 /// tables live in the memory of whoever runs the per-cell functions.
@@ -155,21 +158,11 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
 ) {
     let n = *links.cells.add(k as usize);
     let nb = neighbours::<L, Q, G>(grid, grid.cell_of(n));
-    let mut fi = load::<L, Q, S, true>(scheme, p, f, flags, &nb);
-    let arrived = fi;
-    for i in 1..Q {
-        let q = links.q::<Q>(k, i);
-        if q >= S::Real::ZERO {
-            let c = if needs_carried(q) { carried_value::<L, Q, S>(scheme, p.step, f, &nb, i) } else { S::Real::ZERO };
-            fi[i] = interpolated(q, arrived[i], arrived[opposite(i)], c);
-        }
-    }
+    let arrived = load::<L, Q, S, true>(scheme, p, f, flags, &nb);
+    // Between steps `f*_i(x)` is still in the buffer: no gather needed.
+    let fi = interpolate_links(&arrived, links, k, |i| carried_value::<L, Q, S>(scheme, p.step, f, &nb, i));
     let (rho, u) = density_velocity::<L, Q, S::Real>(&rescaled(fi, 1.0 / S::SCALE), p.force);
-    let (cells, m) = (grid.cells(), n as usize);
-    *out.add(m) = rho;
-    for a in 0..3 {
-        *out.add((a + 1) * cells + m) = u[a];
-    }
+    write_fields(out, grid.cells(), n, rho, u);
 }
 
 /// Step of listed cell `k`: streams as a fluid cell next to walls does,
@@ -195,27 +188,30 @@ pub unsafe fn update<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
     let cell = grid.cell_of(*links.cells.add(k as usize));
     let nb = neighbours::<L, Q, G>(grid, cell);
     let arrived = load::<L, Q, S, true>(scheme, p, src, flags, &nb);
-    let mut fi = with_curved_links::<L, Q, S::Real>(&arrived, links, k);
+    let carried = |i| *links.carried.add(Q * k as usize + i);
+    let mut fi = interpolate_links(&arrived, links, k, carried);
     collide::<L, Q, S, C>(&mut fi, p);
     store::<L, Q, S>(scheme, p, dst, &nb, &fi);
 }
 
 /// The populations `arrived` at listed cell `k` (bounce-back on every wall
-/// link) with those of its curved links interpolated.
+/// link) with those of its curved links interpolated, `carried(i)` giving
+/// `f*_i(x)` where the fraction needs it.
 ///
 /// # Safety
-/// `k < links.count`; [`gather`] must have run for this step.
+/// `k < links.count`.
 #[inline(always)]
-pub unsafe fn with_curved_links<L: Lattice<Q>, const Q: usize, T: Real>(
+unsafe fn interpolate_links<const Q: usize, T: Real>(
     arrived: &[T; Q],
     links: &CurvedCells<T>,
     k: u32,
+    carried: impl Fn(usize) -> T,
 ) -> [T; Q] {
     let mut fi = *arrived;
     for i in 1..Q {
         let q = links.q::<Q>(k, i);
         if q >= T::ZERO {
-            let c = if needs_carried(q) { *links.carried.add(Q * k as usize + i) } else { T::ZERO };
+            let c = if needs_carried(q) { carried(i) } else { T::ZERO };
             fi[i] = interpolated(q, arrived[i], arrived[opposite(i)], c);
         }
     }

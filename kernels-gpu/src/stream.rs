@@ -629,7 +629,6 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     cell: G::Cell,
 ) {
     let n = grid.index_of(cell);
-    let cells = grid.cells();
     let flag = flag_of(flags, n);
     let (rho, u) = if is_flow(flag) {
         let nb = neighbours::<L, Q, G>(grid, cell);
@@ -642,6 +641,16 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
         };
         (S::Real::ONE, u)
     };
+    write_fields(out, grid.cells(), n, rho, u);
+}
+
+/// Writes density `rho` and velocity `u` of cell `n` into the `rho, ux, uy,
+/// uz` planes of `out`, each `cells` values (see [`FIELD_COMPONENTS`]).
+///
+/// # Safety
+/// `out` must hold `4 * cells` values and `n < cells`.
+#[inline(always)]
+pub(crate) unsafe fn write_fields<T: Real>(out: *mut T, cells: usize, n: u32, rho: T, u: [T; 3]) {
     let m = n as usize;
     *out.add(m) = rho;
     for a in 0..3 {
