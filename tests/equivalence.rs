@@ -90,13 +90,28 @@ fn gpu_matches_cpu_bit_for_bit() {
         channel_config(LatticeKind::D3Q27, Precision::F16, Streaming::TwoLattice, regularized).unwrap();
     regularized.collision = lbm::host::solver::CollisionModel::Trt { magic: 0.1 };
     regularized.force = [1e-5, -2e-5, 0.0];
+    // An inlet with a profile (a tangential component too) ramping up over
+    // 300 steps: through its list, and through the naive variant's tables.
+    let mut profiled = regularized.clone();
+    let dims = profiled.domain.dims;
+    let inlet = &mut profiled.domain.open[0];
+    inlet.velocities = (inlet.cells.iter())
+        .map(|&n| {
+            let s = (dims.coords(n as u32).1 as f64 - 0.5) / 30.0;
+            [0.2 * s * (1.0 - s), 0.002 * s, 0.0]
+        })
+        .collect();
+    inlet.state.ramp_steps = 300;
+    let tables = SolverConfig { groups: lbm::host::groups::BoundaryGroups::Naive, ..profiled.clone() };
     let runs = cases
         .into_iter()
         .map(|(lattice, precision, streaming, side, steps)| {
             (forced_cavity(lattice, precision, streaming, side), format!("{}^3 cavity", side + 2), steps)
         })
         .chain([(channel.unwrap(), "channel with inlet and outlet".to_string(), 1001)])
-        .chain([(regularized, "channel with regularized inlet and outlet".to_string(), 1001)]);
+        .chain([(regularized, "channel with regularized inlet and outlet".to_string(), 1001)])
+        .chain([(profiled, "channel with a ramped inlet profile".to_string(), 1001)])
+        .chain([(tables, "channel with a ramped inlet profile, naive groups".to_string(), 1001)]);
     for (c, name, steps) in runs {
         let (lattice, precision, streaming) = (c.lattice, c.precision, c.streaming);
         let mut cpu = lbm::build_solver(c.clone(), BackendKind::Cpu).unwrap();

@@ -1,8 +1,9 @@
 //! Case files (TOML): what a user writes to run a simulation without code.
 //! The schema is documented in `cases/README.md`.
 
-use crate::domain::{Domain, FaceBoundary, OpenScheme};
+use crate::domain::{Domain, Face, FaceBoundary, OpenScheme};
 use crate::error::{Error, Result};
+use crate::profile::Profile;
 use crate::solver::{CollisionModel, GridLayout, Initial, LatticeKind, Named, Precision, SolverConfig, DEFAULT_MAGIC};
 use kernels_gpu::{CollisionKind, Dims, Streaming};
 use serde::Deserialize;
@@ -274,10 +275,22 @@ pub enum FaceSpec {
     },
     /// A velocity inlet.
     Inlet {
-        /// Inflow velocity.
-        velocity_inlet: [f64; 3],
+        /// Inflow velocity, or a CSV file of velocities over the face.
+        velocity_inlet: InletVelocity,
         /// [`OpenScheme`] name (default `"equilibrium"`).
         scheme: Option<String>,
+        /// `"uniform"` (default), `"parabolic"` or `"power_law"`
+        /// ([`crate::profile::Profile`]).
+        profile: Option<String>,
+        /// Power law: its exponent.
+        exponent: Option<f64>,
+        /// Power law: the wall face heights are measured from.
+        ground: Option<String>,
+        /// Power law: height of the given velocity above the ground (case
+        /// length units; default the height of the fluid).
+        reference_height: Option<f64>,
+        /// Steps over which the inflow ramps up from rest (default 0: none).
+        ramp_steps: Option<u32>,
     },
     /// A pressure outlet.
     Outlet {
@@ -286,6 +299,16 @@ pub enum FaceSpec {
         /// [`OpenScheme`] name (default `"equilibrium"`).
         scheme: Option<String>,
     },
+}
+
+/// An inlet's velocity: one vector, or a CSV file of velocities over the face.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum InletVelocity {
+    /// `[ux, uy, uz]`, shaped by the inlet's profile.
+    Vector([f64; 3]),
+    /// A CSV file (relative to the case file): [`crate::profile::Table::read`].
+    File(String),
 }
 
 /// What the `[boundaries]` error message offers.
@@ -563,6 +586,8 @@ pub struct Setup {
     pub geometry: Vec<crate::geometry::GeometrySpec>,
     /// Why `grid = "auto"` chose the grid it did.
     pub grid_choice: Option<String>,
+    /// What each inlet with a profile or a ramp imposes, a line each.
+    pub inlets: Vec<String>,
     /// Warnings about the fluid the geometry leaves (closed pockets...).
     pub notes: Vec<String>,
     /// When the case is a porous sample: what the permeability report needs.
@@ -595,8 +620,12 @@ impl Case {
             match face {
                 FaceSpec::Named(_) => {}
                 FaceSpec::Moving { moving_wall } => n.three(&format!("[boundaries] {name}.moving_wall"), *moving_wall),
-                FaceSpec::Inlet { velocity_inlet, .. } => {
-                    n.three(&format!("[boundaries] {name}.velocity_inlet"), *velocity_inlet)
+                FaceSpec::Inlet { velocity_inlet, exponent, reference_height, .. } => {
+                    if let InletVelocity::Vector(v) = velocity_inlet {
+                        n.three(&format!("[boundaries] {name}.velocity_inlet"), *v)
+                    }
+                    n.opt(format!("[boundaries] {name}.exponent"), *exponent);
+                    n.opt(format!("[boundaries] {name}.reference_height"), *reference_height);
                 }
                 FaceSpec::Outlet { pressure_outlet, .. } => {
                     n.one(format!("[boundaries] {name}.pressure_outlet"), *pressure_outlet)
@@ -720,9 +749,14 @@ impl Case {
                 FaceSpec::Named(s) if s == "periodic" => FaceBoundary::Periodic,
                 FaceSpec::Named(s) => return Err(bad(format!("[boundaries] {name} = \"{s}\": use {FACE_CHOICES}"))),
                 FaceSpec::Moving { moving_wall } => FaceBoundary::MovingWall(moving_wall.map(to_lattice_velocity)),
-                FaceSpec::Inlet { velocity_inlet, scheme } => {
+                FaceSpec::Inlet { velocity_inlet, scheme, .. } => {
                     let scheme = open_scheme(scheme).map_err(|e| bad(format!("[boundaries] {name}.scheme: {e}")))?;
-                    FaceBoundary::VelocityInlet(velocity_inlet.map(to_lattice_velocity), scheme)
+                    // A table's velocities come in once the face's cells are known.
+                    let u = match velocity_inlet {
+                        InletVelocity::Vector(v) => v.map(to_lattice_velocity),
+                        InletVelocity::File(_) => [0.0; 3],
+                    };
+                    FaceBoundary::VelocityInlet(u, scheme)
                 }
                 FaceSpec::Outlet { pressure_outlet, scheme } => {
                     let scheme = open_scheme(scheme).map_err(|e| bad(format!("[boundaries] {name}.scheme: {e}")))?;
@@ -748,6 +782,28 @@ impl Case {
         let mut domain = Domain::with_faces(dims, faces).map_err(in_case(path, "[simulation] size / [boundaries]"))?;
         let case_dir = path.parent().unwrap_or(Path::new("."));
         let cell_size = units.map_or(1.0, |u| u.dx);
+        let mut inlets = Vec::new();
+        const KEYS: [&str; 6] = [
+            "[boundaries] x_min",
+            "[boundaries] x_max",
+            "[boundaries] y_min",
+            "[boundaries] y_max",
+            "[boundaries] z_min",
+            "[boundaries] z_max",
+        ];
+        for (k, (_, spec)) in b.faces().into_iter().enumerate() {
+            let key = KEYS[k];
+            let inlet = InletSetup {
+                face: Face::ALL[k],
+                faces: &faces,
+                case_dir,
+                cell_size,
+                to_lattice_velocity: &to_lattice_velocity,
+            };
+            if let Some(line) = inlet.apply(spec, &mut domain).map_err(in_case(path, key))? {
+                inlets.push(line);
+            }
+        }
         let periodic: [bool; 3] = std::array::from_fn(|a| faces[2 * a] == FaceBoundary::Periodic);
         let context = crate::geometry::Context { case_dir, cell_size, periodic, dimension: sim.lattice.dimension() };
         let open_faces: Vec<[i32; 3]> = domain.open.iter().map(|g| g.state.normal).collect();
@@ -971,6 +1027,7 @@ impl Case {
             backend: sim.backend,
             devices: sim.devices.clone(),
             grid_choice,
+            inlets,
             exchange,
             output: self.output.clone(),
             units,
@@ -1096,6 +1153,98 @@ pub struct PorousSample {
 }
 
 /// The open-boundary scheme a face names, [`OpenScheme::Equilibrium`] when none.
+/// What shaping an inlet's velocity needs to know about the case.
+struct InletSetup<'a> {
+    face: Face,
+    faces: &'a [FaceBoundary; 6],
+    case_dir: &'a Path,
+    cell_size: f64,
+    to_lattice_velocity: &'a dyn Fn(f64) -> f64,
+}
+
+impl InletSetup<'_> {
+    /// Gives the inlet `spec` on this face of `domain` its profile and
+    /// ramp, and says what it imposes; nothing for a uniform inlet without
+    /// a ramp or for another kind of face.
+    fn apply(&self, spec: &FaceSpec, domain: &mut Domain) -> Result<Option<String>> {
+        let FaceSpec::Inlet { velocity_inlet, profile, exponent, ground, reference_height, ramp_steps, .. } = spec
+        else {
+            return Ok(None);
+        };
+        let bad = |m: String| Err(Error::Setup(m));
+        let power_law = profile.as_deref() == Some("power_law");
+        for (key, given) in [
+            ("exponent", exponent.is_some()),
+            ("ground", ground.is_some()),
+            ("reference_height", reference_height.is_some()),
+        ] {
+            if given && !power_law {
+                return bad(format!("{key} is read only by profile = \"power_law\""));
+            }
+        }
+        let dims = domain.dims;
+        let size = [dims.nx, dims.ny, dims.nz];
+        let shape = match (velocity_inlet, profile.as_deref()) {
+            (InletVelocity::File(file), None) => {
+                let table = crate::profile::Table::read(&self.case_dir.join(file), self.cell_size, self.to_lattice_velocity)?;
+                Profile::Table(table)
+            }
+            (InletVelocity::File(_), Some(_)) => {
+                return bad("a velocity_inlet file is its own profile: drop `profile`".into())
+            }
+            (InletVelocity::Vector(_), None | Some("uniform")) => Profile::Uniform,
+            (InletVelocity::Vector(_), Some("parabolic")) => Profile::Parabolic,
+            (InletVelocity::Vector(_), Some("power_law")) => {
+                let Some(exponent) = exponent.filter(|e| *e > 0.0 && *e <= 1.0) else {
+                    return bad("profile = \"power_law\" needs an exponent in (0, 1], e.g. exponent = 0.14".into());
+                };
+                let names = Face::ALL.map(Face::name);
+                let Some(ground) = ground.as_deref().and_then(|g| Face::ALL.into_iter().find(|f| f.name() == g)) else {
+                    return bad(format!("profile = \"power_law\" needs ground = one of {names:?}: the wall heights are measured from"));
+                };
+                let height = match reference_height {
+                    Some(h) if *h > 0.0 => h / self.cell_size,
+                    Some(h) => return bad(format!("reference_height = {h}: give a positive height above the ground")),
+                    // The fluid between the ground wall and the opposite face's wall.
+                    None => size[ground.axis()] as f64 - 2.0,
+                };
+                Profile::PowerLaw { exponent, ground, height }
+            }
+            (_, Some(other)) => {
+                return bad(format!("profile = \"{other}\": use \"uniform\", \"parabolic\" or \"power_law\", or a CSV file as velocity_inlet"))
+            }
+        };
+        let ramp = ramp_steps.unwrap_or(0);
+        let normal = self.face.inward_normal();
+        let Some(group) = domain.open.iter_mut().find(|g| g.state.normal == normal) else {
+            return Ok(None);
+        };
+        group.state.ramp_steps = ramp;
+        if shape == Profile::Uniform {
+            return Ok((ramp > 0).then(|| format!("inlet {}: uniform, ramped up over {ramp} steps", self.face.name())));
+        }
+        let applied = shape.apply(self.face, self.faces, dims, group.state.velocity, &group.cells)?;
+        group.velocities = applied.velocities;
+        if let Profile::Table(_) = shape {
+            group.state.velocity = applied.mean;
+        }
+        let fmt = |u: [f64; 3]| format!("[{:.4}, {:.4}, {:.4}]", u[0], u[1], u[2]);
+        let mut line = format!(
+            "inlet {}: {} profile, mean velocity {} (lattice units)",
+            self.face.name(),
+            shape.name(),
+            fmt(applied.mean)
+        );
+        if applied.outside > 0 {
+            line += &format!(", {} cells outside the table take its edge values", applied.outside);
+        }
+        if ramp > 0 {
+            line += &format!(", ramped up over {ramp} steps");
+        }
+        Ok(Some(line))
+    }
+}
+
 fn open_scheme(name: &Option<String>) -> Result<OpenScheme> {
     name.as_deref().map_or(Ok(OpenScheme::default()), OpenScheme::from_name)
 }
@@ -1259,6 +1408,67 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let unstable = si.replace("viscosity = 0.01", "viscosity = 1e-9");
         let e = setup(&unstable).unwrap_err().to_string();
         assert!(e.contains("tau") && e.contains("lattice_velocity"), "{e}");
+    }
+
+    #[test]
+    fn inlet_profiles_and_ramps_are_read_and_refused_with_a_reason() {
+        let channel = CAVITY
+            .replace("reynolds = 100.0", "viscosity = 0.1")
+            .replace("x_max = \"wall\"", "x_max = { pressure_outlet = 0.0 }")
+            .replace("y_max = { moving_wall = [0.1, 0.0, 0.0] }", "y_max = \"wall\"");
+        let with = |inlet: &str| setup(&channel.replace("x_min = \"wall\"", &format!("x_min = {{ {inlet} }}")));
+        // Parabolic across y (z is periodic): zero at the walls, the peak in the middle.
+        let s = with("velocity_inlet = [0.06, 0.0, 0.0], profile = \"parabolic\", ramp_steps = 500").unwrap();
+        let inlet = &s.config.domain.open[0];
+        assert_eq!((inlet.cells.len(), inlet.velocities.len(), inlet.state.ramp_steps), (32, 32, 500));
+        let peak = inlet.velocities.iter().map(|v| v[0]).fold(0.0, f64::max);
+        assert!(peak < 0.06 && peak > 0.06 * (1.0 - 1e-3), "{peak}");
+        assert!(inlet.velocities.iter().all(|v| v[0] > 0.0 && v[1] == 0.0));
+        assert!(s.inlets[0].starts_with("inlet x_min: parabolic profile, mean velocity [0.0400"), "{:?}", s.inlets);
+        assert!(s.inlets[0].ends_with("ramped up over 500 steps"), "{:?}", s.inlets);
+        // A uniform inlet without a ramp has no profile and says nothing.
+        let s = with("velocity_inlet = [0.06, 0.0, 0.0]").unwrap();
+        assert!(s.config.domain.open[0].velocities.is_empty() && s.inlets.is_empty());
+        // Power law from the y_min wall, the given speed at 8 cells up.
+        let law = "profile = \"power_law\", exponent = 0.25, ground = \"y_min\", reference_height = 7.5";
+        let s = with(&format!("velocity_inlet = [0.04, 0.0, 0.0], {law}")).unwrap();
+        let v = &s.config.domain.open[0].velocities;
+        assert_eq!(v[7][0], 0.04, "y = 8 is 7.5 cells above the wall at 0.5: {:?}", v[7]);
+        // The Mach check sees the profile's fastest cell, above the reference height.
+        let e = with(&format!("velocity_inlet = [0.2, 0.0, 0.0], {law}")).unwrap_err().to_string();
+        assert!(e.contains("Mach"), "{e}");
+        for (inlet, why) in [
+            ("velocity_inlet = [0.04, 0.0, 0.0], exponent = 0.2", "exponent is read only by profile = \"power_law\""),
+            ("velocity_inlet = [0.04, 0.0, 0.0], profile = \"cubic\"", "profile = \"cubic\": use"),
+            ("velocity_inlet = [0.04, 0.0, 0.0], profile = \"power_law\", ground = \"y_min\"", "needs an exponent"),
+            ("velocity_inlet = [0.04, 0.0, 0.0], profile = \"power_law\", exponent = 0.2", "needs ground"),
+            ("velocity_inlet = \"missing.csv\"", "missing.csv: cannot read it"),
+        ] {
+            let e = with(inlet).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains("[boundaries] x_min"), "{inlet}: {e}");
+        }
+    }
+
+    #[test]
+    fn inlet_profiles_come_from_csv_files_beside_the_case() {
+        let dir = Scratch::new("profile");
+        dir.file("inlet.csv", b"y,ux,uy\n0.5,0.0,0.001\n32.5,0.064,0.001\n");
+        let text = CAVITY
+            .replace("reynolds = 100.0", "viscosity = 0.1")
+            .replace("x_min = \"wall\"", "x_min = { velocity_inlet = \"inlet.csv\" }")
+            .replace("x_max = \"wall\"", "x_max = { pressure_outlet = 0.0 }")
+            .replace("y_max = { moving_wall = [0.1, 0.0, 0.0] }", "y_max = \"wall\"");
+        let path = dir.0.join("case.toml");
+        std::fs::write(&path, text).unwrap();
+        let s = Case::load(&path).unwrap().setup(&path, None).unwrap();
+        let inlet = &s.config.domain.open[0];
+        // Linear in y from the wall at 0.5: u = 0.002 (y - 0.5), uy = 0.001.
+        for (&n, v) in inlet.cells.iter().zip(&inlet.velocities) {
+            let y = s.config.domain.dims.coords(n as u32).1 as f64;
+            assert!((v[0] - 0.002 * (y - 0.5)).abs() < 1e-15 && v[1] == 0.001 && v[2] == 0.0, "{y}: {v:?}");
+        }
+        assert!((inlet.state.velocity[0] - 0.032).abs() < 1e-15, "the mean: {:?}", inlet.state.velocity);
+        assert!(s.inlets[0].starts_with("inlet x_min: table profile"), "{:?}", s.inlets);
     }
 
     #[test]

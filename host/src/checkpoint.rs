@@ -67,6 +67,13 @@ pub fn fingerprint(config: &SolverConfig) -> [u8; 32] {
         for n in s.normal {
             h.update(n.to_le_bytes());
         }
+        // Ramps and profiles only where present, so older checkpoints still match.
+        if s.ramp_steps > 0 {
+            h.update(s.ramp_steps.to_le_bytes());
+        }
+        for c in g.velocities.iter().flatten() {
+            h.update(c.to_le_bytes());
+        }
         // Cell numbers as 32 bits where they fit (as before boxes grew past 2^32).
         for &n in &g.cells {
             match wide {

@@ -4,6 +4,7 @@
 
 use crate::cell_blocks::CellBlocks;
 use crate::curved::CurvedTables;
+use crate::domain::OpenGroup;
 use crate::error::Result;
 use crate::fields::PartFields;
 use crate::forces::momentum_exchange;
@@ -25,6 +26,10 @@ use std::ops::Range;
 
 /// Cells per rayon task: large enough to amortise scheduling.
 const CELLS_PER_TASK: usize = 4096;
+
+/// An open-boundary group as the list update runs it: its cells' storage
+/// numbers, what they impose, and a profile's velocities (three per cell).
+type OpenList<T> = (Vec<u32>, OpenBoundary<T>, Option<Vec<T>>);
 
 /// A raw pointer shared by the threads of one parallel loop.
 #[derive(Clone, Copy)]
@@ -183,7 +188,7 @@ struct CpuPart<L: Lattice<Q>, const Q: usize, S: Storage> {
     f_next: Vec<S>,
     /// The open-boundary groups (own cells' storage numbers, and what each
     /// imposes), updated after the bulk.
-    open: Vec<(Vec<u32>, OpenBoundary<S::Real>)>,
+    open: Vec<OpenList<S::Real>>,
     /// What the kernel that updates open cells too reads (every
     /// boundary-group variant but `lists`).
     open_tables: Option<OpenTables<S::Real>>,
@@ -217,7 +222,12 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let collision = config.collision_params();
         // The other variants find open cells through `open_tables`.
         let lists = if config.groups == BoundaryGroups::Lists { config.domain.open.as_slice() } else { &[] };
-        let open = lists.iter().map(|o| (grid.stored_cells(&o.cells), o.state.kernel_params(collision))).collect();
+        let open = (lists.iter())
+            .map(|o| {
+                let velocities = OpenGroup::kernel_velocities(&o.velocities);
+                (grid.stored_cells(&o.cells), o.state.kernel_params(collision), velocities)
+            })
+            .collect();
         let open_tables = OpenTables::build(&config, &grid)?;
         let curved = CurvedTables::build(&config.domain.curved, &grid);
         Ok(Self { config, slab, grid, flags, f, f_next, open, open_tables, curved, t: 0, _lattice: PhantomData })
@@ -334,16 +344,20 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             Streaming::EsotericPull => src,
             Streaming::TwoLattice => Shared(self.f_next.as_mut_ptr()),
         };
-        with_grid!(&self.grid, |g| for (cells, open) in &self.open {
-            cells.par_iter().for_each(|&n| {
+        with_grid!(&self.grid, |g| for (cells, open, velocities) in &self.open {
+            let velocities = velocities.as_ref().map_or(std::ptr::null(), |v| v.as_ptr());
+            let velocities = Shared::new(velocities);
+            cells.par_iter().enumerate().for_each(|(k, &n)| {
                 // SAFETY: buffers sized for the partition; an open cell touches
-                // only slots no other cell touches in the same step.
+                // only slots no other cell touches in the same step; a profile
+                // holds three values per cell.
                 unsafe {
+                    let open = stream::with_profile(*open, velocities.get(), k);
                     stream::open_boundary_update::<L, Q, S, _>(
                         &g,
                         scheme,
                         &p,
-                        open,
+                        &open,
                         src.get(),
                         dst.get(),
                         flags.get(),

@@ -28,6 +28,11 @@ impl Face {
     /// All faces in the order x-, x+, y-, y+, z-, z+.
     pub const ALL: [Face; 6] = [Face::XMin, Face::XMax, Face::YMin, Face::YMax, Face::ZMin, Face::ZMax];
 
+    /// The face's key in case files (`x_min`...).
+    pub const fn name(self) -> &'static str {
+        ["x_min", "x_max", "y_min", "y_max", "z_min", "z_max"][self as usize]
+    }
+
     /// Axis (0, 1, 2) normal to the face.
     pub const fn axis(self) -> usize {
         match self {
@@ -102,13 +107,56 @@ pub struct Domain {
     pub z_offset: u32,
 }
 
-/// An inlet or outlet: a boundary group of cells that all impose `state`.
+/// An inlet or outlet: a boundary group of cells that all impose `state`,
+/// an inlet with a profile each its own velocity.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpenGroup {
     /// What the cells impose.
     pub state: OpenState,
     /// The cells (dense numbers), ascending.
     pub cells: Vec<usize>,
+    /// An inlet's velocity profile: the velocity of each cell of `cells`,
+    /// in place of `state.velocity`; empty: every cell imposes `state`.
+    pub velocities: Vec<[f64; 3]>,
+}
+
+impl OpenGroup {
+    /// A group whose cells all impose `state`.
+    pub fn uniform(state: OpenState, cells: Vec<usize>) -> Self {
+        Self { state, cells, velocities: Vec::new() }
+    }
+
+    /// The velocity the group's `k`-th cell imposes, if it is an inlet's.
+    pub fn velocity(&self, k: usize) -> [f64; 3] {
+        self.velocities.get(k).copied().unwrap_or(self.state.velocity)
+    }
+
+    /// The cells `f` maps to a new number, in order, with their profile
+    /// velocities (empty without a profile): the group on another numbering.
+    pub fn cells_where<U>(&self, mut f: impl FnMut(usize) -> Option<U>) -> (Vec<U>, Vec<[f64; 3]>) {
+        let mut velocities = Vec::new();
+        let mut cells = Vec::new();
+        for (k, &n) in self.cells.iter().enumerate() {
+            if let Some(m) = f(n) {
+                cells.push(m);
+                if !self.velocities.is_empty() {
+                    velocities.push(self.velocities[k]);
+                }
+            }
+        }
+        (cells, velocities)
+    }
+
+    /// Keeps the cells for which `keep` holds (and their profile velocities).
+    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
+        (self.cells, self.velocities) = self.cells_where(|n| keep(n).then_some(n));
+    }
+
+    /// The profile's velocities as a list kernel reads them (three values per
+    /// cell, in the kernel's precision); `None` without a profile.
+    pub fn kernel_velocities<T: kernels_gpu::Real>(velocities: &[[f64; 3]]) -> Option<Vec<T>> {
+        (!velocities.is_empty()).then(|| velocities.iter().flatten().map(|&v| T::from_f64(v)).collect())
+    }
 }
 
 /// Whether an open boundary imposes the velocity or the density.
@@ -159,6 +207,9 @@ pub struct OpenState {
     pub velocity: [f64; 3],
     /// Unit normal of the face, pointing into the domain.
     pub normal: [i32; 3],
+    /// Steps over which an inlet's velocity ramps up from rest (0: none;
+    /// see [`kernels_gpu::OpenBoundary::at_step`]).
+    pub ramp_steps: u32,
 }
 
 impl OpenState {
@@ -179,6 +230,8 @@ impl OpenState {
                 OpenScheme::Regularized => REGULARIZED,
             },
             rates: collision.rates(),
+            ramp_steps: self.ramp_steps,
+            reserved: 0,
         }
     }
 }
@@ -234,12 +287,15 @@ impl Domain {
                 FaceBoundary::MovingWall(u) => d.add_moving_wall(u)?,
                 FaceBoundary::VelocityInlet(velocity, scheme) => {
                     let kind = OpenKind::VelocityInlet;
-                    d.add_open_face(face, OpenState { kind, scheme, density: 1.0, velocity, normal });
+                    d.add_open_face(face, OpenState { kind, scheme, density: 1.0, velocity, normal, ramp_steps: 0 });
                     continue;
                 }
                 FaceBoundary::PressureOutlet(density, scheme) => {
                     let kind = OpenKind::PressureOutlet;
-                    d.add_open_face(face, OpenState { kind, scheme, density, velocity: [0.0; 3], normal });
+                    d.add_open_face(
+                        face,
+                        OpenState { kind, scheme, density, velocity: [0.0; 3], normal, ramp_steps: 0 },
+                    );
                     continue;
                 }
             };
@@ -267,7 +323,7 @@ impl Domain {
     pub fn add_open_face(&mut self, face: Face, state: OpenState) {
         let cells = self.face_cells(face);
         self.fill_face(face, CellKind::Open);
-        self.open.push(OpenGroup { state, cells });
+        self.open.push(OpenGroup::uniform(state, cells));
     }
 
     /// The cells of a face, ascending.
@@ -332,7 +388,7 @@ impl Domain {
             }
         }
         for g in &mut self.open {
-            g.cells.retain(|&n| !mask[n]);
+            g.retain(|n| !mask[n]);
         }
         self.open.retain(|g| !g.cells.is_empty());
     }
@@ -340,7 +396,7 @@ impl Domain {
     /// Takes the ascending `cells` out of every open group.
     fn leave_open_groups(&mut self, cells: &[usize]) {
         for g in &mut self.open {
-            g.cells.retain(|n| cells.binary_search(n).is_err());
+            g.retain(|n| cells.binary_search(&n).is_err());
         }
         self.open.retain(|g| !g.cells.is_empty());
     }
@@ -377,7 +433,7 @@ impl Domain {
 
     /// Largest speed of a moving wall or an inlet (0 when nothing moves).
     pub fn max_boundary_speed(&self) -> f64 {
-        let inlets = self.open.iter().map(|g| g.state.velocity);
+        let inlets = self.open.iter().flat_map(|g| g.velocities.iter().copied().chain([g.state.velocity]));
         self.wall_velocities
             .iter()
             .copied()

@@ -5,6 +5,7 @@
 
 use crate::cell_blocks::CellBlocks;
 use crate::curved::CurvedTables;
+use crate::domain;
 use crate::error::{CudaContextExt, Error, Result};
 use crate::fields::PartFields;
 use crate::forces::momentum_exchange;
@@ -420,6 +421,8 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits> DeviceCurved<T> {
 /// A boundary group: an inlet's or outlet's cells, its kernel and what it imposes.
 struct OpenGroup<T: Copy> {
     cells: CudaSlice<u32>,
+    /// A profile's velocities, three per cell; `None`: uniform.
+    velocities: Option<CudaSlice<T>>,
     count: u32,
     kernel: CudaFunction,
     params: OpenBoundary<T>,
@@ -465,8 +468,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let lists = if config.groups == BoundaryGroups::Lists { config.domain.open.as_slice() } else { &[] };
         let open = (lists.iter())
             .map(|g| {
+                let velocities = domain::OpenGroup::kernel_velocities::<S::Real>(&g.velocities);
                 Ok(OpenGroup {
                     cells: s.clone_htod(&grid.stored_cells(&g.cells)).ctx("uploading the open-boundary cells")?,
+                    velocities: velocities.map(|v| s.clone_htod(&v)).transpose().ctx("uploading an inlet profile")?,
                     count: g.cells.len() as u32,
                     kernel: device.kernel::<L, Q, S>(KernelKind::OpenBoundary, on)?,
                     params: g.state.kernel_params(config.collision_params()),
@@ -616,8 +621,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             &open.kernel,
             b,
             &self.flags,
-            &open.cells,
-            open.count,
+            (&open.cells, open.velocities.as_ref(), open.count),
             p,
             open.params,
             self.config.streaming,

@@ -9,6 +9,7 @@ use crate::part_grid::PartGrid;
 use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::groups::{OpenCells, MAX_GROUPS};
 use kernels_gpu::{OpenBoundary, Real};
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// How a grid's inlets and outlets are updated (results are the same bit
@@ -122,22 +123,33 @@ impl<T: Real> OpenTables<T> {
         if config.groups == BoundaryGroups::Lists {
             return Ok(None);
         }
-        let open = &config.domain.open;
-        if open.len() > MAX_GROUPS {
+        // One table group per inlet or outlet, and per distinct velocity of
+        // an inlet with a profile: the tables number groups, not cells.
+        let collision = config.collision_params();
+        let mut groups: Vec<OpenBoundary<T>> = Vec::new();
+        // (storage number, group) of every open cell.
+        let mut cells: Vec<(u32, usize)> = Vec::new();
+        for g in &config.domain.open {
+            let uniform = g.state.kernel_params(collision);
+            let mut numbers: HashMap<[u64; 3], usize> = HashMap::new();
+            for (k, n) in grid.stored_cells(&g.cells).into_iter().enumerate() {
+                let u = g.velocity(k).map(T::from_f64);
+                let number = *numbers.entry(u.map(|v| v.to_f64().to_bits())).or_insert_with(|| {
+                    groups.push(OpenBoundary { u, ..uniform });
+                    groups.len() - 1
+                });
+                cells.push((n, number));
+            }
+        }
+        if groups.len() > MAX_GROUPS {
             return Err(Error::Setup(format!(
-                "{} inlets and outlets are more than the {MAX_GROUPS} the boundary-group variant \"{}\" numbers: use boundary_groups = \"lists\"",
-                open.len(),
+                "the inlets and outlets impose {} different states (a profile counts each velocity), more than the \
+                 {MAX_GROUPS} the boundary-group variant \"{}\" numbers: use boundary_groups = \"lists\"",
+                groups.len(),
                 config.groups.name()
             )));
         }
-        let collision = config.collision_params();
-        let groups = open.iter().map(|g| g.state.kernel_params(collision)).collect();
-        // (storage number, group) of every open cell.
-        let cells: Vec<(u32, u16)> = open
-            .iter()
-            .enumerate()
-            .flat_map(|(k, g)| grid.stored_cells(&g.cells).into_iter().map(move |n| (n, k as u16)))
-            .collect();
+        let cells = cells.into_iter().map(|(n, k)| (n, k as u16));
         let (group_of, slot) = match (config.groups, grid) {
             // Indirect: a slot per block, then a run of entries per boundary block.
             (BoundaryGroups::Bitmask, PartGrid::Sparse(layout)) => {
@@ -155,6 +167,7 @@ impl<T: Real> OpenTables<T> {
             // Direct: an entry per storage number, over every cell (`naive`)
             // or up to the last open one (the boundary blocks of `memory`).
             _ => {
+                let cells: Vec<(u32, u16)> = cells.collect();
                 let last = cells.iter().map(|&(n, _)| n as usize + 1).max().unwrap_or(0);
                 let mut group_of = vec![0; if config.groups == BoundaryGroups::Naive { grid.cells() } else { last }];
                 for (n, k) in cells {

@@ -108,15 +108,15 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
 /// Threads per block of the kernels over a list of cells (open boundaries, curved walls).
 const OPEN_BLOCK_SIZE: u32 = 128;
 
-/// `open_boundary_*`: the group of `count` cells listed in `cells`, imposing `open`.
+/// `open_boundary_*`: the group of `count` cells listed in `cells`, imposing
+/// `open`, or with a profile each the velocity of its entry of `velocities`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn open_boundary<E: DeviceRepr, T: DeviceRepr + Copy>(
     s: &CudaStream,
     kernel: &CudaFunction,
     b: Buffers<E>,
     flags: &CudaSlice<u8>,
-    cells: &CudaSlice<u32>,
-    count: u32,
+    (cells, velocities, count): (&CudaSlice<u32>, Option<&CudaSlice<T>>, u32),
     p: StepParams<T>,
     open: OpenBoundary<T>,
     scheme: Streaming,
@@ -125,7 +125,12 @@ pub(crate) fn open_boundary<E: DeviceRepr, T: DeviceRepr + Copy>(
     let (p, open, scheme, null, grid) = (ByValue(p), ByValue(open), scheme as u32, 0u64, grid.map(ByValue));
     let mut launch = s.launch_builder(kernel);
     push_src_dst(&mut launch, b, &null);
-    launch.arg(flags).arg(cells).arg(&count).arg(&p).arg(&open).arg(&scheme);
+    launch.arg(flags).arg(cells);
+    match velocities {
+        Some(v) => launch.arg(v),
+        None => launch.arg(&null),
+    };
+    launch.arg(&count).arg(&p).arg(&open).arg(&scheme);
     if let Some(grid) = &grid {
         launch.arg(grid);
     }

@@ -34,6 +34,7 @@ pub mod picture;
 pub mod plan;
 pub mod porous;
 pub mod probe;
+pub mod profile;
 pub mod ptxas;
 pub mod reference;
 pub mod saved;

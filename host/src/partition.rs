@@ -166,9 +166,9 @@ pub(crate) fn local_config(config: &SolverConfig, slab: &Slab) -> Result<SolverC
     let own = z.start as usize * plane..z.end as usize * plane;
     let to_local = |n: usize| n - own.start + plane;
     domain.open = (config.domain.open.iter())
-        .map(|g| OpenGroup {
-            state: g.state,
-            cells: g.cells.iter().filter(|&n| own.contains(n)).map(|&n| to_local(n)).collect(),
+        .map(|g| {
+            let (cells, velocities) = g.cells_where(|n| own.contains(&n).then(|| to_local(n)));
+            OpenGroup { state: g.state, cells, velocities }
         })
         .filter(|g| !g.cells.is_empty())
         .collect();

@@ -1,7 +1,7 @@
 //! Built-in validation cases with analytic or published references. Each
 //! returns measured numbers; the tests (and users) judge them.
 
-use crate::domain::{Domain, FaceBoundary, OpenGroup, OpenScheme};
+use crate::domain::{Domain, FaceBoundary, OpenScheme};
 use crate::error::Result;
 use crate::fields::Fields;
 use crate::reference::Profile;
@@ -289,12 +289,8 @@ pub fn developed_channel(
         6.0 * u_in * eta * (1.0 - eta)
     };
     // The inlet is the first open group (faces fill in the order x-, x+).
-    let inlet = config.domain.open.remove(0);
-    for &n in &inlet.cells {
-        let mut state = inlet.state;
-        state.velocity = [profile(dims.coords(n as u32).1), 0.0, 0.0];
-        config.domain.open.push(OpenGroup { state, cells: vec![n] });
-    }
+    let inlet = &mut config.domain.open[0];
+    inlet.velocities = inlet.cells.iter().map(|&n| [profile(dims.coords(n as u32).1), 0.0, 0.0]).collect();
     let (mut rho, mut u) = (vec![1.0; dims.cells()], vec![[0.0; 3]; dims.cells()]);
     for n in 0..dims.cells() {
         let (x, y, _) = dims.coords(n as u32);
@@ -485,6 +481,132 @@ pub fn cylinder_array(make: Factory, backend: BackendKind, spec: CylinderArray) 
     Ok(CylinderArrayResult { velocity, expected, error: velocity / expected - 1.0, converged })
 }
 
+/// The Schäfer & Turek (1996) benchmark 2D-1 on the lattice: a cylinder of
+/// `diameter` cells in a channel 4.1 diameters high and 22 long, its
+/// centre 2 diameters from the inlet and 2 above the lower wall (0.05
+/// diameters off the centre line, which is what lifts it), a parabolic
+/// inflow peaking at `u_max`, Re = U_mean D / nu = 20 with `U_mean = 2/3 u_max`.
+#[derive(Clone, Copy, Debug)]
+pub struct CylinderChannel {
+    /// Cells across the cylinder.
+    pub diameter: u32,
+    /// Peak inflow speed (lattice units).
+    pub u_max: f64,
+    /// Interpolated bounce-back on the cylinder (else halfway).
+    pub interpolated: bool,
+}
+
+/// What [`cylinder_channel`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct CylinderChannelResult {
+    /// Drag coefficient `2 F_x / (rho U_mean^2 D)`.
+    pub drag: f64,
+    /// Lift coefficient `2 F_y / (rho U_mean^2 D)`.
+    pub lift: f64,
+    /// `drag / reference - 1`.
+    pub drag_error: f64,
+    /// `lift / reference - 1`.
+    pub lift_error: f64,
+    /// Steps run.
+    pub steps: u64,
+    /// Whether both coefficients stopped changing.
+    pub converged: bool,
+}
+
+/// Runs [`CylinderChannel`] (D2Q9, TRT with the magic parameter 3/16, f64,
+/// Esoteric Pull; regularized inlet and outlet) from plane Poiseuille flow
+/// to a steady state and compares the force coefficients with
+/// [`crate::reference::SCHAEFER_TUREK_2D1_DRAG`] and `_LIFT`. The walls sit
+/// half way between the wall layers and the fluid, so the channel's
+/// height `4.1 D` is `ny - 2` cells and its length `22 D` is `nx - 1`
+/// (inlet to outlet cell).
+pub fn cylinder_channel(make: Factory, backend: BackendKind, spec: CylinderChannel) -> Result<CylinderChannelResult> {
+    use crate::reference::{SCHAEFER_TUREK_2D1_DRAG, SCHAEFER_TUREK_2D1_LIFT};
+    let d = spec.diameter as f64;
+    let (height, length) = (4.1 * d, 22.0 * d);
+    let dims = Dims::new(length.round() as u32 + 1, height.round() as u32 + 2, 1);
+    let u_mean = 2.0 / 3.0 * spec.u_max;
+    let nu = u_mean * d / 20.0;
+    let regularized = OpenScheme::Regularized;
+    let faces = [
+        FaceBoundary::VelocityInlet([spec.u_max, 0.0, 0.0], regularized),
+        FaceBoundary::PressureOutlet(1.0, regularized),
+        FaceBoundary::Wall,
+        FaceBoundary::Wall,
+        FaceBoundary::Periodic,
+        FaceBoundary::Periodic,
+    ];
+    let mut domain = Domain::with_faces(dims, faces)?;
+    let inlet = &mut domain.open[0];
+    let profile = crate::profile::Profile::Parabolic;
+    inlet.velocities =
+        profile.apply(crate::domain::Face::XMin, &faces, dims, inlet.state.velocity, &inlet.cells)?.velocities;
+    // Cell i at i; the lower wall at y = 0.5, the inlet at x = 0.
+    let centre = glam::DVec3::new(2.0 * d, 0.5 + 2.0 * d, 0.0);
+    let shape = crate::voxel::Cylinder {
+        base_centre: centre - glam::DVec3::Z,
+        axis: glam::DVec3::Z,
+        radius: d / 2.0,
+        length: 2.0,
+    };
+    let voxels = crate::voxel::voxelize(&shape, (dims.nx, dims.ny, dims.nz), 1.0, glam::DVec3::ZERO)?;
+    domain.set_where(&voxels.solid, kernels_gpu::CellKind::Wall);
+    if spec.interpolated {
+        let object = crate::curved::CurvedObject { name: "cylinder", cells: &voxels.solid, shape: &shape };
+        crate::curved::mark(&mut domain, LatticeKind::D2Q9.velocities(), &[object], 1.0)?;
+    }
+    // Plane Poiseuille flow with its pressure drop: p = rho / 3 falls by
+    // 8 nu u_max / H^2 per cell to the outlet's.
+    let (mut rho, mut u) = (vec![1.0; dims.cells()], vec![[0.0; 3]; dims.cells()]);
+    for n in 0..dims.cells() {
+        let (x, y, _) = dims.coords(n as u32);
+        let s = y as f64 - 0.5;
+        if s > 0.0 && s < height {
+            u[n] = [4.0 * spec.u_max * s * (height - s) / (height * height), 0.0, 0.0];
+            rho[n] = 1.0 + 24.0 * nu * spec.u_max * (dims.nx - 1 - x) as f64 / (height * height);
+        }
+    }
+    let config = SolverConfig {
+        collision: CollisionModel::Trt { magic: 3.0 / 16.0 },
+        lattice: LatticeKind::D2Q9,
+        precision: Precision::F64,
+        streaming: Streaming::EsotericPull,
+        grid: crate::solver::GridLayout::Dense,
+        groups: crate::groups::BoundaryGroups::Lists,
+        tau: 3.0 * nu + 0.5,
+        force: [0.0; 3],
+        domain,
+        initial: Initial::Fields { rho, u },
+    };
+    let mut s = make(config, backend)?;
+    let scale = 2.0 / (u_mean * u_mean * d);
+    let coefficients = |s: &mut dyn Solver| -> Result<[f64; 2]> {
+        let f = s.forces(std::slice::from_ref(&voxels.solid))?[0];
+        Ok([f[0] * scale, f[1] * scale])
+    };
+    // Steady: neither coefficient moves by more than 1e-6 of the drag over
+    // a tenth of the time a wave takes to cross the channel's length at the
+    // mean speed (and at least a thousand steps).
+    let check = ((length / u_mean / 10.0).ceil() as u64).max(1000);
+    let mut last = coefficients(s.as_mut())?;
+    let mut converged = false;
+    while !converged && s.time() < 200 * check {
+        s.step(check)?;
+        let now = coefficients(s.as_mut())?;
+        converged = (0..2).all(|k| (now[k] - last[k]).abs() < 1e-6 * now[0].abs());
+        last = now;
+    }
+    let [drag, lift] = last;
+    Ok(CylinderChannelResult {
+        drag,
+        lift,
+        drag_error: drag / SCHAEFER_TUREK_2D1_DRAG - 1.0,
+        lift_error: lift / SCHAEFER_TUREK_2D1_LIFT - 1.0,
+        steps: s.time(),
+        converged,
+    })
+}
+
 /// Runs until the velocity field changes by less than `tolerance` (max norm,
 /// relative to `scale`) over `check_every` steps, or `max_steps` pass.
 /// Returns the fields and whether it converged.
@@ -557,6 +679,7 @@ pub const GHIA_TOLERANCE_RE1000: f64 = 0.03;
 pub const TAYLOR_GREEN_TOLERANCE: f64 = 0.01;
 
 /// The validation suite a user runs with `lbm validate`: Poiseuille order,
+/// the channel's open boundaries, Schäfer & Turek's cylinder 2D-1,
 /// Taylor-Green viscosity, the Ghia cavity at Re 100 (and Re 1000 when
 /// `full`), and the 3D cavity against Wong & Baker.
 pub fn suite(make: Factory, backend: BackendKind, precision: Precision, full: bool) -> Result<Vec<Check>> {
@@ -585,6 +708,15 @@ pub fn suite(make: Factory, backend: BackendKind, precision: Precision, full: bo
         criterion: "|.| < 0.02".into(),
         pass: ch.converged && ch.gradient_error.abs() < 0.02,
     });
+    let st = cylinder_channel(make, backend, CylinderChannel { diameter: 20, u_max: 0.03, interpolated: true })?;
+    for (what, error, tolerance) in [("drag", st.drag_error, 0.01), ("lift", st.lift_error, 0.05)] {
+        checks.push(Check {
+            case: format!("Schäfer-Turek 2D-1 D2Q9 f64, cylinder of 20 cells, {what} coefficient error"),
+            value: error,
+            criterion: format!("|.| < {tolerance}"),
+            pass: st.converged && error.abs() < tolerance,
+        });
+    }
     let tg = taylor_green(make, backend, LatticeKind::D3Q19, precision, 64, 0.8)?;
     let rel = tg.nu_measured / tg.nu_expected - 1.0;
     checks.push(Check {

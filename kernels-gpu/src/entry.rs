@@ -176,13 +176,14 @@ macro_rules! sparse_entries {
                 dst: *mut $s,
                 flags: *const u8,
                 cells: *const u32,
+                velocities: *const Real,
                 count: u32,
                 p: StepParams<Real>,
                 boundary: OpenBoundary<Real>,
                 scheme: u32,
                 tables: SparseTables,
             ) {
-                open(&Grid::new(tables), src, dst, flags, cells, count, p, boundary, scheme)
+                open(&Grid::new(tables), src, dst, flags, cells, velocities, count, p, boundary, scheme)
             }
 
             #[export_name = concat!("curved_gather_", stringify!($grid), "_", stringify!($id))]
@@ -455,7 +456,9 @@ macro_rules! entry_points {
             }
 
             /// An open-boundary group: its cells, one thread per entry of
-            /// `cells` (`count` cell numbers), and what it imposes. Esoteric
+            /// `cells` (`count` cell numbers), and what it imposes: `open`,
+            /// with the velocity of entry `i` at `velocities[3 i..3 i + 3]`
+            /// unless `velocities` is null (an inlet with a profile). Esoteric
             /// Pull passes a null `src`: it works in `dst`.
             #[inline(always)]
             #[allow(clippy::too_many_arguments)]
@@ -465,6 +468,7 @@ macro_rules! entry_points {
                 dst: *mut $s,
                 flags: *const u8,
                 cells: *const u32,
+                velocities: *const Real,
                 count: u32,
                 p: StepParams<Real>,
                 open: OpenBoundary<Real>,
@@ -475,6 +479,7 @@ macro_rules! entry_points {
                     let cell = grid.cell_of(*cells.add(i as usize));
                     let scheme = Streaming::from_u32(scheme);
                     let src = if src.is_null() { dst as *const $s } else { src };
+                    let open = stream::with_profile(open, velocities, i as usize);
                     stream::open_boundary_update::<$lattice, $q, $s, G>(grid, scheme, &p, &open, src, dst, flags, cell);
                 }
             }
@@ -740,12 +745,13 @@ macro_rules! entry_points {
                 dst: *mut $s,
                 flags: *const u8,
                 cells: *const u32,
+                velocities: *const Real,
                 count: u32,
                 p: StepParams<Real>,
                 boundary: OpenBoundary<Real>,
                 scheme: u32,
             ) {
-                open(&{ p.dims }, src, dst, flags, cells, count, p, boundary, scheme)
+                open(&{ p.dims }, src, dst, flags, cells, velocities, count, p, boundary, scheme)
             }
 
             #[export_name = concat!("init_equilibrium_", stringify!($id))]

@@ -95,6 +95,8 @@ impl<T: Real> OpenCells<T> {
                 omega_plus: T::load(&raw const (*g).rates.omega_plus),
                 omega_minus: T::load(&raw const (*g).rates.omega_minus),
             },
+            ramp_steps: u32::load(&raw const (*g).ramp_steps),
+            reserved: 0,
         }
     }
 }

@@ -31,6 +31,8 @@ pub trait Real:
     const ONE: Self;
     /// Conversion from f64 (rounds to nearest).
     fn from_f64(x: f64) -> Self;
+    /// Conversion from u32 (rounds to nearest, as the GPU's `cvt.rn` does).
+    fn from_u32(x: u32) -> Self;
     /// Conversion to f64 (exact).
     fn to_f64(self) -> f64;
     /// Whether the value is finite (not NaN or infinite).
@@ -49,6 +51,10 @@ macro_rules! impl_real {
             const ONE: Self = 1.0;
             #[inline(always)]
             fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            #[inline(always)]
+            fn from_u32(x: u32) -> Self {
                 x as $t
             }
             #[inline(always)]

@@ -550,6 +550,20 @@ pub unsafe fn open_boundary_update<L: Lattice<Q>, const Q: usize, S: Storage, G:
     update_open::<L, Q, S>(scheme, p, open, src, dst, flags, &nb);
 }
 
+/// `open` imposing entry `k` of a profile: the velocity at
+/// `velocities[3 k..3 k + 3]`, or `open` itself where `velocities` is null.
+///
+/// # Safety
+/// A non-null `velocities` must hold at least `3 (k + 1)` values.
+#[inline(always)]
+pub unsafe fn with_profile<T: Real>(open: OpenBoundary<T>, velocities: *const T, k: usize) -> OpenBoundary<T> {
+    if velocities.is_null() {
+        return open;
+    }
+    let u = core::array::from_fn(|a| T::load(velocities.add(3 * k + a)));
+    OpenBoundary { u, ..open }
+}
+
 /// The open-boundary update of the cell with neighbours `nb`, imposing `open`.
 ///
 /// # Safety
@@ -564,6 +578,7 @@ unsafe fn update_open<L: Lattice<Q>, const Q: usize, S: Storage>(
     flags: *const u8,
     nb: &impl Neighbourhood<Q>,
 ) {
+    let open = &open.at_step(p.step);
     let fi = rescaled(load::<L, Q, S, true>(scheme, p, src, flags, nb), 1.0 / S::SCALE);
     let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, open, open.kind == INLET);
     let post = if open.scheme == REGULARIZED {

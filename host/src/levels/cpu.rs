@@ -4,6 +4,7 @@
 //! [`kernels_gpu::levels`]).
 
 use super::{Fusion, Levels, Refinement};
+use crate::domain::OpenGroup;
 use crate::error::{Error, Result};
 use crate::solver::{CollisionParams, Initial, SolverConfig};
 use crate::sparse::SparseLayout;
@@ -336,11 +337,15 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
             let rates = state.config.collision_params::<S::Real>();
             for group in &state.config.domain.open {
                 let open = group.state.kernel_params(rates);
-                let stored: Vec<u32> = group.cells.iter().filter_map(|&c| level.layout.storage_of(c)).collect();
-                stored.par_iter().for_each(|&n| {
-                    let (src, dst, flags) = (src, dst, flags);
-                    // SAFETY: as above; an open cell touches only its own slots.
+                let (stored, velocities) = group.cells_where(|c| level.layout.storage_of(c));
+                let velocities = OpenGroup::kernel_velocities::<S::Real>(&velocities);
+                let profile = Shared(velocities.as_ref().map_or(std::ptr::null_mut(), |v| v.as_ptr() as *mut S::Real));
+                stored.par_iter().enumerate().for_each(|(k, &n)| {
+                    let (src, dst, flags, profile) = (src, dst, flags, profile);
+                    // SAFETY: as above; an open cell touches only its own
+                    // slots; a profile holds three values per cell.
                     unsafe {
+                        let open = stream::with_profile(open, profile.0, k);
                         stream::open_boundary_update::<L, Q, S, _>(
                             &g,
                             scheme,

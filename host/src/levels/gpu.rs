@@ -20,6 +20,8 @@ use std::marker::PhantomData;
 /// what they impose.
 struct DeviceOpenGroup<T> {
     cells: CudaSlice<u32>,
+    /// A profile's velocities, three per cell; `None`: uniform.
+    velocities: Option<CudaSlice<T>>,
     count: u32,
     params: OpenBoundary<T>,
 }
@@ -119,8 +121,9 @@ pub struct RefinedGpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
 
 /// Uploads `v`, or one zero where it is empty (a list with no entries is
 /// never launched, but the buffer must exist).
-fn upload(device: &GpuDevice, v: &[u32], what: &str) -> Result<CudaSlice<u32>> {
-    let v = if v.is_empty() { &[0][..] } else { v };
+fn upload<T: cudarc::driver::DeviceRepr + Default>(device: &GpuDevice, v: &[T], what: &str) -> Result<CudaSlice<T>> {
+    let zero = [T::default()];
+    let v = if v.is_empty() { &zero[..] } else { v };
     device.stream().clone_htod(v).ctx(format!("uploading {what}"))
 }
 
@@ -324,7 +327,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             note(Part::Open)?;
             let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
             let (kernel, flags) = (&self.kernels.open, &state.flags);
-            launch::open_boundary(&s, kernel, b, flags, &g.cells, g.count, p, g.params, self.scheme, Some(tables))?;
+            let list = (&g.cells, g.velocities.as_ref(), g.count);
+            launch::open_boundary(&s, kernel, b, flags, list, p, g.params, self.scheme, Some(tables))?;
         }
         if !level.ghosts.is_empty() {
             note(Part::Transit)?;
@@ -439,9 +443,11 @@ fn open_groups<S: DeviceStorage>(
     groups
         .iter()
         .map(|g| {
-            let cells: Vec<u32> = g.cells.iter().filter_map(|&c| level.layout.storage_of(c)).collect();
+            let (cells, velocities) = g.cells_where(|c| level.layout.storage_of(c));
+            let velocities = OpenGroup::kernel_velocities::<S::Real>(&velocities);
             Ok(DeviceOpenGroup {
                 cells: upload(device, &cells, "an open group's cells")?,
+                velocities: velocities.map(|v| upload(device, &v, "an inlet profile")).transpose()?,
                 count: cells.len() as u32,
                 params: g.state.kernel_params(collision),
             })
