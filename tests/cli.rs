@@ -752,3 +752,27 @@ fn bad_refinement_requests_are_refused() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Schäfer & Turek 3D-1Z, the example case as a user runs it on a GPU (its
+/// duct profile, interpolated cylinder and regularized inlet and outlet):
+/// the drag coefficient the summary averages over the last 10,000 steps is
+/// within 2% of the reference 6.18533 (Bayraktar, Mierka & Turek 2012).
+#[test]
+fn schaefer_turek_3d1z_drag_on_the_gpu() {
+    if lbm::host::gpu::device_count().is_err() {
+        assert!(std::env::var("LBM_REQUIRE_GPU").as_deref() != Ok("1"), "LBM_REQUIRE_GPU=1 but no GPU");
+        eprintln!("SKIPPED schaefer_turek_3d1z_drag_on_the_gpu: no GPU");
+        return;
+    }
+    let out = scratch("schaefer-turek-3d");
+    let o =
+        lbm().args(["run", "cases/schaefer-turek-3d.toml", "--backend", "gpu", "--output"]).arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "lbm run failed: {stdout}{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let c = &summary["forces_mean"]["objects"][0]["coefficients"];
+    let drag = c[0].as_f64().unwrap();
+    println!("Schäfer-Turek 3D-1Z: c_D = {drag:.4} ({:+.2}%), c_L = {}", 100.0 * (drag / 6.18533 - 1.0), c[1]);
+    assert!((drag / 6.18533 - 1.0).abs() < 0.02, "c_D = {drag}");
+    std::fs::remove_dir_all(&out).ok();
+}
