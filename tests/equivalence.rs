@@ -103,6 +103,10 @@ fn gpu_matches_cpu_bit_for_bit() {
         .collect();
     inlet.state.ramp_steps = 300;
     let tables = SolverConfig { groups: lbm::host::groups::BoundaryGroups::Naive, ..profiled.clone() };
+    // A sponge band before the outlet, dense and on a sparse grid.
+    let mut sponged = profiled.clone();
+    lbm::host::sponge::add(&mut sponged.domain, lbm::host::domain::Face::XMax, 12, 0.4, [0.03, 0.001, 0.0]).unwrap();
+    let sparse_sponged = SolverConfig { grid: lbm::host::solver::GridLayout::Sparse { edge: 4 }, ..sponged.clone() };
     let runs = cases
         .into_iter()
         .map(|(lattice, precision, streaming, side, steps)| {
@@ -111,7 +115,9 @@ fn gpu_matches_cpu_bit_for_bit() {
         .chain([(channel.unwrap(), "channel with inlet and outlet".to_string(), 1001)])
         .chain([(regularized, "channel with regularized inlet and outlet".to_string(), 1001)])
         .chain([(profiled, "channel with a ramped inlet profile".to_string(), 1001)])
-        .chain([(tables, "channel with a ramped inlet profile, naive groups".to_string(), 1001)]);
+        .chain([(tables, "channel with a ramped inlet profile, naive groups".to_string(), 1001)])
+        .chain([(sponged, "channel with a sponge".to_string(), 1001)])
+        .chain([(sparse_sponged, "channel with a sponge, sparse grid".to_string(), 1001)]);
     for (c, name, steps) in runs {
         let (lattice, precision, streaming) = (c.lattice, c.precision, c.streaming);
         let mut cpu = lbm::build_solver(c.clone(), BackendKind::Cpu).unwrap();

@@ -298,6 +298,12 @@ pub enum FaceSpec {
         pressure_outlet: f64,
         /// [`OpenScheme`] name (default `"equilibrium"`).
         scheme: Option<String>,
+        /// Layers of the sponge band in front of the outlet ([`crate::sponge`]; default none).
+        sponge_cells: Option<u32>,
+        /// The band's strength next to the outlet (default [`DEFAULT_SPONGE_STRENGTH`]).
+        sponge_strength: Option<f64>,
+        /// The mean outflow the band damps towards (default: the inlets' mean inflow, or rest).
+        sponge_velocity: Option<[f64; 3]>,
     },
 }
 
@@ -310,6 +316,12 @@ pub enum InletVelocity {
     /// A CSV file (relative to the case file): [`crate::profile::Table::read`].
     File(String),
 }
+
+/// A sponge band's strength next to its outlet unless the case gives one:
+/// strong enough that a wave crossing a band of 20 cells and back loses
+/// all but about 1% of its amplitude, gentle enough that the band's own
+/// rise reflects little (see `docs/case-reference.md`).
+pub const DEFAULT_SPONGE_STRENGTH: f64 = 0.4;
 
 /// What the `[boundaries]` error message offers.
 const FACE_CHOICES: &str = "\"wall\", \"periodic\", { moving_wall = [ux, uy, uz] }, { velocity_inlet = [ux, uy, uz] } or { pressure_outlet = p }";
@@ -586,8 +598,8 @@ pub struct Setup {
     pub geometry: Vec<crate::geometry::GeometrySpec>,
     /// Why `grid = "auto"` chose the grid it did.
     pub grid_choice: Option<String>,
-    /// What each inlet with a profile or a ramp imposes, a line each.
-    pub inlets: Vec<String>,
+    /// What each inlet with a profile or a ramp and each sponge band does, a line each.
+    pub boundary_lines: Vec<String>,
     /// Warnings about the fluid the geometry leaves (closed pockets...).
     pub notes: Vec<String>,
     /// When the case is a porous sample: what the permeability report needs.
@@ -627,8 +639,10 @@ impl Case {
                     n.opt(format!("[boundaries] {name}.exponent"), *exponent);
                     n.opt(format!("[boundaries] {name}.reference_height"), *reference_height);
                 }
-                FaceSpec::Outlet { pressure_outlet, .. } => {
-                    n.one(format!("[boundaries] {name}.pressure_outlet"), *pressure_outlet)
+                FaceSpec::Outlet { pressure_outlet, sponge_strength, sponge_velocity, .. } => {
+                    n.one(format!("[boundaries] {name}.pressure_outlet"), *pressure_outlet);
+                    n.opt(format!("[boundaries] {name}.sponge_strength"), *sponge_strength);
+                    n.opt3(&format!("[boundaries] {name}.sponge_velocity"), *sponge_velocity);
                 }
             }
         }
@@ -758,7 +772,7 @@ impl Case {
                     };
                     FaceBoundary::VelocityInlet(u, scheme)
                 }
-                FaceSpec::Outlet { pressure_outlet, scheme } => {
+                FaceSpec::Outlet { pressure_outlet, scheme, .. } => {
                     let scheme = open_scheme(scheme).map_err(|e| bad(format!("[boundaries] {name}.scheme: {e}")))?;
                     let rho = to_lattice_density(*pressure_outlet);
                     if !(rho.is_finite() && (rho - 1.0).abs() < 0.1) {
@@ -782,7 +796,7 @@ impl Case {
         let mut domain = Domain::with_faces(dims, faces).map_err(in_case(path, "[simulation] size / [boundaries]"))?;
         let case_dir = path.parent().unwrap_or(Path::new("."));
         let cell_size = units.map_or(1.0, |u| u.dx);
-        let mut inlets = Vec::new();
+        let mut boundary_lines = Vec::new();
         const KEYS: [&str; 6] = [
             "[boundaries] x_min",
             "[boundaries] x_max",
@@ -801,7 +815,7 @@ impl Case {
                 to_lattice_velocity: &to_lattice_velocity,
             };
             if let Some(line) = inlet.apply(spec, &mut domain).map_err(in_case(path, key))? {
-                inlets.push(line);
+                boundary_lines.push(line);
             }
         }
         let periodic: [bool; 3] = std::array::from_fn(|a| faces[2 * a] == FaceBoundary::Periodic);
@@ -832,6 +846,41 @@ impl Case {
             }
             crate::curved::mark(&mut domain, sim.lattice.velocities(), &curved, cell_size)
                 .map_err(in_case(path, "[[geometry]] wall"))?;
+        }
+        for (k, (_, spec)) in b.faces().into_iter().enumerate() {
+            let FaceSpec::Outlet { sponge_cells, sponge_strength, sponge_velocity, .. } = spec else { continue };
+            if sponge_cells.is_none() && (sponge_strength.is_some() || sponge_velocity.is_some()) {
+                let e = Error::Setup("sponge_strength and sponge_velocity need sponge_cells".into());
+                return Err(in_case(path, KEYS[k])(e));
+            }
+            let Some(cells) = *sponge_cells else { continue };
+            if self.refinement.is_some() {
+                return Err(bad(format!(
+                    "{}: a sponge does not yet run with [refinement]: drop sponge_cells or [refinement]",
+                    KEYS[k]
+                )));
+            }
+            let strength = sponge_strength.unwrap_or(DEFAULT_SPONGE_STRENGTH);
+            // The mean inflow over every inlet cell, unless the case says.
+            let inflow = || {
+                let inlets = domain.open.iter().filter(|g| g.state.kind == crate::domain::OpenKind::VelocityInlet);
+                let (sum, count) = inlets
+                    .flat_map(|g| (0..g.cells.len()).map(|c| g.velocity(c)))
+                    .fold(([0.0; 3], 0usize), |(s, n), v| ([s[0] + v[0], s[1] + v[1], s[2] + v[2]], n + 1));
+                sum.map(|s| s / count.max(1) as f64)
+            };
+            let velocity = sponge_velocity.map_or_else(inflow, |v| v.map(to_lattice_velocity));
+            crate::sponge::add(&mut domain, Face::ALL[k], cells, strength, velocity).map_err(in_case(path, KEYS[k]))?;
+            let band = domain.sponges.last().expect("just added");
+            boundary_lines.push(format!(
+                "sponge at {}: {} cells in {cells} layers, strength {strength} next to the outlet, damping towards \
+                 [{:.4}, {:.4}, {:.4}] (lattice units)",
+                Face::ALL[k].name(),
+                band.cells.len(),
+                velocity[0],
+                velocity[1],
+                velocity[2]
+            ));
         }
         let force = p_force(&self.physics, units);
         let mut notes = Vec::new();
@@ -1027,7 +1076,7 @@ impl Case {
             backend: sim.backend,
             devices: sim.devices.clone(),
             grid_choice,
-            inlets,
+            boundary_lines,
             exchange,
             output: self.output.clone(),
             units,
@@ -1424,11 +1473,15 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let peak = inlet.velocities.iter().map(|v| v[0]).fold(0.0, f64::max);
         assert!(peak < 0.06 && peak > 0.06 * (1.0 - 1e-3), "{peak}");
         assert!(inlet.velocities.iter().all(|v| v[0] > 0.0 && v[1] == 0.0));
-        assert!(s.inlets[0].starts_with("inlet x_min: parabolic profile, mean velocity [0.0400"), "{:?}", s.inlets);
-        assert!(s.inlets[0].ends_with("ramped up over 500 steps"), "{:?}", s.inlets);
+        assert!(
+            s.boundary_lines[0].starts_with("inlet x_min: parabolic profile, mean velocity [0.0400"),
+            "{:?}",
+            s.boundary_lines
+        );
+        assert!(s.boundary_lines[0].ends_with("ramped up over 500 steps"), "{:?}", s.boundary_lines);
         // A uniform inlet without a ramp has no profile and says nothing.
         let s = with("velocity_inlet = [0.06, 0.0, 0.0]").unwrap();
-        assert!(s.config.domain.open[0].velocities.is_empty() && s.inlets.is_empty());
+        assert!(s.config.domain.open[0].velocities.is_empty() && s.boundary_lines.is_empty());
         // Power law from the y_min wall, the given speed at 8 cells up.
         let law = "profile = \"power_law\", exponent = 0.25, ground = \"y_min\", reference_height = 7.5";
         let s = with(&format!("velocity_inlet = [0.04, 0.0, 0.0], {law}")).unwrap();
@@ -1446,6 +1499,39 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         ] {
             let e = with(inlet).unwrap_err().to_string();
             assert!(e.contains(why) && e.contains("[boundaries] x_min"), "{inlet}: {e}");
+        }
+    }
+
+    #[test]
+    fn sponges_are_read_and_refused_with_a_reason() {
+        let channel = CAVITY
+            .replace("reynolds = 100.0", "viscosity = 0.1")
+            .replace("x_min = \"wall\"", "x_min = { velocity_inlet = [0.04, 0.0, 0.0], profile = \"parabolic\" }")
+            .replace("y_max = { moving_wall = [0.1, 0.0, 0.0] }", "y_max = \"wall\"");
+        let with = |outlet: &str| setup(&channel.replace("x_max = \"wall\"", &format!("x_max = {{ {outlet} }}")));
+        let s = with("pressure_outlet = 0.0, sponge_cells = 8").unwrap();
+        let band = &s.config.domain.sponges[0];
+        assert_eq!(band.cells.len(), 8 * 32, "8 layers of the 32 rows between the walls");
+        // Towards the parabolic inlet's mean inflow, at the default strength next to the outlet.
+        let mean = 0.04 * (2.0 / 3.0 + 1.0 / (3.0 * 32.0 * 32.0));
+        assert!((band.velocity[0] - mean).abs() < 1e-15 && band.velocity[1] == 0.0, "{:?}", band.velocity);
+        assert_eq!(band.strength.iter().cloned().fold(0.0, f64::max), DEFAULT_SPONGE_STRENGTH);
+        assert!(
+            s.boundary_lines.iter().any(|l| l.starts_with("sponge at x_max: 256 cells in 8 layers")),
+            "{:?}",
+            s.boundary_lines
+        );
+        let s =
+            with("pressure_outlet = 0.0, sponge_cells = 8, sponge_strength = 0.2, sponge_velocity = [0.01, 0.0, 0.0]")
+                .unwrap();
+        assert_eq!(s.config.domain.sponges[0].velocity, [0.01, 0.0, 0.0]);
+        for (outlet, why) in [
+            ("pressure_outlet = 0.0, sponge_strength = 0.2", "need sponge_cells"),
+            ("pressure_outlet = 0.0, sponge_cells = 8, sponge_strength = 2.0", "sponge_strength = 2"),
+            ("pressure_outlet = 0.0, sponge_cells = 40", "sponge_cells = 40 on x_max: give 1 to 32 layers"),
+        ] {
+            let e = with(outlet).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains("[boundaries] x_max"), "{outlet}: {e}");
         }
     }
 
@@ -1468,7 +1554,7 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
             assert!((v[0] - 0.002 * (y - 0.5)).abs() < 1e-15 && v[1] == 0.001 && v[2] == 0.0, "{y}: {v:?}");
         }
         assert!((inlet.state.velocity[0] - 0.032).abs() < 1e-15, "the mean: {:?}", inlet.state.velocity);
-        assert!(s.inlets[0].starts_with("inlet x_min: table profile"), "{:?}", s.inlets);
+        assert!(s.boundary_lines[0].starts_with("inlet x_min: table profile"), "{:?}", s.boundary_lines);
     }
 
     #[test]

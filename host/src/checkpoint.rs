@@ -82,6 +82,15 @@ pub fn fingerprint(config: &SolverConfig) -> [u8; 32] {
             }
         }
     }
+    // Sponges only where present, so older checkpoints still match.
+    for b in &config.domain.sponges {
+        for v in [b.density].iter().chain(&b.velocity).chain(&b.strength) {
+            h.update(v.to_le_bytes());
+        }
+        for &n in &b.cells {
+            h.update((n as u64).to_le_bytes());
+        }
+    }
     hash_flags(&mut h, &config.domain.flags, wide);
     h.finalize().into()
 }

@@ -15,9 +15,11 @@ use crate::partition::{local_config, own_values, Slab};
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
 use crate::solver::{mass_of, BackendKind, CollisionParams, SavedPart, SavedState, SolverConfig};
+use crate::sponge::SpongeTables;
 use kernels_gpu::curved::{self, CurvedCells};
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::lattice::z_pairs;
+use kernels_gpu::sponge;
 use kernels_gpu::stream::{self, Streaming, FIELD_COMPONENTS};
 use kernels_gpu::{Collision, Grid, Lattice, OpenBoundary, Real, StepParams, Storage};
 use rayon::prelude::*;
@@ -194,6 +196,8 @@ struct CpuPart<L: Lattice<Q>, const Q: usize, S: Storage> {
     open_tables: Option<OpenTables<S::Real>>,
     /// The curved-wall group, and room for its carried values.
     curved: Option<CurvedTables<S::Real>>,
+    /// The sponge bands.
+    sponges: Vec<SpongeTables<S::Real>>,
     /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
@@ -230,7 +234,21 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             .collect();
         let open_tables = OpenTables::build(&config, &grid)?;
         let curved = CurvedTables::build(&config.domain.curved, &grid);
-        Ok(Self { config, slab, grid, flags, f, f_next, open, open_tables, curved, t: 0, _lattice: PhantomData })
+        let sponges = SpongeTables::build(&config.domain.sponges, &grid);
+        Ok(Self {
+            config,
+            slab,
+            grid,
+            flags,
+            f,
+            f_next,
+            open,
+            open_tables,
+            curved,
+            sponges,
+            t: 0,
+            _lattice: PhantomData,
+        })
     }
 
     fn plane(&self) -> u32 {
@@ -266,6 +284,27 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         }
         if curved {
             self.update_curved(t);
+        }
+        // Sponges, like curved walls, only on unsplit domains (see `local_config`).
+        if region == Region::Whole {
+            self.absorb(t);
+        }
+    }
+
+    /// [`sponge::absorb`] of every sponge band after step `t`.
+    fn absorb(&mut self, t: u64) {
+        let p = self.config.step_params::<S::Real>(t);
+        let scheme = self.config.streaming;
+        let f = match scheme {
+            Streaming::EsotericPull => Shared(self.f.as_mut_ptr()),
+            Streaming::TwoLattice => Shared(self.f_next.as_mut_ptr()),
+        };
+        for band in &self.sponges {
+            let cells = band.host_cells();
+            with_grid!(&self.grid, |g| (0..cells.count).into_par_iter().for_each(|k| {
+                // SAFETY: a listed cell reads and writes only its own stored slots.
+                unsafe { sponge::absorb::<L, Q, S, _>(&g, scheme, &p, f.get(), &cells, k) }
+            }))
         }
     }
 

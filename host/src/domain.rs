@@ -102,6 +102,8 @@ pub struct Domain {
     /// The fluid cells next to curved walls and where the walls cross their
     /// links ([`crate::curved`]); empty unless an object asks for them.
     pub curved: crate::curved::CurvedWalls,
+    /// Sponge bands in front of outlets ([`crate::sponge`]).
+    pub sponges: Vec<crate::sponge::SpongeBand>,
     /// For a z-partition, the global z of its local layer 0 (wrapping; 0
     /// for a whole domain): see [`kernels_gpu::StepParams::z_offset`].
     pub z_offset: u32,
@@ -252,6 +254,7 @@ impl Domain {
             wall_velocities: Vec::new(),
             open: Vec::new(),
             curved: Default::default(),
+            sponges: Vec::new(),
             z_offset: 0,
         })
     }

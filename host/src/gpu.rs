@@ -16,6 +16,7 @@ use crate::partition::{local_config, own_values, Slab};
 use crate::plan::Region;
 use crate::solver::{mass_of, CollisionParams, KernelReport, SavedPart, SavedState, SolverConfig};
 use crate::sparse::SparseLayout;
+use crate::sponge::SpongeTables;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
@@ -26,6 +27,7 @@ use kernels_gpu::curved::CurvedCells;
 use kernels_gpu::grid::LaunchShape;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
+use kernels_gpu::sponge::SpongeCells;
 use kernels_gpu::stream::FIELD_COMPONENTS;
 use kernels_gpu::{F16s, Grid, GridKind, KernelKind, Lattice, OpenBoundary, Real, Storage, Streaming};
 use std::marker::PhantomData;
@@ -276,6 +278,9 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
     beside: Option<Beside>,
     /// The curved-wall group.
     curved: Option<DeviceCurved<S::Real>>,
+    /// The sponge bands, and their kernel (loaded when there is one).
+    sponges: Vec<DeviceSponge<S::Real>>,
+    sponge_kernel: Option<CudaFunction>,
     /// Steps ended.
     t: u64,
     _lattice: PhantomData<L>,
@@ -374,6 +379,28 @@ impl<T: Real> DeviceOpenCells<T> {
         // (`OpenTables::build`), living as long as these cells do.
         let cells = unsafe { OpenCells::new(g as *const OpenBoundary<T>, o as *const u16, sl as *const u32) };
         Ok(Self { _groups: groups, _group_of: group_of, _slot: slot, cells })
+    }
+}
+
+/// A sponge band in device memory and the kernel argument that refers to
+/// its tables (valid while they live).
+struct DeviceSponge<T> {
+    _cells: CudaSlice<u32>,
+    _strength: CudaSlice<T>,
+    band: SpongeCells<T>,
+}
+
+impl<T: Real + DeviceRepr> DeviceSponge<T> {
+    /// Uploads `tables`.
+    fn new(s: &Arc<CudaStream>, tables: &SpongeTables<T>) -> Result<Self> {
+        let cells = s.clone_htod(&tables.cells).ctx("uploading the sponge cells")?;
+        let strength = s.clone_htod(&tables.strength).ctx("uploading the sponge strengths")?;
+        let (c, st) = (cells.device_ptr(s).0 as usize, strength.device_ptr(s).0 as usize);
+        // SAFETY: one strength per cell, distinct flow cells that are not
+        // open (`sponge::add`), living as long as `band` does.
+        let count = tables.cells.len() as u32;
+        let band = unsafe { SpongeCells::new(c as *const u32, st as *const T, tables.density, tables.velocity, count) };
+        Ok(Self { _cells: cells, _strength: strength, band })
     }
 }
 
@@ -494,10 +521,17 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let curved = CurvedTables::build(&config.domain.curved, &grid)
             .map(|t| DeviceCurved::new::<L, Q, S>(&device, &t, config.collision.kind(), on))
             .transpose()?;
+        let sponges = (SpongeTables::build(&config.domain.sponges, &grid).iter())
+            .map(|t| DeviceSponge::new(&s, t))
+            .collect::<Result<Vec<_>>>()?;
+        let sponge_kernel =
+            (!sponges.is_empty()).then(|| device.kernel::<L, Q, S>(KernelKind::Sponge, on)).transpose()?;
         Ok(Self {
             with_open,
             beside,
             curved,
+            sponges,
+            sponge_kernel,
             step_kernel: device.kernel::<L, Q, S>(step_kind, on)?,
             step_block,
             collision: config.collision_params::<S::Real>(),
@@ -579,6 +613,15 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             let grid = self.kernel_grid();
             let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
             launch::curved_wall(s, &c.update, b, &self.flags, p, self.collision, c.links, self.config.streaming, grid)?;
+        }
+        // Sponges, like curved walls, only on unsplit domains (see `local_config`).
+        if let Some(kernel) = self.sponge_kernel.as_ref().filter(|_| region == Region::Whole) {
+            let p = self.config.step_params::<S::Real>(t);
+            let grid = self.kernel_grid();
+            let f = self.f_next.as_mut().unwrap_or(&mut self.f);
+            for band in &self.sponges {
+                launch::sponge(s, kernel, f, p, band.band, self.config.streaming, grid)?;
+            }
         }
         Ok(())
     }

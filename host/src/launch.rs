@@ -10,6 +10,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs
 use kernels_gpu::curved::CurvedCells;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
+use kernels_gpu::sponge::SpongeCells;
 use kernels_gpu::{Bgk, Dims, OpenBoundary, StepParams, Streaming, Trt};
 use std::ops::Range;
 
@@ -209,6 +210,27 @@ pub(crate) fn curved_wall<E: DeviceRepr, T: DeviceRepr + Copy>(
     }
     // SAFETY: the argument list of the `curved_wall_*` entry points.
     unsafe { launch.launch(list_config(count)) }.ctx("launching the curved-wall update")?;
+    Ok(())
+}
+
+/// `sponge_*`: the sponge band `band` after step `p.step`, in `f`, the buffer the step wrote.
+pub(crate) fn sponge<E: DeviceRepr, T: DeviceRepr + Copy>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    f: &mut CudaSlice<E>,
+    p: StepParams<T>,
+    band: SpongeCells<T>,
+    scheme: Streaming,
+    grid: Option<SparseTables>,
+) -> Result<()> {
+    let (p, count, band, scheme, grid) = (ByValue(p), band.count, ByValue(band), scheme as u32, grid.map(ByValue));
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(f).arg(&p).arg(&band).arg(&scheme);
+    if let Some(grid) = &grid {
+        launch.arg(grid);
+    }
+    // SAFETY: the argument list of the `sponge_*` entry points.
+    unsafe { launch.launch(list_config(count)) }.ctx("launching the sponge")?;
     Ok(())
 }
 

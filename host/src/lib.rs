@@ -41,6 +41,7 @@ pub mod saved;
 pub mod simulation;
 pub mod solver;
 pub mod sparse;
+pub mod sponge;
 pub mod stl;
 pub mod validation;
 pub mod voxel;

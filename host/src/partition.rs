@@ -155,6 +155,14 @@ pub(crate) fn local_config(config: &SolverConfig, slab: &Slab) -> Result<SolverC
                 .into(),
         ));
     }
+    if !config.domain.sponges.is_empty() {
+        return Err(Error::Setup(
+            "a sponge runs on one device (GPU or CPU partition): with Esoteric Pull its cells store populations \
+             in a neighbouring partition's halo after the exchange has sent it; use one device, or drop sponge_cells \
+             to split the domain"
+                .into(),
+        ));
+    }
     let z = &slab.z;
     let d = config.domain.dims;
     let local = Dims::new(d.nx, d.ny, z.len() as u32 + 2);

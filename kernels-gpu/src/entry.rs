@@ -15,6 +15,7 @@ use crate::layout::Dims;
 use crate::levels;
 use crate::params::{OpenBoundary, StepParams};
 use crate::sparse::{Sparse, SparseTables};
+use crate::sponge::{self, SpongeCells};
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _thread_idx_x};
@@ -234,6 +235,17 @@ macro_rules! sparse_entries {
                 tables: SparseTables,
             ) {
                 curved_fields_list(&Grid::new(tables), f, flags, out, p, links, scheme)
+            }
+
+            #[export_name = concat!("sponge_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn sponge(
+                f: *mut $s,
+                p: StepParams<Real>,
+                band: SpongeCells<Real>,
+                scheme: u32,
+                tables: SparseTables,
+            ) {
+                sponge_list(&Grid::new(tables), f, p, band, scheme)
             }
 
             #[export_name = concat!("init_equilibrium_", stringify!($grid), "_", stringify!($id))]
@@ -510,6 +522,15 @@ macro_rules! entry_points {
                 if k < links.count {
                     let src = if src.is_null() { dst as *const $s } else { src };
                     curved::update::<$lattice, $q, $s, C, G>(grid, Streaming::from_u32(scheme), &p, src, dst, flags, &links, k);
+                }
+            }
+
+            /// [`sponge::absorb`] of a sponge band, one thread per listed cell.
+            #[inline(always)]
+            unsafe fn sponge_list<G: Grid>(grid: &G, f: *mut $s, p: StepParams<Real>, band: SpongeCells<Real>, scheme: u32) {
+                let k = thread_index();
+                if k < band.count {
+                    sponge::absorb::<$lattice, $q, $s, G>(grid, Streaming::from_u32(scheme), &p, f, &band, k);
                 }
             }
 
@@ -803,6 +824,11 @@ macro_rules! entry_points {
                 scheme: u32,
             ) {
                 curved_fields_list(&{ p.dims }, f, flags, out, p, links, scheme)
+            }
+
+            #[export_name = concat!("sponge_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn sponge(f: *mut $s, p: StepParams<Real>, band: SpongeCells<Real>, scheme: u32) {
+                sponge_list(&{ p.dims }, f, p, band, scheme)
             }
 
             sparse_entries!(sparse4, 2, $id, $lattice, $q, $s);

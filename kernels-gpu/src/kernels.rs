@@ -49,6 +49,8 @@ pub enum KernelKind {
     CurvedWall(CollisionKind),
     /// [`crate::curved::fields`], over a curved-wall group's cells.
     CurvedFields,
+    /// [`crate::sponge::absorb`], over a sponge band's cells.
+    Sponge,
     /// [`crate::stream::init_equilibrium`].
     InitEquilibrium,
     /// [`crate::stream::fields`].
@@ -57,7 +59,7 @@ pub enum KernelKind {
 
 impl KernelKind {
     /// Every kernel family.
-    pub const ALL: [KernelKind; 15] = [
+    pub const ALL: [KernelKind; 16] = [
         KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Bgk),
         KernelKind::StreamCollide(Streaming::TwoLattice, CollisionKind::Bgk),
         KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Trt),
@@ -71,6 +73,7 @@ impl KernelKind {
         KernelKind::CurvedWall(CollisionKind::Bgk),
         KernelKind::CurvedWall(CollisionKind::Trt),
         KernelKind::CurvedFields,
+        KernelKind::Sponge,
         KernelKind::InitEquilibrium,
         KernelKind::Fields,
     ];
@@ -94,6 +97,7 @@ impl KernelKind {
             KernelKind::CurvedWall(Bgk) => "curved_wall_bgk",
             KernelKind::CurvedWall(Trt) => "curved_wall_trt",
             KernelKind::CurvedFields => "curved_fields",
+            KernelKind::Sponge => "sponge",
             KernelKind::InitEquilibrium => "init_equilibrium",
             KernelKind::Fields => "fields",
         }

@@ -32,6 +32,7 @@ pub mod readonly;
 pub mod real;
 pub mod regularized;
 pub mod sparse;
+pub mod sponge;
 pub mod storage;
 pub mod stream;
 pub mod warp;

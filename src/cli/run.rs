@@ -384,7 +384,7 @@ pub(super) fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
         (c.groups != BoundaryGroups::Lists || !c.domain.open.is_empty())
             .then(|| format!("boundary groups: {} ({} inlets and outlets)", c.groups.name(), c.domain.open.len())),
     )
-    .chain(s.inlets.iter().cloned())
+    .chain(s.boundary_lines.iter().cloned())
     .chain(s.grid_choice.clone())
     .collect()
 }

@@ -451,8 +451,9 @@ fn level_domain(
         flags,
         wall_velocities: base.wall_velocities.clone(),
         open: if l == 0 { base.open.clone() } else { Vec::new() },
-        // Refined cases refuse interpolated walls (see `crate::case`).
+        // Refined cases refuse interpolated walls and sponges (see `crate::case`).
         curved: Default::default(),
+        sponges: Vec::new(),
         z_offset: 0,
     }
 }
