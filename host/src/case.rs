@@ -671,6 +671,7 @@ impl Case {
             n.opt3(&key("translate"), g.translate);
             n.opt3(&key("moving_wall"), g.moving_wall);
             n.opt(key("reference_area"), g.reference_area);
+            n.opt(key("reference_length"), g.reference_length);
             n.opt(key("reference_velocity"), g.reference_velocity);
             n.opt(key("porosity"), g.porosity);
         }

@@ -71,6 +71,18 @@ pub struct GeometrySpec {
     pub reference_area: Option<f64>,
     /// Reference velocity for force coefficients (lattice units, or m/s with `[units]`).
     pub reference_velocity: Option<f64>,
+    /// Reference length for the Strouhal number (cells, or m with
+    /// `[units]`; spheres and cylinders default to their diameter).
+    pub reference_length: Option<f64>,
+}
+
+impl GeometrySpec {
+    /// The Strouhal number's length: `reference_length`, else a sphere's
+    /// or cylinder's diameter (the case's length unit).
+    pub fn strouhal_length(&self) -> Option<f64> {
+        let round = matches!(self.shape.as_str(), "sphere" | "cylinder");
+        self.reference_length.or(self.radius.filter(|_| round).map(|r| 2.0 * r))
+    }
 }
 
 /// A voxelised object.

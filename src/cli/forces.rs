@@ -35,6 +35,49 @@ pub struct ForceMean {
     /// object gives a reference area and velocity.
     pub force: Vec<[f64; 3]>,
     pub coefficients: Vec<Option<[f64; 3]>>,
+    /// Per object: the shedding its lift shows over the window, if any.
+    pub shedding: Vec<Option<Shedding>>,
+}
+
+/// Periodic shedding seen in the force across the flow (the lift).
+pub struct Shedding {
+    /// The axis of the lift: of the two across the mean force, the one
+    /// whose force varies most.
+    pub axis: usize,
+    /// Full periods between the first and last upward zero crossing.
+    pub periods: usize,
+    /// The period, in steps.
+    pub period: f64,
+    /// `f L / U` with the object's reference length and velocity, if it has both.
+    pub strouhal: Option<f64>,
+}
+
+/// The shedding in `samples` (step and force) about their mean `mean`: the
+/// upward zero crossings of the lift, each counted once the lift has gone
+/// a quarter of its standard deviation below the mean (so noise does not
+/// count twice), interpolated linearly between samples; at least two full
+/// periods, else `None`.
+fn shedding(samples: &[(u64, [f64; 3])], mean: [f64; 3]) -> Option<(usize, usize, f64)> {
+    let drag = (0..3).max_by(|&a, &b| mean[a].abs().total_cmp(&mean[b].abs()))?;
+    let n = samples.len() as f64;
+    let std = |a: usize| (samples.iter().map(|(_, f)| (f[a] - mean[a]).powi(2)).sum::<f64>() / n).sqrt();
+    let axis = (0..3).filter(|&a| a != drag).max_by(|&a, &b| std(a).total_cmp(&std(b)))?;
+    let h = 0.25 * std(axis);
+    if h == 0.0 {
+        return None;
+    }
+    let (mut armed, mut crossings) = (false, Vec::new());
+    for w in samples.windows(2) {
+        let ((t0, f0), (t1, f1)) = (w[0], w[1]);
+        let (s0, s1) = (f0[axis] - mean[axis], f1[axis] - mean[axis]);
+        armed |= s0 < -h;
+        if armed && s0 < 0.0 && s1 >= 0.0 {
+            crossings.push(t0 as f64 + (t1 - t0) as f64 * (-s0) / (s1 - s0));
+            armed = false;
+        }
+    }
+    let periods = crossings.len().checked_sub(1).filter(|&p| p >= 2)?;
+    Some((axis, periods, (crossings[periods] - crossings[0]) / periods as f64))
 }
 
 impl ForceLog {
@@ -143,7 +186,19 @@ impl ForceLog {
             })
             .collect();
         let coefficients = force.iter().zip(&setup.geometry).map(|(f, g)| coefficients(setup, g, f)).collect();
-        Some(ForceMean { from: first, to: last, samples: kept.len(), force, coefficients })
+        let shedding = (force.iter().zip(&setup.geometry).enumerate())
+            .map(|(k, (mean, g))| {
+                let series: Vec<(u64, [f64; 3])> = kept.iter().map(|(t, v)| (*t, v[k])).collect();
+                let (axis, periods, period) = shedding(&series, *mean)?;
+                // f L / U in lattice units: L in cells, U in cells per step.
+                let strouhal = g.strouhal_length().zip(g.reference_velocity).map(|(l, v)| match setup.units {
+                    Some(u) => (l / u.dx) / period / (v * u.dt / u.dx),
+                    None => l / period / v,
+                });
+                Some(Shedding { axis, periods, period, strouhal })
+            })
+            .collect();
+        Some(ForceMean { from: first, to: last, samples: kept.len(), force, coefficients, shedding })
     }
 }
 
@@ -155,9 +210,21 @@ impl ForceMean {
             .objects
             .iter()
             .zip(self.force.iter().zip(&self.coefficients))
-            .map(|(o, (f, c))| match c {
-                Some(c) => format!("{}: mean c = ({:.4}, {:.4}, {:.4}) over {span}", o.name, c[0], c[1], c[2]),
-                None => format!("{}: mean force = ({:e}, {:e}, {:e}) over {span}", o.name, f[0], f[1], f[2]),
+            .zip(&self.shedding)
+            .map(|((o, (f, c)), shed)| {
+                let mut line = match c {
+                    Some(c) => format!("{}: mean c = ({:.4}, {:.4}, {:.4}) over {span}", o.name, c[0], c[1], c[2]),
+                    None => format!("{}: mean force = ({:e}, {:e}, {:e}) over {span}", o.name, f[0], f[1], f[2]),
+                };
+                if let Some(s) = shed {
+                    let st = s.strouhal.map(|st| format!("Strouhal {st:.4}, ")).unwrap_or_default();
+                    let axis = ["x", "y", "z"][s.axis];
+                    line += &format!(
+                        "; {st}lift along {axis} with a period of {:.1} steps ({} periods)",
+                        s.period, s.periods
+                    );
+                }
+                line
             })
             .collect()
     }
@@ -168,7 +235,14 @@ impl ForceMean {
             .objects
             .iter()
             .zip(self.force.iter().zip(&self.coefficients))
-            .map(|(o, (f, c))| serde_json::json!({ "object": o.name, "force_lattice": f, "coefficients": c }))
+            .zip(&self.shedding)
+            .map(|((o, (f, c)), shed)| {
+                let shedding = shed.as_ref().map(|s| {
+                    let axis = ["x", "y", "z"][s.axis];
+                    serde_json::json!({ "lift_axis": axis, "period_steps": s.period, "periods": s.periods, "strouhal": s.strouhal })
+                });
+                serde_json::json!({ "object": o.name, "force_lattice": f, "coefficients": c, "shedding": shedding })
+            })
             .collect();
         serde_json::json!({ "from_step": self.from, "to_step": self.to, "samples": self.samples, "objects": objects })
     }
@@ -208,4 +282,30 @@ fn lines(s: &Setup, step: u64, forces: &[[f64; 3]]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shedding;
+
+    /// A sine of period 40 steps sampled every 3 steps, with noise that
+    /// crosses zero on its own: the period comes out to the sampling's
+    /// interpolation error, and noise does not double the crossings.
+    #[test]
+    fn shedding_finds_the_lift_period() {
+        let samples: Vec<(u64, [f64; 3])> = (0..200)
+            .map(|k| {
+                let t = 3 * k as u64;
+                let noise = if k % 2 == 0 { 0.02 } else { -0.02 };
+                (t, [2.0, 0.3 * (2.0 * std::f64::consts::PI * t as f64 / 40.0).sin() + noise, 0.001 * noise])
+            })
+            .collect();
+        let (axis, periods, period) = shedding(&samples, [2.0, 0.0, 0.0]).unwrap();
+        // Upward crossings at 40, 80, ..., 560 steps (the samples end at 597).
+        assert_eq!((axis, periods), (1, 13));
+        assert!((period - 40.0).abs() < 0.1, "{period}");
+        // A steady force has no period.
+        let steady: Vec<(u64, [f64; 3])> = (0..50).map(|k| (k, [2.0, 0.1, 0.0])).collect();
+        assert!(shedding(&steady, [2.0, 0.1, 0.0]).is_none());
+    }
 }
