@@ -98,13 +98,13 @@ fn ptx_assembles_without_spills() {
 /// the boundary-block bitmask. The kernels that update open cells too have
 /// a third path (the open cell's, `Q` populations and `Q` flags), and read
 /// the open cells' tables through the read-only cache: the block's slot,
-/// the cell's group number and the group's 11 values.
+/// the cell's group number and the group's 12 values.
 #[test]
 fn bulk_kernels_load_only_populations_and_flags() {
     for (id, q, _) in INSTANCES {
         for kind in stream_collide() {
             let open = matches!(kind, KernelKind::StreamCollideOpen(..));
-            let (paths, open_tables) = if open { (5, 13) } else { (3, 0) };
+            let (paths, open_tables) = if open { (5, 14) } else { (3, 0) };
             for grid in GridKind::ALL {
                 let name = entry(kind, grid, id);
                 let body = kernel_body(&name);
