@@ -67,9 +67,9 @@ impl<T: Real> SpongeCells<T> {
 
 /// Damps listed cell `k` after step `p.step`: reads its post-collision
 /// populations where the step stored them, relaxes their density and
-/// velocity towards the band's and stores them back in place (16-bit formats with their own
-/// rounding noise, drawn from the step's bit-complement so that it differs
-/// from the step's).
+/// velocity towards the band's and stores them back in place (16-bit
+/// formats with their own rounding noise, drawn from the step's
+/// bit-complement so that it differs from the step's).
 ///
 /// # Safety
 /// `f` must hold the populations step `p.step` wrote (the one buffer of
