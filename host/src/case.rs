@@ -212,13 +212,18 @@ pub struct SimulationSection {
     /// change of any velocity component between two divergence checks,
     /// relative to the largest speed) : a steady-state criterion.
     pub steady_tolerance: Option<f64>,
-    /// Collision operator: `"bgk"` (default, single relaxation time) or
-    /// `"trt"` (two relaxation times).
+    /// Collision operator: `"bgk"` (default, single relaxation time),
+    /// `"trt"` (two relaxation times), `"mrt"` (multiple relaxation times),
+    /// `"regularized"`, or `"smagorinsky"` (BGK with an eddy viscosity).
     #[serde(default = "default_collision")]
     pub collision: String,
     /// TRT's magic parameter `(tau+ - 1/2)(tau- - 1/2)` (default 3/16, which
     /// puts bounce-back walls half way along their links).
     pub magic: Option<f64>,
+    /// Smagorinsky constant of an eddy viscosity on top of BGK (which makes
+    /// `collision = "smagorinsky"`) or of the regularized operator; the
+    /// default with `collision = "smagorinsky"` is 0.1.
+    pub smagorinsky: Option<f64>,
     /// Where to run: `"auto"` (default: the GPU if there is one), `"cpu"` or
     /// `"gpu"`. `lbm run --backend` overrides it.
     #[serde(default)]
@@ -726,6 +731,24 @@ impl Case {
                 }
                 CollisionModel::Trt { magic }
             }
+            (_, Some(_)) => {
+                return Err(bad("[simulation] magic applies to collision = \"trt\" only: remove it or use TRT".into()))
+            }
+            (kind, None) => CollisionModel::of_kind(kind),
+        };
+        let collision = match (collision, sim.smagorinsky) {
+            (_, None) => collision,
+            (_, Some(c)) if !(c.is_finite() && c > 0.0) => {
+                return Err(bad(format!("[simulation] smagorinsky = {c}: give a positive constant (0.1 to 0.2 is usual)")))
+            }
+            (CollisionModel::Bgk | CollisionModel::Smagorinsky { .. }, Some(c)) => CollisionModel::Smagorinsky { constant: c },
+            (CollisionModel::Regularized { .. }, Some(c)) => CollisionModel::Regularized { smagorinsky: c },
+            (other, Some(_)) => {
+                return Err(bad(format!(
+                    "[simulation] smagorinsky adds an eddy viscosity to collision = \"bgk\", \"smagorinsky\" or \"regularized\", not \"{}\": remove it or change the collision",
+                    other.kind().name()
+                )))
+            }
         };
         if sim.devices.is_empty() {
             return Err(bad("[simulation] devices is empty: give at least one GPU ordinal, e.g. [0]".into()));
@@ -1019,8 +1042,9 @@ impl Case {
                 Some(why)
             }
         };
-        config.groups =
-            groups.unwrap_or_else(|| crate::groups::BoundaryGroups::auto(config.grid, !config.domain.open.is_empty()));
+        config.groups = groups.unwrap_or_else(|| {
+            crate::groups::BoundaryGroups::auto(config.grid, !config.domain.open.is_empty(), config.collision.kind())
+        });
         config.validate().map_err(in_case(path, "[simulation] boundary_groups"))?;
         if let GridLayout::Sparse { edge } = config.grid {
             crate::sparse::SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups)
@@ -1623,9 +1647,27 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let gpu = CAVITY.replace("steps = 10", "steps = 10\nbackend = \"gpu\"\ndevices = [3]\ncollision = \"BGK\"");
         let s = setup(&gpu).unwrap();
         assert_eq!((s.backend, s.devices.as_slice()), (BackendRequest::Gpu, &[3][..]));
-        let mrt = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"mrt\"");
-        let err = setup(&mrt).unwrap_err().to_string();
-        assert!(err.contains("[simulation] collision") && err.contains("bgk, trt"), "{err}");
+        let unknown = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"cumulant\"");
+        let err = setup(&unknown).unwrap_err().to_string();
+        assert!(
+            err.contains("[simulation] collision") && err.contains("bgk, trt, mrt, regularized, smagorinsky"),
+            "{err}"
+        );
+        let mrt = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"MRT\"");
+        assert_eq!(setup(&mrt).unwrap().config.collision, CollisionModel::Mrt);
+        // The Smagorinsky constant: on BGK it makes the smagorinsky operator, on
+        // the regularized one an option; TRT and MRT refuse it.
+        let les = |c: &str| CAVITY.replace("steps = 10", &format!("steps = 10\n{c}"));
+        let model = |c: &str| setup(&les(c)).map(|s| s.config.collision).map_err(|e| e.to_string());
+        assert_eq!(model("collision = \"smagorinsky\""), Ok(CollisionModel::Smagorinsky { constant: 0.1 }));
+        assert_eq!(model("smagorinsky = 0.17"), Ok(CollisionModel::Smagorinsky { constant: 0.17 }));
+        assert_eq!(
+            model("collision = \"regularized\"\nsmagorinsky = 0.12"),
+            Ok(CollisionModel::Regularized { smagorinsky: 0.12 })
+        );
+        assert!(model("collision = \"mrt\"\nsmagorinsky = 0.1").unwrap_err().contains("not \"mrt\""));
+        assert!(model("smagorinsky = -0.1").unwrap_err().contains("positive constant"));
+        assert!(model("collision = \"mrt\"\nmagic = 0.2").unwrap_err().contains("magic applies"));
         let trt = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"trt\"");
         assert_eq!(setup(&trt).unwrap().config.collision, CollisionModel::Trt { magic: 3.0 / 16.0 });
         let magic = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"TRT\"\nmagic = 0.25");

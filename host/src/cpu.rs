@@ -14,7 +14,7 @@ use crate::part_grid::{with_grid, PartGrid};
 use crate::partition::{local_config, own_values, Slab};
 use crate::plan::{Executor, Plan, Region, Schedule};
 use crate::simulation::{Partitions, Simulation};
-use crate::solver::{mass_of, BackendKind, CollisionParams, SavedPart, SavedState, SolverConfig};
+use crate::solver::{mass_of, BackendKind, SavedPart, SavedState, SolverConfig};
 use crate::sponge::SpongeTables;
 use kernels_gpu::curved::{self, CurvedCells};
 use kernels_gpu::groups::OpenCells;
@@ -324,10 +324,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
 
     /// [`curved::update`] of the curved-wall group for step `t`.
     fn update_curved(&mut self, t: u64) {
-        match self.config.collision_params::<S::Real>() {
-            CollisionParams::Bgk(c) => self.update_curved_with(t, c),
-            CollisionParams::Trt(c) => self.update_curved_with(t, c),
-        }
+        crate::with_collision!(self.config.collision_params::<S::Real>().near_boundaries(), |c| self
+            .update_curved_with(t, c))
     }
 
     /// [`CpuPart::update_curved`] with the collision operator `collision`.
@@ -360,16 +358,14 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
         with_grid!(&self.grid, |grid| {
             let cells = grid.region_cells(units);
-            match self.config.collision_params::<S::Real>() {
-                CollisionParams::Bgk(c) => {
-                    let p = &p.with_collision(c);
-                    update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags, open })
-                }
-                CollisionParams::Trt(c) => {
-                    let p = &p.with_collision(c);
-                    update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags, open })
-                }
-            }
+            // Open cells in the bulk kernel collide as every cell outside the
+            // bulk kernels does (the case allows them only for those operators).
+            let c = self.config.collision_params::<S::Real>();
+            let c = if open.is_some() { c.near_boundaries() } else { c };
+            crate::with_collision!(c, |c| {
+                let p = &p.with_collision(c);
+                update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags, open })
+            })
         })
     }
 

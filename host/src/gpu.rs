@@ -508,7 +508,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let step_block = block_size(step_kind);
         let with_open = match OpenTables::<S::Real>::build(&config, &grid)? {
             Some(tables) => {
-                let kind = KernelKind::StreamCollideOpen(config.streaming, config.collision.kind());
+                let kind = KernelKind::StreamCollideOpen(config.streaming, config.collision.near_boundaries());
                 let kernel = device.kernel::<L, Q, S>(kind, on)?;
                 Some(OpenKernel { kernel, tables: DeviceOpenCells::upload(&s, &tables)? })
             }
@@ -519,7 +519,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             _ => None,
         };
         let curved = CurvedTables::build(&config.domain.curved, &grid)
-            .map(|t| DeviceCurved::new::<L, Q, S>(&device, &t, config.collision.kind(), on))
+            .map(|t| DeviceCurved::new::<L, Q, S>(&device, &t, config.collision.near_boundaries(), on))
             .transpose()?;
         let sponges = (SpongeTables::build(&config.domain.sponges, &grid).iter())
             .map(|t| DeviceSponge::new(&s, t))
@@ -612,7 +612,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             let p = self.config.step_params::<S::Real>(t);
             let grid = self.kernel_grid();
             let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
-            launch::curved_wall(s, &c.update, b, &self.flags, p, self.collision, c.links, self.config.streaming, grid)?;
+            let collision = self.collision.near_boundaries();
+            launch::curved_wall(s, &c.update, b, &self.flags, p, collision, c.links, self.config.streaming, grid)?;
         }
         // Sponges, like curved walls, only on unsplit domains (see `local_config`).
         if let Some(kernel) = self.sponge_kernel.as_ref().filter(|_| region == Region::Whole) {
@@ -650,7 +651,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let p = self.config.step_params::<S::Real>(t);
         let grid = self.kernel_grid();
         let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
-        launch::stream_collide(s, kernel, b, &self.flags, p, self.collision, grid, open, units, cfg)
+        let collision = if open.is_some() { self.collision.near_boundaries() } else { self.collision };
+        launch::stream_collide(s, kernel, b, &self.flags, p, collision, grid, open, units, cfg)
     }
 
     /// Queues open-boundary group `k` for step `t`.

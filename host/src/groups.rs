@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::part_grid::PartGrid;
 use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::groups::{OpenCells, MAX_GROUPS};
+use kernels_gpu::CollisionKind;
 use kernels_gpu::{OpenBoundary, Real};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -51,9 +52,11 @@ impl BoundaryGroups {
     /// sparse grid, the fastest measured in the wind tunnel
     /// (`docs/bench/h100-2026-11-24-*-boundary-groups.txt`): an inlet list
     /// on an x face reads its cells a row apart, and the list kernels cost
-    /// the dense D3Q27 tunnel a third of its speed.
-    pub fn auto(grid: GridLayout, has_open: bool) -> Self {
-        match (has_open, grid) {
+    /// the dense D3Q27 tunnel a third of its speed. Operators whose open
+    /// cells cannot share the bulk kernel ([`CollisionKind::everywhere`])
+    /// take `lists`.
+    pub fn auto(grid: GridLayout, has_open: bool, collision: CollisionKind) -> Self {
+        match (has_open && collision.everywhere(), grid) {
             (false, _) => BoundaryGroups::Lists,
             (true, GridLayout::Dense) => BoundaryGroups::Naive,
             (true, GridLayout::Sparse { .. }) => BoundaryGroups::Memory,

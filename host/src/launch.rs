@@ -11,7 +11,7 @@ use kernels_gpu::curved::CurvedCells;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::sponge::SpongeCells;
-use kernels_gpu::{Bgk, Dims, OpenBoundary, StepParams, Streaming, Trt};
+use kernels_gpu::{Bgk, Dims, Mrt, OpenBoundary, Regularized, Smagorinsky, StepParams, Streaming, Trt};
 use std::ops::Range;
 
 /// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
@@ -36,6 +36,9 @@ pub(crate) struct Buffers<'a, E> {
 enum WithCollision<T: Copy> {
     Bgk(ByValue<StepParams<T, Bgk<T>>>),
     Trt(ByValue<StepParams<T, Trt<T>>>),
+    Mrt(ByValue<StepParams<T, Mrt<T>>>),
+    Regularized(ByValue<StepParams<T, Regularized<T>>>),
+    Smagorinsky(ByValue<StepParams<T, Smagorinsky<T>>>),
 }
 
 impl<T: Copy> WithCollision<T> {
@@ -43,6 +46,9 @@ impl<T: Copy> WithCollision<T> {
         match collision {
             CollisionParams::Bgk(c) => WithCollision::Bgk(ByValue(p.with_collision(c))),
             CollisionParams::Trt(c) => WithCollision::Trt(ByValue(p.with_collision(c))),
+            CollisionParams::Mrt(c) => WithCollision::Mrt(ByValue(p.with_collision(c))),
+            CollisionParams::Regularized(c) => WithCollision::Regularized(ByValue(p.with_collision(c))),
+            CollisionParams::Smagorinsky(c) => WithCollision::Smagorinsky(ByValue(p.with_collision(c))),
         }
     }
 
@@ -51,6 +57,9 @@ impl<T: Copy> WithCollision<T> {
         match self {
             WithCollision::Bgk(p) => launch.arg(p),
             WithCollision::Trt(p) => launch.arg(p),
+            WithCollision::Mrt(p) => launch.arg(p),
+            WithCollision::Regularized(p) => launch.arg(p),
+            WithCollision::Smagorinsky(p) => launch.arg(p),
         };
     }
 }

@@ -6,7 +6,10 @@ use crate::domain::{Domain, OpenScheme};
 use crate::error::{Error, Result};
 use crate::fields::Fields;
 pub use crate::saved::{SavedBlocks, SavedPart, SavedState};
-use kernels_gpu::{Bgk, CollisionKind, F16s, Lattice, Real, StepParams, Storage, Streaming, Trt, D2Q9, D3Q19, D3Q27};
+use kernels_gpu::{
+    Bgk, CollisionKind, F16s, Lattice, Les, Mrt, Real, Regularized, Smagorinsky, StepParams, Storage, Streaming, Trt,
+    D2Q9, D3Q19, D3Q27,
+};
 use serde::{Deserialize, Serialize};
 
 /// Velocity set chosen at run time.
@@ -181,17 +184,41 @@ pub enum CollisionModel {
         /// exactly half way along their links.
         magic: f64,
     },
+    /// Multiple relaxation times ([`kernels_gpu::Mrt`]) at the lattice's
+    /// published rates ([`kernels_gpu::Mrt::published`]).
+    Mrt,
+    /// Regularized ([`kernels_gpu::Regularized`]), with a Smagorinsky eddy
+    /// viscosity of this constant (0: none).
+    Regularized {
+        /// Smagorinsky constant `C`.
+        smagorinsky: f64,
+    },
+    /// BGK with a Smagorinsky eddy viscosity ([`kernels_gpu::Smagorinsky`]).
+    Smagorinsky {
+        /// Smagorinsky constant `C`.
+        constant: f64,
+    },
 }
 
 /// The magic parameter TRT takes unless a case sets one.
 pub const DEFAULT_MAGIC: f64 = 3.0 / 16.0;
 
+/// The Smagorinsky constant `collision = "smagorinsky"` takes unless a case
+/// sets one: 0.1, the usual value for shear flows (0.17 is the isotropic
+/// turbulence estimate of Lilly, which damps transition too much).
+pub const DEFAULT_SMAGORINSKY: f64 = 0.1;
+
 impl CollisionModel {
-    /// The operator `kind` with its default parameters (TRT: [`DEFAULT_MAGIC`]).
+    /// The operator `kind` with its default parameters (TRT:
+    /// [`DEFAULT_MAGIC`]; Smagorinsky: [`DEFAULT_SMAGORINSKY`]; regularized
+    /// without eddy viscosity).
     pub const fn of_kind(kind: CollisionKind) -> Self {
         match kind {
             CollisionKind::Bgk => CollisionModel::Bgk,
             CollisionKind::Trt => CollisionModel::Trt { magic: DEFAULT_MAGIC },
+            CollisionKind::Mrt => CollisionModel::Mrt,
+            CollisionKind::Regularized => CollisionModel::Regularized { smagorinsky: 0.0 },
+            CollisionKind::Smagorinsky => CollisionModel::Smagorinsky { constant: DEFAULT_SMAGORINSKY },
         }
     }
     /// Which kernels run it.
@@ -199,6 +226,48 @@ impl CollisionModel {
         match self {
             CollisionModel::Bgk => CollisionKind::Bgk,
             CollisionModel::Trt { .. } => CollisionKind::Trt,
+            CollisionModel::Mrt => CollisionKind::Mrt,
+            CollisionModel::Regularized { .. } => CollisionKind::Regularized,
+            CollisionModel::Smagorinsky { .. } => CollisionKind::Smagorinsky,
+        }
+    }
+    /// The operator the kernels outside the bulk update (curved walls,
+    /// open cells in the bulk kernel, refinement levels) collide with: this
+    /// one where they are built for it ([`CollisionKind::everywhere`]),
+    /// otherwise BGK at the molecular `1 / tau` (as TRT with equal rates,
+    /// [`CollisionParams::rates`]).
+    pub const fn near_boundaries(self) -> CollisionKind {
+        if self.kind().everywhere() {
+            self.kind()
+        } else {
+            CollisionKind::Trt
+        }
+    }
+    /// One line for the set-up report: the operator and its parameters.
+    pub fn describe(self, lattice: LatticeKind) -> String {
+        let les = |c: f64| format!("Smagorinsky eddy viscosity, C = {c}");
+        let mut line = match self {
+            CollisionModel::Bgk => "bgk".to_string(),
+            CollisionModel::Trt { magic } => format!("trt, magic parameter {magic}"),
+            CollisionModel::Mrt => {
+                let m = Mrt::published(1.0, lattice.name());
+                let ghost = if lattice.dimension() == 2 { String::new() } else { format!(", ghost {}", m.ghost) };
+                format!("mrt, rates bulk {}, flux {}, fourth order {}{ghost}", m.bulk, m.flux, m.fourth)
+            }
+            CollisionModel::Regularized { smagorinsky: 0.0 } => "regularized".to_string(),
+            CollisionModel::Regularized { smagorinsky } => format!("regularized, {}", les(smagorinsky)),
+            CollisionModel::Smagorinsky { constant } => format!("bgk, {}", les(constant)),
+        };
+        if !self.kind().everywhere() {
+            line += " (cells next to curved walls and open boundaries collide with bgk)";
+        }
+        line
+    }
+    /// The Smagorinsky constant, 0 without eddy viscosity.
+    pub const fn smagorinsky(self) -> f64 {
+        match self {
+            CollisionModel::Regularized { smagorinsky: c } | CollisionModel::Smagorinsky { constant: c } => c,
+            _ => 0.0,
         }
     }
 }
@@ -210,16 +279,50 @@ pub enum CollisionParams<T> {
     Bgk(Bgk<T>),
     /// [`kernels_gpu::Trt`].
     Trt(Trt<T>),
+    /// [`kernels_gpu::Mrt`].
+    Mrt(Mrt<T>),
+    /// [`kernels_gpu::Regularized`].
+    Regularized(Regularized<T>),
+    /// [`kernels_gpu::Smagorinsky`].
+    Smagorinsky(Smagorinsky<T>),
 }
 
-impl<T: Copy> CollisionParams<T> {
-    /// The operator's rates as TRT's: BGK's `omega` as both (TRT with equal
-    /// rates gives BGK's populations bit for bit). Regularized open
-    /// boundaries collide with these.
+/// Runs `$body` with `$c` bound to the operator's parameter struct of
+/// `$params` (a [`CollisionParams`]): one arm per operator, so that
+/// generic code is stamped for each.
+#[macro_export]
+macro_rules! with_collision {
+    ($params:expr, |$c:ident| $body:expr) => {
+        match $params {
+            $crate::solver::CollisionParams::Bgk($c) => $body,
+            $crate::solver::CollisionParams::Trt($c) => $body,
+            $crate::solver::CollisionParams::Mrt($c) => $body,
+            $crate::solver::CollisionParams::Regularized($c) => $body,
+            $crate::solver::CollisionParams::Smagorinsky($c) => $body,
+        }
+    };
+}
+
+impl<T: Real> CollisionParams<T> {
+    /// The operator's shear rates as TRT's: BGK's `omega` as both (TRT
+    /// with equal rates gives BGK's populations bit for bit), and the
+    /// molecular `1 / tau` as both for the other operators. Regularized
+    /// open boundaries collide with these.
     pub fn rates(self) -> Trt<T> {
+        let equal = |omega| Trt { omega_plus: omega, omega_minus: omega };
         match self {
-            CollisionParams::Bgk(Bgk { omega }) => Trt { omega_plus: omega, omega_minus: omega },
+            CollisionParams::Bgk(Bgk { omega }) => equal(omega),
             CollisionParams::Trt(t) => t,
+            CollisionParams::Mrt(m) => equal(m.shear),
+            CollisionParams::Regularized(r) => equal(r.omega),
+            CollisionParams::Smagorinsky(s) => equal(T::ONE / s.les.tau),
+        }
+    }
+    /// The parameters for the operator [`CollisionModel::near_boundaries`] names.
+    pub fn near_boundaries(self) -> Self {
+        match self {
+            CollisionParams::Bgk(_) | CollisionParams::Trt(_) => self,
+            _ => CollisionParams::Trt(self.rates()),
         }
     }
 }
@@ -293,6 +396,20 @@ impl SolverConfig {
                 )));
             }
         }
+        let c = self.collision.smagorinsky();
+        if !(c.is_finite() && c >= 0.0) || (matches!(self.collision, CollisionModel::Smagorinsky { .. }) && c == 0.0) {
+            return Err(Error::Setup(format!(
+                "Smagorinsky constant {c} must be a positive number (0.1 to 0.2 is usual)"
+            )));
+        }
+        let kind = self.collision.kind();
+        if !kind.everywhere() && self.groups != crate::groups::BoundaryGroups::Lists && !self.domain.open.is_empty() {
+            return Err(Error::Setup(format!(
+                "collision = \"{}\" runs the bulk kernels only, and boundary_groups = \"{}\" updates open cells inside the bulk kernel: use boundary_groups = \"lists\" (or \"auto\", which picks it)",
+                kind.name(),
+                self.groups.name()
+            )));
+        }
         if self.groups.needs_blocks() && self.grid == GridLayout::Dense {
             return Err(Error::Setup(format!(
                 "boundary_groups = \"{}\" groups the blocks of a sparse grid, and the dense box has none: use grid = \"sparse\", or boundary_groups = \"lists\" or \"naive\"",
@@ -349,6 +466,31 @@ impl SolverConfig {
                     omega_minus: T::from_f64(t.omega_minus),
                 })
             }
+            CollisionModel::Mrt => {
+                let m = Mrt::published(self.tau, self.lattice.name());
+                CollisionParams::Mrt(Mrt {
+                    shear: T::from_f64(m.shear),
+                    bulk: T::from_f64(m.bulk),
+                    flux: T::from_f64(m.flux),
+                    fourth: T::from_f64(m.fourth),
+                    ghost: T::from_f64(m.ghost),
+                })
+            }
+            CollisionModel::Regularized { smagorinsky } => CollisionParams::Regularized(Regularized {
+                omega: T::from_f64(1.0 / self.tau),
+                les: self.les(smagorinsky),
+            }),
+            CollisionModel::Smagorinsky { constant } => {
+                CollisionParams::Smagorinsky(Smagorinsky { les: self.les(constant) })
+            }
+        }
+    }
+
+    /// The eddy-viscosity parameters for Smagorinsky constant `c`.
+    fn les<T: Real>(&self, c: f64) -> Les<T> {
+        Les {
+            tau: T::from_f64(self.tau),
+            factor: T::from_f64(kernels_gpu::collision::regularized::smagorinsky_factor(c)),
         }
     }
 

@@ -330,7 +330,7 @@ pub struct TaylorGreenResult {
 }
 
 /// Runs a Taylor-Green vortex of wavelength `n` cells and fits the energy decay
-/// `E(t) = E0 exp(-4 nu k^2 t)` over one decay time.
+/// `E(t) = E0 exp(-4 nu k^2 t)` over one decay time, with BGK.
 pub fn taylor_green(
     make: Factory,
     backend: BackendKind,
@@ -338,6 +338,19 @@ pub fn taylor_green(
     precision: Precision,
     n: u32,
     tau: f64,
+) -> Result<TaylorGreenResult> {
+    taylor_green_with(make, backend, lattice, precision, n, tau, CollisionModel::Bgk)
+}
+
+/// [`taylor_green`] with the collision operator `collision`.
+pub fn taylor_green_with(
+    make: Factory,
+    backend: BackendKind,
+    lattice: LatticeKind,
+    precision: Precision,
+    n: u32,
+    tau: f64,
+    collision: CollisionModel,
 ) -> Result<TaylorGreenResult> {
     let nu = (tau - 0.5) / 3.0;
     let u0 = 0.02;
@@ -355,7 +368,7 @@ pub fn taylor_green(
         }
     }
     let config = SolverConfig {
-        collision: CollisionModel::Bgk,
+        collision,
         lattice,
         precision,
         streaming: Streaming::EsotericPull,
@@ -390,6 +403,151 @@ pub fn taylor_green(
     let slope =
         pts.iter().map(|p| (p.0 - mt) * (p.1 - me)).sum::<f64>() / pts.iter().map(|p| (p.0 - mt).powi(2)).sum::<f64>();
     Ok(TaylorGreenResult { nu_expected: nu, nu_measured: -slope / (4.0 * k * k) })
+}
+
+/// The turbulent Taylor-Green vortex of Brachet et al. (1983) in a periodic
+/// box of `side` cells, `2 pi L` on a side: `u = U0 sin(x/L) cos(y/L)
+/// cos(z/L)`, `v = -U0 cos(x/L) sin(y/L) cos(z/L)`, `w = 0`, Reynolds number
+/// `U0 L / nu`. It transitions to turbulence; the kinetic energy's
+/// dissipation rate peaks at `t U0 / L` of about 9 at Reynolds number 1600.
+#[derive(Clone, Copy, Debug)]
+pub struct TurbulentTaylorGreen {
+    /// Cells per side of the periodic box.
+    pub side: u32,
+    /// `U0 L / nu`.
+    pub reynolds: f64,
+    /// Peak velocity `U0` (lattice units).
+    pub u0: f64,
+    /// Lattice (3D).
+    pub lattice: LatticeKind,
+    /// Storage precision.
+    pub precision: Precision,
+    /// Collision operator (an eddy viscosity keeps an under-resolved box stable).
+    pub collision: CollisionModel,
+    /// End time, in units of `L / U0`.
+    pub end: f64,
+    /// Time between energy samples, in units of `L / U0`.
+    pub every: f64,
+}
+
+/// The turbulent Taylor-Green vortex at Reynolds number 1600 on 128^3
+/// cells, D3Q19 f32, BGK with a Smagorinsky eddy viscosity (`C = 0.1`),
+/// sampled every 0.2 `L / U0` up to 14.
+pub const TAYLOR_GREEN_1600: TurbulentTaylorGreen = TurbulentTaylorGreen {
+    side: 128,
+    reynolds: 1600.0,
+    u0: 0.05,
+    lattice: LatticeKind::D3Q19,
+    precision: Precision::F32,
+    collision: CollisionModel::Smagorinsky { constant: 0.1 },
+    end: 14.0,
+    every: 0.2,
+};
+
+/// The Brachet et al. (1983) dissipation peak at Reynolds number 1600, in
+/// units of `L / U0`.
+pub const TAYLOR_GREEN_1600_PEAK_TIME: f64 = 9.0;
+
+/// What [`turbulent_taylor_green`] measured.
+#[derive(Clone, Debug)]
+pub struct TurbulentTaylorGreenResult {
+    /// Sample times, in units of `L / U0`.
+    pub times: Vec<f64>,
+    /// Kinetic energy per unit mass over `U0^2` at those times.
+    pub energy: Vec<f64>,
+    /// Dissipation rate `-dE/dt` (units `U0^3 / L`) at the midpoints between samples.
+    pub dissipation: Vec<(f64, f64)>,
+    /// When the dissipation rate peaks (a parabola through the largest sample and its neighbours).
+    pub peak_time: f64,
+    /// The peak dissipation rate.
+    pub peak: f64,
+    /// Whether every sampled energy stayed finite.
+    pub finite: bool,
+}
+
+/// Runs [`TurbulentTaylorGreen`] and samples the kinetic energy.
+pub fn turbulent_taylor_green(
+    make: Factory,
+    backend: BackendKind,
+    spec: TurbulentTaylorGreen,
+) -> Result<TurbulentTaylorGreenResult> {
+    let n = spec.side;
+    let l = n as f64 / (2.0 * PI);
+    let nu = spec.u0 * l / spec.reynolds;
+    let dims = Dims::new(n, n, n);
+    let cells = dims.cells();
+    let (mut rho, mut u) = (vec![0.0; cells], vec![[0.0; 3]; cells]);
+    let u0 = spec.u0;
+    for z in 0..n {
+        for y in 0..n {
+            for x in 0..n {
+                // Cell centres, so that the box is symmetric.
+                let [a, b, c] = [x, y, z].map(|v| (v as f64 + 0.5) / l);
+                let i = dims.index(x, y, z);
+                u[i] = [u0 * a.sin() * b.cos() * c.cos(), -u0 * a.cos() * b.sin() * c.cos(), 0.0];
+                // p = U0^2 / 16 (cos 2x + cos 2y)(cos 2z + 2), rho = 1 + 3 p.
+                rho[i] = 1.0 + 3.0 * u0 * u0 / 16.0 * ((2.0 * a).cos() + (2.0 * b).cos()) * ((2.0 * c).cos() + 2.0);
+            }
+        }
+    }
+    let config = SolverConfig {
+        collision: spec.collision,
+        lattice: spec.lattice,
+        precision: spec.precision,
+        streaming: Streaming::EsotericPull,
+        grid: crate::solver::GridLayout::Dense,
+        groups: crate::groups::BoundaryGroups::Lists,
+        tau: tau_for_viscosity(nu),
+        force: [0.0; 3],
+        domain: Domain::new(dims)?,
+        initial: Initial::Fields { rho, u },
+    };
+    let mut s = make(config, backend)?;
+    let unit = l / u0;
+    let (mut times, mut energy) = (Vec::new(), Vec::new());
+    let mut finite = true;
+    let mut k = 0u64;
+    loop {
+        let t = k as f64 * spec.every;
+        let step = (t * unit).round() as u64;
+        s.step(step - s.time())?;
+        let f = s.fields()?;
+        let mut e = 0.0;
+        f.u.for_each_run(|_, v, n| e += n as f64 * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]));
+        let e = 0.5 * e / cells as f64 / (u0 * u0);
+        finite &= e.is_finite();
+        times.push(s.time() as f64 / unit);
+        energy.push(e);
+        if !finite || t >= spec.end {
+            break;
+        }
+        k += 1;
+    }
+    let dissipation: Vec<(f64, f64)> = (1..times.len())
+        .map(|i| (0.5 * (times[i] + times[i - 1]), -(energy[i] - energy[i - 1]) / (times[i] - times[i - 1])))
+        .collect();
+    let (peak_time, peak) = parabola_peak(&dissipation);
+    Ok(TurbulentTaylorGreenResult { times, energy, dissipation, peak_time, peak, finite })
+}
+
+/// The peak of a sampled curve: a parabola through its largest sample and
+/// the two beside it (the sample itself at either end).
+fn parabola_peak(points: &[(f64, f64)]) -> (f64, f64) {
+    let Some(k) = (0..points.len()).max_by(|&a, &b| points[a].1.total_cmp(&points[b].1)) else {
+        return (f64::NAN, f64::NAN);
+    };
+    if k == 0 || k + 1 == points.len() {
+        return points[k];
+    }
+    let [(x0, y0), (x1, y1), (x2, y2)] = [points[k - 1], points[k], points[k + 1]];
+    // Equally spaced samples: the vertex sits (y0 - y2) / (2 (y0 - 2 y1 + y2)) spacings from x1.
+    let h = 0.5 * (x2 - x0);
+    let d = y0 - 2.0 * y1 + y2;
+    if d >= 0.0 {
+        return (x1, y1);
+    }
+    let shift = 0.5 * (y0 - y2) / d;
+    (x1 + shift * h, y1 - 0.25 * (y0 - y2) * shift)
 }
 
 /// A square array of cylinders in slow flow (`[[geometry]] wall`
@@ -874,5 +1032,16 @@ pub fn suite(make: Factory, backend: BackendKind, precision: Precision, full: bo
         0.03,
         "3D cavity Re 100 (Wong & Baker)",
     )?;
+    // 128^3 cells for 5,000 steps: seconds on a GPU, hours on the CPU.
+    if full && matches!(backend, BackendKind::Gpu(_)) {
+        let tg = turbulent_taylor_green(make, backend, TAYLOR_GREEN_1600)?;
+        let error = tg.peak_time / TAYLOR_GREEN_1600_PEAK_TIME - 1.0;
+        checks.push(Check {
+            case: "Taylor-Green Re 1600 D3Q19 f32 128^3, Smagorinsky C = 0.1, dissipation peak time error".into(),
+            value: error,
+            criterion: "|.| < 0.1".into(),
+            pass: tg.finite && error.abs() < 0.1,
+        });
+    }
     Ok(checks)
 }

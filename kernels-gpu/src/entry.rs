@@ -5,7 +5,7 @@
 //! ([`Sparse`], whose tables are a kernel argument of their own), named
 //! with `sparse4_` or `sparse8_` before the instance.
 
-use crate::collision::{Bgk, Collision, Trt};
+use crate::collision::{Bgk, Collision, Mrt, Regularized, Smagorinsky, Trt};
 use crate::curved::{self, CurvedCells};
 use crate::grid::{Grid, LaunchIndex};
 use crate::groups::OpenCells;
@@ -62,14 +62,52 @@ const fn z_shift(d: usize, shift: u32) -> u32 {
     }
 }
 
+/// The bulk stream-collide kernels of the operators that run only those
+/// ([`crate::CollisionKind::everywhere`] is false): a module per operator
+/// with `ep` and `ab`, named `stream_collide_{ep,ab}_<operator>_<infix><row>`.
+/// `$grid` builds the grid from the launch's arguments (the step
+/// parameters `$p`, the sparse grids' `tables`), `$first` is the launch's
+/// first unit, and `$infix` names a sparse grid.
+macro_rules! bulk_entries {
+    ($infix:literal; $id:ident, $s:ty, $p:ident, $args:tt, $grid:expr, $first:ident; $($c:ident: $op:ident),*) => {$(
+        bulk_entries!(@one $infix; $id, $s, $p, $args, $grid, $first; $c: $op);
+    )*};
+    (@one $infix:literal; $id:ident, $s:ty, $p:ident, ($($arg:ident: $ty:ty),*), $grid:expr, $first:ident; $c:ident: $op:ident) => {
+        pub mod $c {
+            use super::*;
+
+            #[export_name = concat!("stream_collide_ep_", stringify!($c), "_", $infix, stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ep(f: *mut $s, flags: *const u8, $p: StepParams<Real, $op<Real>>, $($arg: $ty),*) {
+                super::ep(&$grid, f, flags, $p, $first)
+            }
+
+            #[export_name = concat!("stream_collide_ab_", stringify!($c), "_", $infix, stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn ab(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                $p: StepParams<Real, $op<Real>>,
+                $($arg: $ty),*
+            ) {
+                super::ab(&$grid, src, dst, flags, $p, $first)
+            }
+        }
+    };
+}
+
 /// The block-sparse kernels of one row for blocks of `2^$shift` cells on a
 /// side (named `..._$grid_<row>`): the grid's tables come after the step
 /// parameters, and a launch starts at block `first`.
 macro_rules! sparse_entries {
-    ($grid:ident, $shift:literal, $id:ident, $lattice:ident, $q:literal, $s:ty) => {
+    ($grid:ident, $infix:literal, $shift:literal, $id:ident, $lattice:ident, $q:literal, $s:ty) => {
         pub mod $grid {
             use super::*;
             type Grid = Sparse<$shift, { z_shift(<$lattice as Lattice<$q>>::D, $shift) }>;
+
+            bulk_entries!(
+                $infix; $id, $s, p, (tables: SparseTables, first: u32), Grid::new(tables), first;
+                mrt: Mrt, regularized: Regularized, smagorinsky: Smagorinsky
+            );
 
             #[export_name = concat!("stream_collide_ep_bgk_", stringify!($grid), "_", stringify!($id))]
             pub unsafe extern "ptx-kernel" fn ep_bgk(
@@ -678,6 +716,11 @@ macro_rules! entry_points {
 
             // The dense box: the grid is `p.dims`, a launch starts at layer `z0`.
 
+            bulk_entries!(
+                ""; $id, $s, p, (z0: u32), { p.dims }, z0;
+                mrt: Mrt, regularized: Regularized, smagorinsky: Smagorinsky
+            );
+
             #[export_name = concat!("stream_collide_ep_bgk_", stringify!($id))]
             pub unsafe extern "ptx-kernel" fn ep_bgk(f: *mut $s, flags: *const u8, p: StepParams<Real, Bgk<Real>>, z0: u32) {
                 ep(&{ p.dims }, f, flags, p, z0)
@@ -831,8 +874,8 @@ macro_rules! entry_points {
                 sponge_list(&{ p.dims }, f, p, band, scheme)
             }
 
-            sparse_entries!(sparse4, 2, $id, $lattice, $q, $s);
-            sparse_entries!(sparse8, 3, $id, $lattice, $q, $s);
+            sparse_entries!(sparse4, "sparse4_", 2, $id, $lattice, $q, $s);
+            sparse_entries!(sparse8, "sparse8_", 3, $id, $lattice, $q, $s);
         }
     )*};
 }

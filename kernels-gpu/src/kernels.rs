@@ -57,45 +57,88 @@ pub enum KernelKind {
     Fields,
 }
 
+/// `concat!($prefix, name)` for the collision operator `$c`, one arm per
+/// [`CollisionKind`]: entry-point prefixes must be `&'static str`.
+macro_rules! with_collision {
+    ($prefix:literal, $c:expr) => {
+        match $c {
+            CollisionKind::Bgk => concat!($prefix, "bgk"),
+            CollisionKind::Trt => concat!($prefix, "trt"),
+            CollisionKind::Mrt => concat!($prefix, "mrt"),
+            CollisionKind::Regularized => concat!($prefix, "regularized"),
+            CollisionKind::Smagorinsky => concat!($prefix, "smagorinsky"),
+        }
+    };
+}
+
+/// The collision operators [`CollisionKind::everywhere`] holds, in order.
+const EVERYWHERE: [CollisionKind; 2] = [CollisionKind::Bgk, CollisionKind::Trt];
+const _: () = {
+    let mut n = 0;
+    let mut k = 0;
+    while k < CollisionKind::ALL.len() {
+        if CollisionKind::ALL[k].everywhere() {
+            assert!(EVERYWHERE[n] as u32 == CollisionKind::ALL[k] as u32);
+            n += 1;
+        }
+        k += 1;
+    }
+    assert!(n == EVERYWHERE.len());
+};
+
 impl KernelKind {
-    /// Every kernel family.
-    pub const ALL: [KernelKind; 16] = [
-        KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Bgk),
-        KernelKind::StreamCollide(Streaming::TwoLattice, CollisionKind::Bgk),
-        KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Trt),
-        KernelKind::StreamCollide(Streaming::TwoLattice, CollisionKind::Trt),
-        KernelKind::StreamCollideOpen(Streaming::EsotericPull, CollisionKind::Bgk),
-        KernelKind::StreamCollideOpen(Streaming::TwoLattice, CollisionKind::Bgk),
-        KernelKind::StreamCollideOpen(Streaming::EsotericPull, CollisionKind::Trt),
-        KernelKind::StreamCollideOpen(Streaming::TwoLattice, CollisionKind::Trt),
-        KernelKind::OpenBoundary,
-        KernelKind::CurvedGather,
-        KernelKind::CurvedWall(CollisionKind::Bgk),
-        KernelKind::CurvedWall(CollisionKind::Trt),
-        KernelKind::CurvedFields,
-        KernelKind::Sponge,
-        KernelKind::InitEquilibrium,
-        KernelKind::Fields,
-    ];
+    /// Every kernel family: the stream-collide kernels for every operator,
+    /// the kernels with a collision of their own for the operators
+    /// [`CollisionKind::everywhere`] holds.
+    pub const ALL: [KernelKind; 2 * CollisionKind::ALL.len() + 3 * EVERYWHERE.len() + 6] = {
+        use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
+        let mut all = [KernelKind::Fields; 2 * CollisionKind::ALL.len() + 3 * EVERYWHERE.len() + 6];
+        let mut n = 0;
+        let mut k = 0;
+        while k < CollisionKind::ALL.len() {
+            all[n] = KernelKind::StreamCollide(Ep, CollisionKind::ALL[k]);
+            all[n + 1] = KernelKind::StreamCollide(Ab, CollisionKind::ALL[k]);
+            n += 2;
+            k += 1;
+        }
+        k = 0;
+        while k < EVERYWHERE.len() {
+            all[n] = KernelKind::StreamCollideOpen(Ep, EVERYWHERE[k]);
+            all[n + 1] = KernelKind::StreamCollideOpen(Ab, EVERYWHERE[k]);
+            all[n + 2] = KernelKind::CurvedWall(EVERYWHERE[k]);
+            n += 3;
+            k += 1;
+        }
+        let rest = [
+            KernelKind::OpenBoundary,
+            KernelKind::CurvedGather,
+            KernelKind::CurvedFields,
+            KernelKind::Sponge,
+            KernelKind::InitEquilibrium,
+            KernelKind::Fields,
+        ];
+        k = 0;
+        while k < rest.len() {
+            all[n] = rest[k];
+            n += 1;
+            k += 1;
+        }
+        assert!(n == all.len());
+        all
+    };
 
     /// Prefix of the entry-point name; the full name is `{prefix}_{instance}`,
     /// e.g. `stream_collide_ep_bgk_d3q19_f32` (see [`for_each_instance`]).
     pub const fn prefix(self) -> &'static str {
-        use CollisionKind::{Bgk, Trt};
         use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
         match self {
-            KernelKind::StreamCollide(Ep, Bgk) => "stream_collide_ep_bgk",
-            KernelKind::StreamCollide(Ab, Bgk) => "stream_collide_ab_bgk",
-            KernelKind::StreamCollide(Ep, Trt) => "stream_collide_ep_trt",
-            KernelKind::StreamCollide(Ab, Trt) => "stream_collide_ab_trt",
-            KernelKind::StreamCollideOpen(Ep, Bgk) => "stream_collide_open_ep_bgk",
-            KernelKind::StreamCollideOpen(Ab, Bgk) => "stream_collide_open_ab_bgk",
-            KernelKind::StreamCollideOpen(Ep, Trt) => "stream_collide_open_ep_trt",
-            KernelKind::StreamCollideOpen(Ab, Trt) => "stream_collide_open_ab_trt",
+            KernelKind::StreamCollide(Ep, c) => with_collision!("stream_collide_ep_", c),
+            KernelKind::StreamCollide(Ab, c) => with_collision!("stream_collide_ab_", c),
+            KernelKind::StreamCollideOpen(Ep, c) => with_collision!("stream_collide_open_ep_", c),
+            KernelKind::StreamCollideOpen(Ab, c) => with_collision!("stream_collide_open_ab_", c),
             KernelKind::OpenBoundary => "open_boundary",
             KernelKind::CurvedGather => "curved_gather",
-            KernelKind::CurvedWall(Bgk) => "curved_wall_bgk",
-            KernelKind::CurvedWall(Trt) => "curved_wall_trt",
+            KernelKind::CurvedWall(c) => with_collision!("curved_wall_", c),
             KernelKind::CurvedFields => "curved_fields",
             KernelKind::Sponge => "sponge",
             KernelKind::InitEquilibrium => "init_equilibrium",
@@ -129,16 +172,20 @@ pub enum LevelKernel {
 }
 
 impl LevelKernel {
-    /// Every level kernel.
-    pub const ALL: [LevelKernel; 7] = [
-        LevelKernel::Transit,
-        LevelKernel::Explode,
-        LevelKernel::Coalesce(CollisionKind::Bgk),
-        LevelKernel::Coalesce(CollisionKind::Trt),
-        LevelKernel::Stream,
-        LevelKernel::Collide(CollisionKind::Bgk),
-        LevelKernel::Collide(CollisionKind::Trt),
-    ];
+    /// Every level kernel: those with a collision for the operators
+    /// [`CollisionKind::everywhere`] holds.
+    pub const ALL: [LevelKernel; 3 + 2 * EVERYWHERE.len()] = {
+        let mut all = [LevelKernel::Transit; 3 + 2 * EVERYWHERE.len()];
+        all[1] = LevelKernel::Explode;
+        all[2] = LevelKernel::Stream;
+        let mut k = 0;
+        while k < EVERYWHERE.len() {
+            all[3 + 2 * k] = LevelKernel::Coalesce(EVERYWHERE[k]);
+            all[4 + 2 * k] = LevelKernel::Collide(EVERYWHERE[k]);
+            k += 1;
+        }
+        all
+    };
     /// The grids they are built for.
     pub const GRIDS: [GridKind; 2] = [GridKind::Sparse4, GridKind::Sparse8];
 
@@ -147,11 +194,9 @@ impl LevelKernel {
         match self {
             LevelKernel::Transit => "level_transit",
             LevelKernel::Explode => "level_explode",
-            LevelKernel::Coalesce(CollisionKind::Bgk) => "level_coalesce_bgk",
-            LevelKernel::Coalesce(CollisionKind::Trt) => "level_coalesce_trt",
+            LevelKernel::Coalesce(c) => with_collision!("level_coalesce_", c),
             LevelKernel::Stream => "level_stream",
-            LevelKernel::Collide(CollisionKind::Bgk) => "level_collide_bgk",
-            LevelKernel::Collide(CollisionKind::Trt) => "level_collide_trt",
+            LevelKernel::Collide(c) => with_collision!("level_collide_", c),
         }
     }
 }
@@ -219,7 +264,7 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // (`docs/bench/h100-2026-11-24-0a6c18c-sparse-cap.txt`).
     if !matches!(grid, GridKind::Dense) {
         return match (kind, grid, q, bytes) {
-            (KernelKind::StreamCollide(Ep, _), GridKind::Sparse8, 27, 4) => Some(96),
+            (KernelKind::StreamCollide(Ep, Bgk | Trt), GridKind::Sparse8, 27, 4) => Some(96),
             _ => None,
         };
     }

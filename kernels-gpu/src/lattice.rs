@@ -12,6 +12,8 @@
 //! two z-partitions are `k` adjacent planes of one layer, which one
 //! contiguous copy moves (see the host's `halo` module).
 
+use crate::collision::mrt::{self, MomentBasis};
+
 /// A velocity set with `Q` discrete velocities.
 pub trait Lattice<const Q: usize>: Copy + Send + Sync + 'static {
     /// Spatial dimension.
@@ -29,6 +31,9 @@ pub trait Lattice<const Q: usize>: Copy + Send + Sync + 'static {
     /// and the near-wall neighbourhood (see [`crate::grid`]). 1 for the sets
     /// here; multi-speed sets reach further (D2Q37 has 3).
     const MAX_SPEED: u32 = max_speed(&Self::C);
+    /// The moment basis of the multiple-relaxation-time operator
+    /// ([`crate::collision::mrt`]).
+    const MOMENTS: MomentBasis<Q>;
 }
 
 /// Largest `|c_ia|` in a velocity table (see [`Lattice::MAX_SPEED`]).
@@ -98,6 +103,7 @@ pub struct D2Q9;
 impl Lattice<9> for D2Q9 {
     const D: usize = 2;
     const NAME: &'static str = "d2q9";
+    const MOMENTS: MomentBasis<9> = mrt::lallemand_luo(&Self::C);
     const C: [[i32; 3]; 9] =
         [[0, 0, 0], [1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [1, 1, 0], [-1, -1, 0], [1, -1, 0], [-1, 1, 0]];
     const W: [f64; 9] =
@@ -113,6 +119,7 @@ pub struct D3Q19;
 impl Lattice<19> for D3Q19 {
     const D: usize = 3;
     const NAME: &'static str = "d3q19";
+    const MOMENTS: MomentBasis<19> = mrt::dhumieres(&Self::C);
     const C: [[i32; 3]; 19] = [
         [0, 0, 0],
         [0, 0, 1],
@@ -167,6 +174,7 @@ pub struct D3Q27;
 impl Lattice<27> for D3Q27 {
     const D: usize = 3;
     const NAME: &'static str = "d3q27";
+    const MOMENTS: MomentBasis<27> = mrt::tensor_product(&Self::C);
     const C: [[i32; 3]; 27] = [
         [0, 0, 0],
         [0, 0, 1],

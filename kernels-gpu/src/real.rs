@@ -42,6 +42,8 @@ pub trait Real:
     /// `self * a + b` with one rounding (IEEE fused multiply-add: the same
     /// result on CPU and GPU).
     fn mul_add(self, a: Self, b: Self) -> Self;
+    /// Square root, correctly rounded (`sqrt.rn` on the GPU).
+    fn sqrt(self) -> Self;
 }
 
 macro_rules! impl_real {
@@ -72,6 +74,10 @@ macro_rules! impl_real {
             #[inline(always)]
             fn mul_add(self, a: Self, b: Self) -> Self {
                 core::$t::math::mul_add(self, a, b)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                core::$t::math::sqrt(self)
             }
         }
     };

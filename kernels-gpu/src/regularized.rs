@@ -45,6 +45,22 @@ fn add_signed<T: Real>(s: &mut T, sign: i32, v: T) {
     }
 }
 
+/// `sum_i c_i c_i n_i` ([`PAIRS`]) of a cell's populations (or their
+/// non-equilibrium parts) `n`, per opposite pair as [`boundary_stress`].
+#[inline(always)]
+pub fn stress<L: Lattice<Q>, const Q: usize, T: Real>(n: &[T; Q]) -> [T; 6] {
+    let mut pi = [-T::ZERO; 6];
+    let mut a = 1;
+    while a < Q {
+        let pair = n[a] + n[opposite(a)];
+        for k in 0..6 {
+            add_signed(&mut pi[k], cc(L::C[a], k), pair);
+        }
+        a += 2;
+    }
+    pi
+}
+
 /// Non-equilibrium stress `Pi = sum_i c_i c_i (f_i - feq_i)` of a boundary
 /// cell with inward normal `normal`, components as [`PAIRS`], taking each
 /// population with `c_i . normal > 0` (unknown: it arrives from outside) as

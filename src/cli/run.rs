@@ -359,6 +359,7 @@ pub(super) fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
             s.reynolds.map(|r| format!(", Reynolds {r:.1}")).unwrap_or_default(),
             s.mach
         ),
+        format!("collision: {}", c.collision.describe(c.lattice)),
         match s.units {
             Some(u) => format!(
                 "units: dx = {:.4e} m, dt = {:.4e} s, lattice velocity 1 = {:.4e} m/s, density {} kg/m^3",

@@ -6,7 +6,7 @@
 use super::{Fusion, Levels, Refinement};
 use crate::domain::OpenGroup;
 use crate::error::{Error, Result};
-use crate::solver::{CollisionParams, Initial, SolverConfig};
+use crate::solver::{Initial, SolverConfig};
 use crate::sparse::SparseLayout;
 use kernels_gpu::cell::equilibrium;
 use kernels_gpu::flags::{is_flow, is_open, COALESCED, LEVEL_MASK, NEAR_SOLID};
@@ -251,10 +251,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
             self.advance(l + 1, observer);
             self.advance(l + 1, observer);
         }
-        match self.states[l].config.collision_params::<S::Real>() {
-            CollisionParams::Bgk(c) => self.update(l, c),
-            CollisionParams::Trt(c) => self.update(l, c),
-        }
+        crate::with_collision!(self.states[l].config.collision_params::<S::Real>().near_boundaries(), |c| self
+            .update(l, c));
         let state = &mut self.states[l];
         if self.scheme == Streaming::TwoLattice {
             std::mem::swap(&mut state.f, &mut state.f_next);

@@ -108,6 +108,13 @@ pub fn build_refined(
         let cpu = RefinedCpu::<L, Q, S>::new(c, r, edge)?;
         Ok(Refined::boxed(RefinedGpu::new(d, cpu)?, c))
     }
+    let kind = config.collision.kind();
+    if !kind.everywhere() {
+        return Err(Error::Setup(format!(
+            "collision = \"{}\" runs on uniform grids only (the refinement kernels are built for bgk and trt): use one of those with [refinement]",
+            kind.name()
+        )));
+    }
     match backend {
         BackendKind::Cpu => crate::dispatch!(config.lattice, config.precision, cpu(config, refinement, edge)),
         BackendKind::Gpu(ordinal) => {

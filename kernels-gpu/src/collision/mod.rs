@@ -7,6 +7,18 @@
 //! Adding an operator: a parameter struct, its [`Collision`] impl, a
 //! [`CollisionKind`] entry, and a line in the entry-point macro
 //! (`crate::entry`).
+//!
+//! BGK and TRT are here; [`mrt`] holds the multiple-relaxation-time
+//! operator and its moment bases, [`regularized`] the regularized operator
+//! and the Smagorinsky eddy viscosity.
+
+pub mod mrt;
+pub mod regularized;
+#[cfg(test)]
+mod tests_operators;
+
+pub use mrt::Mrt;
+pub use regularized::{Les, Regularized, Smagorinsky};
 
 use crate::cell::{collide_bgk, density_velocity_scaled, dot_c, equilibrium_over_weights, GuoSource};
 use crate::lattice::{opposite, Lattice};
@@ -33,18 +45,41 @@ pub enum CollisionKind {
     Bgk = 0,
     /// Two relaxation times, [`Trt`].
     Trt = 1,
+    /// Multiple relaxation times, [`Mrt`].
+    Mrt = 2,
+    /// Regularized, with an optional Smagorinsky eddy viscosity, [`Regularized`].
+    Regularized = 3,
+    /// BGK with a Smagorinsky eddy viscosity, [`Smagorinsky`].
+    Smagorinsky = 4,
 }
 
 impl CollisionKind {
     /// Every operator.
-    pub const ALL: [CollisionKind; 2] = [CollisionKind::Bgk, CollisionKind::Trt];
+    pub const ALL: [CollisionKind; 5] = [
+        CollisionKind::Bgk,
+        CollisionKind::Trt,
+        CollisionKind::Mrt,
+        CollisionKind::Regularized,
+        CollisionKind::Smagorinsky,
+    ];
 
-    /// Name in kernel names and case files (`bgk`, `trt`).
+    /// Name in kernel names and case files (`bgk`, `trt`, ...).
     pub const fn name(self) -> &'static str {
         match self {
             CollisionKind::Bgk => "bgk",
             CollisionKind::Trt => "trt",
+            CollisionKind::Mrt => "mrt",
+            CollisionKind::Regularized => "regularized",
+            CollisionKind::Smagorinsky => "smagorinsky",
         }
+    }
+
+    /// Whether the kernels of every cell kind (open boundaries in the bulk
+    /// kernel, curved walls, refinement levels) are built for it. The
+    /// other operators run the bulk kernels only; cells that need another
+    /// kernel collide there with BGK at the molecular `1 / tau`.
+    pub const fn everywhere(self) -> bool {
+        matches!(self, CollisionKind::Bgk | CollisionKind::Trt)
     }
 }
 
