@@ -697,6 +697,14 @@ fn forces_are_sampled_between_outputs_and_averaged_over_the_window() {
         let got = m["objects"][0]["coefficients"][0].as_f64().unwrap();
         assert!((got - mean).abs() <= 1e-12 * mean.abs(), "{name}: mean c_x {got} vs the rows' {mean}");
         assert!(said.contains("ball: mean c = (") && said.contains("over steps 3 to 6 (4 samples)"), "{said}");
+        // The same mean in its own CSV, with the window.
+        let means = std::fs::read_to_string(out.join(format!("{name}_forces_mean.csv"))).unwrap();
+        let lines: Vec<&str> = means.lines().collect();
+        assert!(lines[0].starts_with("object,from_step,to_step,samples,fx,fy,fz,c_x,c_y,c_z,"), "{means}");
+        let row: Vec<&str> = lines[1].split(',').collect();
+        assert_eq!(row[..4], ["ball", "3", "6", "4"], "{name}: {means}");
+        assert_eq!(row[7].parse::<f64>().unwrap(), got, "{name}: {means}");
+        assert_eq!(row.len(), lines[0].split(',').count(), "{name}: {means}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -1,5 +1,5 @@
 //! Case files (TOML): what a user writes to run a simulation without code.
-//! The schema is documented in `cases/README.md`.
+//! The schema is documented in `docs/case-reference.md`.
 
 use crate::domain::{Domain, Face, FaceBoundary, OpenScheme};
 use crate::error::{Error, Result};

@@ -1,6 +1,6 @@
 //! The forces on the case's objects through a run: the rows of
 //! `NAME_forces.csv` and their mean over the trailing window of the run,
-//! which the summary and the last report line give. A single step's force
+//! which `NAME_forces_mean.csv`, the summary and the last report line give. A single step's force
 //! carries the pressure waves that an impulsive start leaves bouncing
 //! between inlet and outlet; the window's mean does not.
 
@@ -19,6 +19,8 @@ pub fn due(o: &OutputSection, t: u64, total: u64) -> bool {
 /// Every force sample of a run, in step order.
 pub struct ForceLog {
     file: PathBuf,
+    /// `NAME_forces_mean.csv`: the trailing window's means, one row per object.
+    mean_file: PathBuf,
     header: String,
     rows: String,
     /// Step and force (lattice units) on each object.
@@ -86,7 +88,8 @@ impl ForceLog {
     /// the mean cover the whole run.
     pub fn new(dir: &Path, name: &str, setup: &Setup, resumed: Option<u64>) -> Result<Self> {
         let file = dir.join(format!("{name}_forces.csv"));
-        let mut log = ForceLog { file, header: header(setup), rows: String::new(), samples: Vec::new() };
+        let mean_file = dir.join(format!("{name}_forces_mean.csv"));
+        let mut log = ForceLog { file, mean_file, header: header(setup), rows: String::new(), samples: Vec::new() };
         if let Some(t) = resumed {
             log.keep_rows_until(setup, t)?;
         }
@@ -159,6 +162,9 @@ impl ForceLog {
             w => w,
         };
         let mean = self.mean(setup, end, window);
+        if let Some(mean) = &mean {
+            write_atomic(&self.mean_file, mean.csv(setup).as_bytes())?;
+        }
         if let (Some(mean), true) = (&mean, say) {
             for line in mean.describe(setup) {
                 println!("{line}");
@@ -227,6 +233,34 @@ impl ForceMean {
                 line
             })
             .collect()
+    }
+
+    /// `NAME_forces_mean.csv`: per object the window, the mean force (and
+    /// in newtons with `[units]`), the mean coefficients, and the shedding
+    /// period and Strouhal number (empty where there are none).
+    pub fn csv(&self, setup: &Setup) -> String {
+        let si = if setup.units.is_some() { ",fx_N,fy_N,fz_N" } else { "" };
+        let mut out = format!(
+            "object,from_step,to_step,samples,fx,fy,fz{si},c_x,c_y,c_z,lift_axis,period_steps,periods,strouhal\n"
+        );
+        let blank = |v: Option<String>| v.unwrap_or_default();
+        for ((o, (f, c)), shed) in
+            setup.objects.iter().zip(self.force.iter().zip(&self.coefficients)).zip(&self.shedding)
+        {
+            out += &format!("{},{},{},{},{:e},{:e},{:e}", o.name, self.from, self.to, self.samples, f[0], f[1], f[2]);
+            if let Some(u) = setup.units {
+                let newton = u.density * u.dx.powi(4) / (u.dt * u.dt);
+                out += &format!(",{:e},{:e},{:e}", f[0] * newton, f[1] * newton, f[2] * newton);
+            }
+            let c = c.map(|c| c.map(|v| format!("{v:e}")).join(","));
+            out += &format!(",{}", c.unwrap_or_else(|| ",,".into()));
+            let shed = shed.as_ref().map(|s| {
+                let st = blank(s.strouhal.map(|v| format!("{v:e}")));
+                format!("{},{:e},{},{st}", ["x", "y", "z"][s.axis], s.period, s.periods)
+            });
+            out += &format!(",{}\n", shed.unwrap_or_else(|| ",,,".into()));
+        }
+        out
     }
 
     /// The summary's `forces_mean`.
