@@ -17,8 +17,7 @@
 //! (energy fluxes, fourth-order and higher ghosts) only damp modes that
 //! carry no hydrodynamics, at the rates [`Mrt::published`] states.
 
-use super::Collision;
-use crate::cell::{density_velocity_scaled, equilibrium_over_weights, GuoSource};
+use super::{non_equilibrium, Collision};
 use crate::lattice::Lattice;
 use crate::real::Real;
 
@@ -297,21 +296,8 @@ impl<T: Real> Collision<T> for Mrt<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let force = if FORCED { force } else { [T::ZERO; 3] };
-        let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
-        let x = equilibrium_over_weights::<L, Q, T>(rho, u);
-        // Guo's source without its rate factor (GuoSource at rate 0).
-        let source = GuoSource::new(T::ZERO, force, u, scale);
-        let half = T::from_f64(0.5);
-        let mut n = [T::ZERO; Q];
-        let mut s = [T::ZERO; Q];
-        for i in 0..Q {
-            n[i] = (T::from_f64(L::W[i]) * scale).mul_add(x[i], -f[i]);
-            if FORCED {
-                s[i] = source.term::<L, Q>(i);
-                n[i] = (-half).mul_add(s[i], n[i]);
-            }
-        }
+        let c = non_equilibrium::<L, Q, T, FORCED>(f, force, scale);
+        let (n, s) = (c.n, c.source);
         // Relaxed moments over their norms: z_k = s_k m_k / |M_k|^2.
         let mut z = [T::ZERO; Q];
         unrolled!(K < Q => {
@@ -332,7 +318,7 @@ impl<T: Real> Collision<T> for Mrt<T> {
             });
             f[I] += if FORCED { d + s[I] } else { d };
         });
-        (rho, u)
+        (c.rho, c.u)
     }
 }
 

@@ -18,8 +18,7 @@
 //! is Guo's update exactly, and it makes `Pi_neq` the stress of the strain,
 //! with the force's share `(u F + F u) / 2` taken out.
 
-use super::Collision;
-use crate::cell::{density_velocity_scaled, equilibrium_over_weights, GuoSource};
+use super::{non_equilibrium, Collision};
 use crate::lattice::Lattice;
 use crate::real::Real;
 use crate::regularized::{stress, stress_part};
@@ -53,40 +52,6 @@ impl<T: Real> Les<T> {
         let tau_eff = T::from_f64(0.5) * (tau + tau.mul_add(tau, self.factor * norm / rho).sqrt());
         T::ONE / tau_eff
     }
-}
-
-/// `feq - f - S/2` of a cell and its parts: the start of both operators.
-struct NonEquilibrium<T, const Q: usize> {
-    rho: T,
-    u: [T; 3],
-    /// `w_i x_i` times the scale: the shifted equilibrium.
-    feq: [T; Q],
-    /// Guo's source without its rate factor (zero unforced).
-    source: [T; Q],
-    /// `feq - f - S/2`.
-    n: [T; Q],
-}
-
-#[inline(always)]
-fn non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
-    f: &[T; Q],
-    force: [T; 3],
-    scale: T,
-) -> NonEquilibrium<T, Q> {
-    let force = if FORCED { force } else { [T::ZERO; 3] };
-    let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
-    let x = equilibrium_over_weights::<L, Q, T>(rho, u);
-    let guo = GuoSource::new(T::ZERO, force, u, scale);
-    let (mut feq, mut source, mut n) = ([T::ZERO; Q], [T::ZERO; Q], [T::ZERO; Q]);
-    for i in 0..Q {
-        feq[i] = T::from_f64(L::W[i]) * scale * x[i];
-        n[i] = feq[i] - f[i];
-        if FORCED {
-            source[i] = guo.term::<L, Q>(i);
-            n[i] = T::from_f64(-0.5).mul_add(source[i], n[i]);
-        }
-    }
-    NonEquilibrium { rho, u, feq, source, n }
 }
 
 /// Regularized collision, with a Smagorinsky eddy viscosity when
