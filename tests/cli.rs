@@ -460,10 +460,7 @@ fn unknown_names_list_the_table_choices() {
         ([&bench[..], &["--lattices", "d3q19,d3q15"]].concat(), format!("lattice `d3q15`: use {lattices}")),
         ([&bench[..], &["--precisions", "f8"]].concat(), format!("precision `f8`: use {precisions}")),
         ([&bench[..], &["--streaming", "pull"]].concat(), format!("streaming scheme `pull`: use {schemes}")),
-        (
-            [&bench[..], &["--collisions", "bgk,cumulant"]].concat(),
-            format!("collision operator `cumulant`: use {collisions}"),
-        ),
+        ([&bench[..], &["--collisions", "bgk,lbgk"]].concat(), format!("collision operator `lbgk`: use {collisions}")),
         (vec!["validate", "--backend", "cpu", "--precision", "bf16"], format!("precision `bf16`: use {precisions}")),
         (
             vec!["nccl", "--rendezvous", "file:/nonexistent/id", "--streaming", "ab2"],

@@ -1647,14 +1647,20 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let gpu = CAVITY.replace("steps = 10", "steps = 10\nbackend = \"gpu\"\ndevices = [3]\ncollision = \"BGK\"");
         let s = setup(&gpu).unwrap();
         assert_eq!((s.backend, s.devices.as_slice()), (BackendRequest::Gpu, &[3][..]));
-        let unknown = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"cumulant\"");
+        let unknown = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"lbgk\"");
         let err = setup(&unknown).unwrap_err().to_string();
         assert!(
-            err.contains("[simulation] collision") && err.contains("bgk, trt, mrt, regularized, smagorinsky"),
+            err.contains("[simulation] collision") && err.contains("bgk, trt, mrt, regularized, smagorinsky, cumulant"),
             "{err}"
         );
         let mrt = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"MRT\"");
         assert_eq!(setup(&mrt).unwrap().config.collision, CollisionModel::Mrt);
+        // The cumulant operator needs velocities all of {-1, 0, 1}^D: D2Q9, D3Q27, not D3Q19.
+        let cumulant = CAVITY.replace("steps = 10", "steps = 10\ncollision = \"cumulant\"");
+        assert_eq!(setup(&cumulant).unwrap().config.collision, CollisionModel::Cumulant);
+        let d3q19 = cumulant.replace("\"D2Q9\"", "\"D3Q19\"").replace("[34, 34, 1]", "[12, 12, 12]");
+        let err = setup(&d3q19).unwrap_err().to_string();
+        assert!(err.contains("collision = \"cumulant\"") && err.contains("lattice = \"d3q27\""), "{err}");
         // The Smagorinsky constant: on BGK it makes the smagorinsky operator, on
         // the regularized one an option; TRT and MRT refuse it.
         let les = |c: &str| CAVITY.replace("steps = 10", &format!("steps = 10\n{c}"));

@@ -11,7 +11,7 @@ use kernels_gpu::curved::CurvedCells;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::sponge::SpongeCells;
-use kernels_gpu::{Bgk, Dims, Mrt, OpenBoundary, Regularized, Smagorinsky, StepParams, Streaming, Trt};
+use kernels_gpu::{Bgk, Cumulant, Dims, Mrt, OpenBoundary, Regularized, Smagorinsky, StepParams, Streaming, Trt};
 use std::ops::Range;
 
 /// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
@@ -39,6 +39,7 @@ enum WithCollision<T: Copy> {
     Mrt(ByValue<StepParams<T, Mrt<T>>>),
     Regularized(ByValue<StepParams<T, Regularized<T>>>),
     Smagorinsky(ByValue<StepParams<T, Smagorinsky<T>>>),
+    Cumulant(ByValue<StepParams<T, Cumulant<T>>>),
 }
 
 impl<T: Copy> WithCollision<T> {
@@ -49,6 +50,7 @@ impl<T: Copy> WithCollision<T> {
             CollisionParams::Mrt(c) => WithCollision::Mrt(ByValue(p.with_collision(c))),
             CollisionParams::Regularized(c) => WithCollision::Regularized(ByValue(p.with_collision(c))),
             CollisionParams::Smagorinsky(c) => WithCollision::Smagorinsky(ByValue(p.with_collision(c))),
+            CollisionParams::Cumulant(c) => WithCollision::Cumulant(ByValue(p.with_collision(c))),
         }
     }
 
@@ -60,6 +62,7 @@ impl<T: Copy> WithCollision<T> {
             WithCollision::Mrt(p) => launch.arg(p),
             WithCollision::Regularized(p) => launch.arg(p),
             WithCollision::Smagorinsky(p) => launch.arg(p),
+            WithCollision::Cumulant(p) => launch.arg(p),
         };
     }
 }

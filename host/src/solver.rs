@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::fields::Fields;
 pub use crate::saved::{SavedBlocks, SavedPart, SavedState};
 use kernels_gpu::{
-    Bgk, CollisionKind, F16s, Lattice, Les, Mrt, Real, Regularized, Smagorinsky, StepParams, Storage, Streaming, Trt,
-    D2Q9, D3Q19, D3Q27,
+    Bgk, CollisionKind, Cumulant, F16s, Lattice, Les, Mrt, Real, Regularized, Smagorinsky, StepParams, Storage,
+    Streaming, Trt, D2Q9, D3Q19, D3Q27,
 };
 use serde::{Deserialize, Serialize};
 
@@ -198,6 +198,9 @@ pub enum CollisionModel {
         /// Smagorinsky constant `C`.
         constant: f64,
     },
+    /// Cumulant ([`kernels_gpu::Cumulant`]), bulk rate
+    /// [`kernels_gpu::Cumulant::DEFAULT_BULK`], D2Q9 and D3Q27.
+    Cumulant,
 }
 
 /// The magic parameter TRT takes unless a case sets one.
@@ -219,6 +222,7 @@ impl CollisionModel {
             CollisionKind::Mrt => CollisionModel::Mrt,
             CollisionKind::Regularized => CollisionModel::Regularized { smagorinsky: 0.0 },
             CollisionKind::Smagorinsky => CollisionModel::Smagorinsky { constant: DEFAULT_SMAGORINSKY },
+            CollisionKind::Cumulant => CollisionModel::Cumulant,
         }
     }
     /// Which kernels run it.
@@ -229,6 +233,7 @@ impl CollisionModel {
             CollisionModel::Mrt => CollisionKind::Mrt,
             CollisionModel::Regularized { .. } => CollisionKind::Regularized,
             CollisionModel::Smagorinsky { .. } => CollisionKind::Smagorinsky,
+            CollisionModel::Cumulant => CollisionKind::Cumulant,
         }
     }
     /// The operator the kernels outside the bulk update (curved walls,
@@ -257,6 +262,9 @@ impl CollisionModel {
             CollisionModel::Regularized { smagorinsky: 0.0 } => "regularized".to_string(),
             CollisionModel::Regularized { smagorinsky } => format!("regularized, {}", les(smagorinsky)),
             CollisionModel::Smagorinsky { constant } => format!("bgk, {}", les(constant)),
+            CollisionModel::Cumulant => {
+                format!("cumulant, bulk rate {}, higher orders at rate 1", Cumulant::DEFAULT_BULK)
+            }
         };
         if !self.kind().everywhere() {
             line += " (cells next to curved walls and open boundaries collide with bgk)";
@@ -285,6 +293,8 @@ pub enum CollisionParams<T> {
     Regularized(Regularized<T>),
     /// [`kernels_gpu::Smagorinsky`].
     Smagorinsky(Smagorinsky<T>),
+    /// [`kernels_gpu::Cumulant`].
+    Cumulant(Cumulant<T>),
 }
 
 /// Runs `$body` with `$c` bound to the operator's parameter struct of
@@ -299,6 +309,7 @@ macro_rules! with_collision {
             $crate::solver::CollisionParams::Mrt($c) => $body,
             $crate::solver::CollisionParams::Regularized($c) => $body,
             $crate::solver::CollisionParams::Smagorinsky($c) => $body,
+            $crate::solver::CollisionParams::Cumulant($c) => $body,
         }
     };
 }
@@ -316,6 +327,7 @@ impl<T: Real> CollisionParams<T> {
             CollisionParams::Mrt(m) => equal(m.shear),
             CollisionParams::Regularized(r) => equal(r.omega),
             CollisionParams::Smagorinsky(s) => equal(T::ONE / s.les.tau),
+            CollisionParams::Cumulant(c) => equal(c.shear),
         }
     }
     /// The parameters for the operator [`CollisionModel::near_boundaries`] names.
@@ -403,6 +415,13 @@ impl SolverConfig {
             )));
         }
         let kind = self.collision.kind();
+        if !kind.built_for(self.lattice.q()) {
+            return Err(Error::Setup(format!(
+                "collision = \"{}\" needs a lattice whose velocities are all of {{-1, 0, 1}}^D, and {} is not: use lattice = \"d3q27\" (or \"d2q9\" in 2D), or another collision",
+                kind.name(),
+                self.lattice.name().to_uppercase()
+            )));
+        }
         if !kind.everywhere() && self.groups != crate::groups::BoundaryGroups::Lists && !self.domain.open.is_empty() {
             return Err(Error::Setup(format!(
                 "collision = \"{}\" runs the bulk kernels only, and boundary_groups = \"{}\" updates open cells inside the bulk kernel: use boundary_groups = \"lists\" (or \"auto\", which picks it)",
@@ -482,6 +501,10 @@ impl SolverConfig {
             }),
             CollisionModel::Smagorinsky { constant } => {
                 CollisionParams::Smagorinsky(Smagorinsky { les: self.les(constant) })
+            }
+            CollisionModel::Cumulant => {
+                let c = Cumulant::new(self.tau);
+                CollisionParams::Cumulant(Cumulant { shear: T::from_f64(c.shear), bulk: T::from_f64(c.bulk) })
             }
         }
     }

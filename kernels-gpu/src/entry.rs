@@ -5,7 +5,7 @@
 //! ([`Sparse`], whose tables are a kernel argument of their own), named
 //! with `sparse4_` or `sparse8_` before the instance.
 
-use crate::collision::{Bgk, Collision, Mrt, Regularized, Smagorinsky, Trt};
+use crate::collision::{Bgk, Collision, Cumulant, Mrt, Regularized, Smagorinsky, Trt};
 use crate::curved::{self, CurvedCells};
 use crate::grid::{Grid, LaunchIndex};
 use crate::groups::OpenCells;
@@ -95,6 +95,16 @@ macro_rules! bulk_entries {
     };
 }
 
+/// [`bulk_entries`] of the operators built only for the lattices whose
+/// velocities are all of `{-1, 0, 1}^D` ([`crate::CollisionKind::built_for`]):
+/// every lattice here but D3Q19.
+macro_rules! tensor_bulk_entries {
+    (D3Q19; $($rest:tt)*) => {};
+    ($lattice:ident; $($rest:tt)*) => {
+        bulk_entries!($($rest)*);
+    };
+}
+
 /// The block-sparse kernels of one row for blocks of `2^$shift` cells on a
 /// side (named `..._$grid_<row>`): the grid's tables come after the step
 /// parameters, and a launch starts at block `first`.
@@ -107,6 +117,10 @@ macro_rules! sparse_entries {
             bulk_entries!(
                 $infix; $id, $s, p, (tables: SparseTables, first: u32), Grid::new(tables), first;
                 mrt: Mrt, regularized: Regularized, smagorinsky: Smagorinsky
+            );
+            tensor_bulk_entries!(
+                $lattice; $infix; $id, $s, p, (tables: SparseTables, first: u32), Grid::new(tables), first;
+                cumulant: Cumulant
             );
 
             #[export_name = concat!("stream_collide_ep_bgk_", stringify!($grid), "_", stringify!($id))]
@@ -720,6 +734,7 @@ macro_rules! entry_points {
                 ""; $id, $s, p, (z0: u32), { p.dims }, z0;
                 mrt: Mrt, regularized: Regularized, smagorinsky: Smagorinsky
             );
+            tensor_bulk_entries!($lattice; ""; $id, $s, p, (z0: u32), { p.dims }, z0; cumulant: Cumulant);
 
             #[export_name = concat!("stream_collide_ep_bgk_", stringify!($id))]
             pub unsafe extern "ptx-kernel" fn ep_bgk(f: *mut $s, flags: *const u8, p: StepParams<Real, Bgk<Real>>, z0: u32) {

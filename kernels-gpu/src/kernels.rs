@@ -67,6 +67,7 @@ macro_rules! with_collision {
             CollisionKind::Mrt => concat!($prefix, "mrt"),
             CollisionKind::Regularized => concat!($prefix, "regularized"),
             CollisionKind::Smagorinsky => concat!($prefix, "smagorinsky"),
+            CollisionKind::Cumulant => concat!($prefix, "cumulant"),
         }
     };
 }
@@ -143,6 +144,17 @@ impl KernelKind {
             KernelKind::Sponge => "sponge",
             KernelKind::InitEquilibrium => "init_equilibrium",
             KernelKind::Fields => "fields",
+        }
+    }
+
+    /// Whether it is built for the lattice of `q` velocities (see
+    /// [`CollisionKind::built_for`]).
+    pub const fn built_for(self, q: usize) -> bool {
+        match self {
+            KernelKind::StreamCollide(_, c) | KernelKind::StreamCollideOpen(_, c) | KernelKind::CurvedWall(c) => {
+                c.built_for(q)
+            }
+            _ => true,
         }
     }
 

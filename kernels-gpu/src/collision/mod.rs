@@ -10,13 +10,35 @@
 //!
 //! BGK and TRT are here; [`mrt`] holds the multiple-relaxation-time
 //! operator and its moment bases, [`regularized`] the regularized operator
-//! and the Smagorinsky eddy viscosity.
+//! and the Smagorinsky eddy viscosity, [`cumulant`] the cumulant operator.
 
+/// Runs `$body` with `$k` a constant `usize`, for each of `0..$q` up to 27
+/// (or up to 3, over the axes): the transforms' loops written out, so that
+/// every matrix entry is a constant (LLVM leaves 27 x 27 loops rolled and
+/// reads the matrix from memory).
+macro_rules! unrolled {
+    (axis $k:ident < $q:expr => $body:block) => {
+        unrolled!(@ $k, $q, $body; 0 1 2)
+    };
+    ($k:ident < $q:expr => $body:block) => {
+        unrolled!(@ $k, $q, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26)
+    };
+    (@ $k:ident, $q:expr, $body:block; $($n:literal)*) => {$(
+        if $n < $q {
+            const $k: usize = $n;
+            $body
+        }
+    )*};
+}
+
+mod chimera;
+pub mod cumulant;
 pub mod mrt;
 pub mod regularized;
 #[cfg(test)]
 mod tests_operators;
 
+pub use cumulant::Cumulant;
 pub use mrt::Mrt;
 pub use regularized::{Les, Regularized, Smagorinsky};
 
@@ -89,16 +111,19 @@ pub enum CollisionKind {
     Regularized = 3,
     /// BGK with a Smagorinsky eddy viscosity, [`Smagorinsky`].
     Smagorinsky = 4,
+    /// Cumulant, [`Cumulant`]: D2Q9 and D3Q27 only.
+    Cumulant = 5,
 }
 
 impl CollisionKind {
     /// Every operator.
-    pub const ALL: [CollisionKind; 5] = [
+    pub const ALL: [CollisionKind; 6] = [
         CollisionKind::Bgk,
         CollisionKind::Trt,
         CollisionKind::Mrt,
         CollisionKind::Regularized,
         CollisionKind::Smagorinsky,
+        CollisionKind::Cumulant,
     ];
 
     /// Name in kernel names and case files (`bgk`, `trt`, ...).
@@ -109,6 +134,18 @@ impl CollisionKind {
             CollisionKind::Mrt => "mrt",
             CollisionKind::Regularized => "regularized",
             CollisionKind::Smagorinsky => "smagorinsky",
+            CollisionKind::Cumulant => "cumulant",
+        }
+    }
+
+    /// Whether its kernels exist for the lattice of `q` velocities: the
+    /// cumulant operator needs velocities that are all of `{-1, 0, 1}^D`
+    /// ([`cumulant::is_tensor_product`]), which of the lattices here D2Q9
+    /// and D3Q27 are; the others run on every lattice.
+    pub const fn built_for(self, q: usize) -> bool {
+        match self {
+            CollisionKind::Cumulant => q == 9 || q == 27,
+            _ => true,
         }
     }
 
