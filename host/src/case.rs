@@ -860,14 +860,9 @@ impl Case {
                 Some(crate::curved::CurvedObject { name: &g.name, cells: &o.cells, shape: s.as_deref()? })
             })
             .collect();
-        if !curved.is_empty() {
-            if self.refinement.is_some() {
-                return Err(bad(
-                    "[[geometry]] wall = \"interpolated\" does not yet run on refinement levels: use wall = \"halfway\" \
-                     with [refinement], or drop [refinement]"
-                        .into(),
-                ));
-            }
+        // Refinement levels mark their own curved walls, each at its resolution
+        // (`crate::levels::LevelGeometry::mark_curved`).
+        if !curved.is_empty() && self.refinement.is_none() {
             crate::curved::mark(&mut domain, sim.lattice.velocities(), &curved, cell_size)
                 .map_err(in_case(path, "[[geometry]] wall"))?;
         }

@@ -53,18 +53,45 @@ pub struct CurvedObject<'a> {
 /// the group in `domain.curved`. Only plain fluid cells join: an open
 /// boundary cell next to an object keeps halfway bounce-back. A link whose
 /// opposite neighbour is not a flow cell, which the interpolation below
-/// `q = 1/2` reads, takes `q = 1/2` (halfway bounce-back).
+/// `q = 1/2` reads, takes `q = 1/2` (halfway bounce-back). An object with
+/// no link into it is an error.
 pub fn mark(domain: &mut Domain, c: &[[i32; 3]], objects: &[CurvedObject], cell_size: f64) -> Result<()> {
+    let found = mark_placed(domain, c, objects, cell_size, DVec3::ZERO);
+    match objects.iter().zip(found).find(|(_, n)| *n == 0) {
+        Some((object, _)) => Err(no_links(object.name)),
+        None => Ok(()),
+    }
+}
+
+/// The error for an object with interpolated walls that no fluid cell has a link into.
+pub fn no_links(name: &str) -> Error {
+    Error::Setup(format!(
+        "geometry `{name}`: wall = \"interpolated\", but no fluid cell has a link into it (is it inside another \
+         object or outside the domain?)"
+    ))
+}
+
+/// As [`mark`] on a grid whose cell `i` has its centre at `origin + i *
+/// cell_size` (a refinement level's), returning the links found into each
+/// object, which may be none.
+pub fn mark_placed(
+    domain: &mut Domain,
+    c: &[[i32; 3]],
+    objects: &[CurvedObject],
+    cell_size: f64,
+    origin: DVec3,
+) -> Vec<usize> {
     let d = domain.dims;
     let n = [d.nx, d.ny, d.nz];
     let q_len = c.len();
     let mut links: BTreeMap<usize, ([u32; 3], Vec<f64>)> = BTreeMap::new();
+    let mut counts = Vec::with_capacity(objects.len());
     for object in objects {
         let (lo, hi) = object.shape.bounds();
         let reach = c.iter().flat_map(|v| v.iter()).map(|v| v.unsigned_abs()).max().unwrap_or(1) as f64;
         let range = |a: usize| {
-            let first = (lo[a] / cell_size - reach - 1.0).floor().max(0.0) as u32;
-            let last = ((hi[a] / cell_size + reach + 1.0).ceil().max(0.0) as u32).min(n[a] - 1);
+            let first = ((lo[a] - origin[a]) / cell_size - reach - 1.0).floor().max(0.0) as u32;
+            let last = (((hi[a] - origin[a]) / cell_size + reach + 1.0).ceil().max(0.0) as u32).min(n[a] - 1);
             first..=last
         };
         let mut found = 0usize;
@@ -86,7 +113,7 @@ pub fn mark(domain: &mut Domain, c: &[[i32; 3]], objects: &[CurvedObject], cell_
                             continue;
                         }
                         let wall = here - DVec3::from_array(ci.map(|v| v as f64));
-                        let mut q = object.shape.crossing(here * cell_size, wall * cell_size);
+                        let mut q = object.shape.crossing(origin + here * cell_size, origin + wall * cell_size);
                         let beyond = domain.flags.get_at(domain.flags.slot(at(1)));
                         if q < 0.5 && !is_flow(beyond) {
                             q = 0.5;
@@ -97,13 +124,7 @@ pub fn mark(domain: &mut Domain, c: &[[i32; 3]], objects: &[CurvedObject], cell_
                 }
             }
         }
-        if found == 0 {
-            return Err(Error::Setup(format!(
-                "geometry `{}`: wall = \"interpolated\", but no fluid cell has a link into it (is it inside another \
-                 object or outside the domain?)",
-                object.name
-            )));
-        }
+        counts.push(found);
     }
     let mut walls = CurvedWalls { directions: q_len, ..Default::default() };
     for (cell, (p, q)) in links {
@@ -115,7 +136,7 @@ pub fn mark(domain: &mut Domain, c: &[[i32; 3]], objects: &[CurvedObject], cell_
     }
     debug_assert!(walls.q.iter().all(|&q| q == NOT_CURVED || (0.0..=1.0).contains(&q)));
     domain.curved = walls;
-    Ok(())
+    counts
 }
 
 /// A partition's curved-wall group as the kernels read it: storage numbers
@@ -132,8 +153,19 @@ pub struct CurvedTables<T> {
 impl<T: kernels_gpu::Real> CurvedTables<T> {
     /// The group of `walls` on `grid`; `None` when it is empty.
     pub fn build(walls: &CurvedWalls, grid: &crate::part_grid::PartGrid) -> Option<Self> {
+        Self::with_cells(walls, grid.stored_cells(&walls.cells))
+    }
+
+    /// The group of `walls` on a refinement level's grid `layout`; `None` when it is empty.
+    pub fn on_level(walls: &CurvedWalls, layout: &crate::sparse::SparseLayout) -> Option<Self> {
+        let stored = walls.cells.iter().map(|&n| layout.storage_of(n).expect("flow cells are in stored blocks"));
+        Self::with_cells(walls, stored.collect())
+    }
+
+    /// The group of `walls` whose cells have storage numbers `cells`.
+    fn with_cells(walls: &CurvedWalls, cells: Vec<u32>) -> Option<Self> {
         (!walls.is_empty()).then(|| Self {
-            cells: grid.stored_cells(&walls.cells),
+            cells,
             q: walls.q.iter().map(|&q| T::from_f64(q)).collect(),
             carried: vec![T::ZERO; walls.q.len()],
         })

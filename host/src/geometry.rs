@@ -132,7 +132,7 @@ impl GeometrySpec {
     }
 
     /// The shape, in the case's length unit.
-    fn shape(&self, case_dir: &Path, notes: &mut Vec<String>) -> Result<Box<dyn Shape + Sync>> {
+    fn shape(&self, case_dir: &Path, notes: &mut Vec<String>) -> Result<Box<dyn Shape + Send + Sync>> {
         let v = |a: [f64; 3]| DVec3::from_array(a);
         Ok(match self.shape.as_str() {
             "box" => Box::new(Cuboid { min: v(self.need(self.min, "min")?), max: v(self.need(self.max, "max")?) }),
@@ -196,6 +196,7 @@ impl GeometrySpec {
             shape,
             cells: object.cells.clone(),
             kind: object.kind.to_flag(),
+            interpolated: self.interpolated_shape(case_dir)?.is_some(),
         })
     }
 

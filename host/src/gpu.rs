@@ -406,19 +406,19 @@ impl<T: Real + DeviceRepr> DeviceSponge<T> {
 
 /// The curved-wall group in device memory: its tables, its kernels and the
 /// kernel argument that refers to the tables (valid while they live).
-struct DeviceCurved<T> {
+pub(crate) struct DeviceCurved<T> {
     _cells: CudaSlice<u32>,
     _q: CudaSlice<T>,
     _carried: CudaSlice<T>,
-    links: CurvedCells<T>,
-    gather: CudaFunction,
-    update: CudaFunction,
+    pub(crate) links: CurvedCells<T>,
+    pub(crate) gather: CudaFunction,
+    pub(crate) update: CudaFunction,
     fields: CudaFunction,
 }
 
 impl<T: Real + DeviceRepr + ValidAsZeroBits> DeviceCurved<T> {
     /// Uploads `tables` and loads the kernels for lattice `L` stored as `S` on grid `on`.
-    fn new<L: Lattice<Q>, const Q: usize, S: DeviceStorage<Real = T>>(
+    pub(crate) fn new<L: Lattice<Q>, const Q: usize, S: DeviceStorage<Real = T>>(
         device: &GpuDevice,
         tables: &CurvedTables<T>,
         collision: kernels_gpu::CollisionKind,

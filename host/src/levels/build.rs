@@ -6,7 +6,7 @@ use crate::cell_blocks::CellBlocks;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::groups::BoundaryGroups;
-use crate::solver::SolverConfig;
+use crate::solver::{LatticeKind, SolverConfig};
 use crate::sparse::{SparseLayout, EDGES};
 use kernels_gpu::flags::{is_flow, is_open, is_solid, COALESCED, FROZEN, GHOST, LEVEL_MASK, NEAR_SOLID, REFINED, WALL};
 use kernels_gpu::levels::NO_CHILD;
@@ -93,9 +93,9 @@ impl Shape {
 
 impl Levels {
     /// The levels of `base` (level 0's domain) refined as `refinement`
-    /// asks, on blocks of edge `edge`, for a lattice whose populations
-    /// travel `reach` cells per step; `radius` is its near-wall radius.
-    pub fn build(base: &Domain, refinement: &Refinement, edge: u32, reach: u32, radius: u32) -> Result<Self> {
+    /// asks, on blocks of edge `edge`, for the velocity set `lattice`.
+    pub fn build(base: &Domain, refinement: &Refinement, edge: u32, lattice: LatticeKind) -> Result<Self> {
+        let (reach, radius) = (lattice.max_speed(), lattice.near_wall_radius());
         let count = refinement.levels;
         if !(1..=MAX_LEVELS).contains(&count) {
             return Err(Error::Setup(format!("a refined domain has 1 to {MAX_LEVELS} levels, not {count}")));
@@ -126,8 +126,15 @@ impl Levels {
         check_open_cells(base, &shapes, &covers)?;
 
         let mut levels = Vec::with_capacity(count as usize);
+        let geometry = refinement.geometry.as_deref();
+        let mut linked = Vec::new();
         for l in 0..count as usize {
-            let domain = level_domain(base, refinement.geometry.as_deref(), l, &shapes, &covers);
+            let mut domain = level_domain(base, geometry, l, &shapes, &covers);
+            if let Some(g) = geometry {
+                let found = g.mark_curved(l, &mut domain, lattice.velocities());
+                linked.resize(found.len(), 0);
+                linked.iter_mut().zip(found).for_each(|(a, n)| *a += n);
+            }
             let layout = SparseLayout::build(&domain, edge, reach, BoundaryGroups::Lists)?;
             let flags = layout.kernel_flags(&domain, radius);
             levels.push(LevelGrid {
@@ -141,6 +148,9 @@ impl Levels {
                 coalesced: Vec::new(),
                 children: Vec::new(),
             });
+        }
+        if let Some(name) = geometry.and_then(|g| g.unlinked(&linked)) {
+            return Err(crate::curved::no_links(name));
         }
         let children = if flat { 4 } else { 8 };
         for l in 0..levels.len() {
@@ -451,7 +461,8 @@ fn level_domain(
         flags,
         wall_velocities: base.wall_velocities.clone(),
         open: if l == 0 { base.open.clone() } else { Vec::new() },
-        // Refined cases refuse interpolated walls and sponges (see `crate::case`).
+        // Interpolated walls are marked afterwards ([`LevelGeometry::mark_curved`]);
+        // refined cases refuse sponges (see `crate::case`).
         curved: Default::default(),
         sponges: Vec::new(),
         z_offset: 0,

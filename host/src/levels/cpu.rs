@@ -4,11 +4,13 @@
 //! [`kernels_gpu::levels`]).
 
 use super::{Fusion, Levels, Refinement};
+use crate::curved::CurvedTables;
 use crate::domain::OpenGroup;
 use crate::error::{Error, Result};
 use crate::solver::{Initial, SolverConfig};
 use crate::sparse::SparseLayout;
 use kernels_gpu::cell::equilibrium;
+use kernels_gpu::curved;
 use kernels_gpu::flags::{is_flow, is_open, COALESCED, LEVEL_MASK, NEAR_SOLID};
 use kernels_gpu::stream::{self, Streaming};
 use kernels_gpu::{levels as interface, Collision, Grid, Lattice, Real, Storage};
@@ -52,7 +54,7 @@ unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 
 /// One level's populations and clock.
-pub(super) struct LevelState<S> {
+pub(super) struct LevelState<S: Storage> {
     /// The current populations (post-collision, as the last step left them).
     pub(super) f: Vec<S>,
     /// Second buffer of two-lattice pull.
@@ -61,6 +63,8 @@ pub(super) struct LevelState<S> {
     pub(super) t: u64,
     /// Its configuration: the base one with this level's `tau`, force and domain.
     pub(super) config: SolverConfig,
+    /// Its curved-wall group, and room for its carried values.
+    pub(super) curved: Option<CurvedTables<S::Real>>,
 }
 
 impl<S: Storage> LevelState<S> {
@@ -128,6 +132,24 @@ pub(super) fn own_cells_of<L: Lattice<Q>, const Q: usize, S: Storage>(
     });
 }
 
+/// The populations of `level`'s cell at `p` (as [`own_cells_of`] gives
+/// them), if its block is stored.
+pub(super) fn stored_at<L: Lattice<Q>, const Q: usize, S: Storage>(
+    level: &super::LevelGrid,
+    scheme: Streaming,
+    f: &[S],
+    odd: bool,
+    p: [u32; 3],
+) -> Option<[f64; Q]> {
+    assert_eq!(f.len(), Q * level.layout.cells(), "a level's buffer");
+    let n = level.layout.storage_at(p)?;
+    crate::sparse::with_sparse!(&level.layout, |g| {
+        // SAFETY: the buffer is sized for the grid (checked above).
+        let f = unsafe { interface::stored::<L, Q, S, _>(&g, scheme, odd, f.as_ptr(), g.cell_of(n)) };
+        Some(f.map(|v| v.to_f64() / S::SCALE))
+    })
+}
+
 /// Total mass of the populations `for_each_own_cell` visits: a level-`l`
 /// cell counts `(1/2^D)^l` of a level-0 cell.
 pub(super) fn mass_of(levels: &Levels, for_each: impl FnOnce(&mut dyn FnMut(u32, &[f64]))) -> f64 {
@@ -191,7 +213,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
     ) -> Result<Self> {
         config.validate()?;
         check_fusion(config, refinement.fusion)?;
-        let levels = Levels::build(&config.domain, refinement, edge, L::MAX_SPEED, config.lattice.near_wall_radius())?;
+        let levels = Levels::build(&config.domain, refinement, edge, config.lattice)?;
         let scheme = config.streaming;
         let mut states = Vec::with_capacity(levels.len());
         for level in &levels.levels {
@@ -212,7 +234,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
                 // SAFETY: buffers sized for the grid; each cell writes its own stored slots.
                 unsafe { interface::explode::<L, Q, S, _>(&g, scheme, &p, fp.0, fl.0, g.cell_of(n), &post) }
             }));
-            states.push(LevelState { f, f_next, t: 0, config });
+            let curved = CurvedTables::on_level(&level.domain.curved, &level.layout);
+            states.push(LevelState { f, f_next, t: 0, config, curved });
         }
         Ok(Self { levels, states, scheme, fusion: refinement.fusion, t: 0, _lattice: PhantomData })
     }
@@ -305,7 +328,16 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
         let flags = Shared(level.flags.as_ptr() as *mut u8);
         let cells = level.layout.cells() as u32;
         let split = self.fusion == Fusion::Split;
+        let links = state.curved.as_mut().map(CurvedTables::host_cells);
         crate::sparse::with_sparse!(&level.layout, |g| {
+            // Curved-wall cells copy what their neighbours overwrite before anything moves.
+            if let Some(links) = &links {
+                (0..links.count).into_par_iter().for_each(|k| {
+                    let (src, links) = (src, links);
+                    // SAFETY: reads only the populations; each entry writes its own carried values.
+                    unsafe { curved::gather::<L, Q, S, _>(&g, scheme, &p, src.0, links, k) }
+                });
+            }
             (0..cells).into_par_iter().for_each(|n| {
                 let (src, dst, flags) = (src, dst, flags);
                 let cell = g.cell_of(n);
@@ -330,6 +362,13 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
                     let (dst, flags) = (dst, flags);
                     // SAFETY: each cell reads and writes its own slots.
                     unsafe { interface::collide_half::<L, Q, S, C, _>(&g, &p, dst.0, flags.0, g.cell_of(n)) }
+                });
+            }
+            if let Some(links) = &links {
+                (0..links.count).into_par_iter().for_each(|k| {
+                    let (src, dst, flags) = (src, dst, flags);
+                    // SAFETY: a listed cell touches only slots no other cell touches in the same step.
+                    unsafe { curved::update::<L, Q, S, C, _>(&g, scheme, &p, src.0, dst.0, flags.0, links, k) }
                 });
             }
             let rates = state.config.collision_params::<S::Real>();

@@ -3,6 +3,7 @@
 //! staircase, so refining around an object sharpens its surface.
 
 use crate::cell_blocks::CellBlocks;
+use crate::curved::CurvedObject;
 use crate::error::Result;
 use crate::voxel::{voxelize, Shape};
 use glam::DVec3;
@@ -17,11 +18,14 @@ pub struct LevelObject {
     /// times the cell size), voxelised on each level's cells; `None` for a
     /// voxel image or a packing, whose level-0 cells every level copies
     /// (an image holds no detail finer than its voxels).
-    pub shape: Option<Box<dyn Shape + Sync>>,
+    pub shape: Option<Box<dyn Shape + Send + Sync>>,
     /// Its level-0 cells.
     pub cells: CellBlocks<bool>,
     /// The flag its cells take.
     pub kind: u8,
+    /// Whether its walls are interpolated ([`crate::curved`]) on every
+    /// level, which takes a shape.
+    pub interpolated: bool,
 }
 
 /// Every level's cells of every object, and level 0's flags without them
@@ -33,6 +37,10 @@ pub struct LevelGeometry {
     masks: Vec<Vec<CellBlocks<bool>>>,
     /// The flag of each object's cells.
     kinds: Vec<u8>,
+    /// Each object's name, and its shape where its walls are interpolated.
+    curved: Vec<(String, Option<Box<dyn Shape + Send + Sync>>)>,
+    /// Level 0's cell size in the case's length unit.
+    cell_size: f64,
 }
 
 impl std::fmt::Debug for LevelGeometry {
@@ -75,7 +83,9 @@ impl LevelGeometry {
             }
             masks.push(per_level);
         }
-        Ok(Arc::new(Self { faces, masks, kinds: objects.iter().map(|o| o.kind).collect() }))
+        let kinds = objects.iter().map(|o| o.kind).collect();
+        let curved = objects.into_iter().map(|o| (o.name, o.shape.filter(|_| o.interpolated))).collect();
+        Ok(Arc::new(Self { faces, masks, kinds, curved, cell_size }))
     }
 
     /// The flag of cell `p` of level `l`: the last object covering it, or
@@ -87,6 +97,39 @@ impl LevelGeometry {
             }
         }
         self.faces[p.map(|v| v >> l)]
+    }
+
+    /// Marks the curved walls of the objects with interpolated walls on
+    /// level `l`'s `domain` (see [`crate::curved::mark_placed`]) for the
+    /// velocity set `c`, returning the links found into each object (none
+    /// for the others).
+    pub fn mark_curved(&self, l: usize, domain: &mut crate::domain::Domain, c: &[[i32; 3]]) -> Vec<usize> {
+        let objects: Vec<CurvedObject> = (self.curved.iter().zip(&self.masks))
+            .filter_map(|((name, shape), masks)| {
+                Some(CurvedObject { name, cells: &masks[l], shape: shape.as_deref()? })
+            })
+            .collect();
+        let mut found = vec![0; self.curved.len()];
+        if objects.is_empty() {
+            return found;
+        }
+        // Level-l cell i has its centre at level-0 coordinate (i + 1/2) / 2^l - 1/2.
+        let h = 1.0 / (1u64 << l) as f64;
+        let centre = (0.5 * h - 0.5) * self.cell_size;
+        let flat = domain.dims.nz == 1;
+        let origin = DVec3::new(centre, centre, if flat { 0.0 } else { centre });
+        let counts = crate::curved::mark_placed(domain, c, &objects, self.cell_size * h, origin);
+        let with_shape = self.curved.iter().enumerate().filter(|(_, (_, s))| s.is_some()).map(|(k, _)| k);
+        for (k, n) in with_shape.zip(counts) {
+            found[k] = n;
+        }
+        found
+    }
+
+    /// The first object with interpolated walls that has no link into it
+    /// over all levels, `found` links per object summed from [`Self::mark_curved`].
+    pub fn unlinked(&self, found: &[usize]) -> Option<&str> {
+        (self.curved.iter().zip(found)).find(|((_, s), &n)| s.is_some() && n == 0).map(|((name, _), _)| name.as_str())
     }
 
     /// Each object's cells on level `l`.

@@ -7,7 +7,7 @@ use super::cpu::{for_each_own_cell, mass_of, Observer, RefinedCpu};
 use super::{Fusion, Levels};
 use crate::domain::OpenGroup;
 use crate::error::{CudaContextExt, Result};
-use crate::gpu::{launch_config, DeviceSparse, DeviceStorage, GpuDevice};
+use crate::gpu::{launch_config, DeviceCurved, DeviceSparse, DeviceStorage, GpuDevice};
 use crate::launch::{self, Buffers, LevelArgs};
 use crate::solver::{CollisionParams, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
@@ -39,6 +39,8 @@ struct DeviceLevel<S: DeviceStorage> {
     children: CudaSlice<u32>,
     /// Open-boundary groups (level 0 only).
     open: Vec<DeviceOpenGroup<S::Real>>,
+    /// Its curved-wall group.
+    curved: Option<DeviceCurved<S::Real>>,
     /// Steps taken.
     t: u64,
     config: SolverConfig,
@@ -72,6 +74,8 @@ pub enum Part {
     Collide,
     /// Open-boundary groups (level 0).
     Open,
+    /// Curved-wall groups: the gather before a level's update and the update after it.
+    Curved,
     /// Ghost cells streaming.
     Transit,
     /// Explosion into a finer level's ghost cells.
@@ -82,8 +86,16 @@ pub enum Part {
 
 impl Part {
     /// Every part, in the order a profile lists them.
-    pub const ALL: [Part; 7] =
-        [Part::StreamCollide, Part::Stream, Part::Collide, Part::Open, Part::Transit, Part::Explode, Part::Coalesce];
+    pub const ALL: [Part; 8] = [
+        Part::StreamCollide,
+        Part::Stream,
+        Part::Collide,
+        Part::Open,
+        Part::Curved,
+        Part::Transit,
+        Part::Explode,
+        Part::Coalesce,
+    ];
 
     /// Its name in reports.
     pub const fn name(self) -> &'static str {
@@ -92,6 +104,7 @@ impl Part {
             Part::Stream => "stream",
             Part::Collide => "collide",
             Part::Open => "open",
+            Part::Curved => "curved",
             Part::Transit => "transit",
             Part::Explode => "explode",
             Part::Coalesce => "coalesce",
@@ -155,6 +168,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         let mut out = Vec::with_capacity(states.len());
         for (level, state) in levels.levels.iter().zip(states) {
             let (f, t, config) = (state.f, state.t, state.config);
+            let curved = (state.curved.as_ref())
+                .map(|c| DeviceCurved::new::<L, Q, S>(&device, c, config.collision.near_boundaries(), grid_kind))
+                .transpose()?;
             let f_next = match scheme {
                 Streaming::TwoLattice => {
                     Some(s.alloc_zeros::<S::Elem>(f.len()).ctx("allocating a level's second buffer")?)
@@ -175,6 +191,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
                 coalesced: upload(&device, &level.coalesced, "a level's cells next to the finer one")?,
                 children: upload(&device, &level.children, "the ghost cells over them")?,
                 open,
+                curved,
                 t,
                 config,
             });
@@ -299,6 +316,11 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             block_size(KernelKind::StreamCollide(self.scheme, state.config.collision.kind()))
         ));
         let tables = state.grid.tables;
+        // Curved-wall cells copy what their neighbours overwrite before anything moves.
+        if let Some(c) = &state.curved {
+            note(Part::Curved)?;
+            launch::curved_gather(&s, &c.gather, &state.f, p, c.links, self.scheme, Some(tables))?;
+        }
         // A level finer ones cover whole has no blocks (and nothing to launch).
         let split = self.kernels.split.as_ref().filter(|_| blocks > 0);
         if let (Some((stream, collide)), Some(next)) = (split, state.f_next.as_mut()) {
@@ -322,6 +344,12 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
                 0..blocks,
                 cfg,
             )?;
+        }
+        if let Some(c) = &state.curved {
+            note(Part::Curved)?;
+            let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
+            let walls = collision.near_boundaries();
+            launch::curved_wall(&s, &c.update, b, &state.flags, p, walls, c.links, self.scheme, Some(tables))?;
         }
         for g in state.open.iter().filter(|g| g.count > 0) {
             note(Part::Open)?;

@@ -2,7 +2,7 @@
 //! storage: what `lbm run` steps, reads fields and forces from, and
 //! checkpoints.
 
-use super::cpu::{for_each_own_cell, own_cells_of};
+use super::cpu::{for_each_own_cell, own_cells_of, stored_at};
 use super::{Levels, RefinedCpu, RefinedGpu, Refinement};
 use crate::cell_blocks::CellBlocks;
 use crate::error::{Error, Result};
@@ -12,6 +12,7 @@ use crate::saved::{SavedBlocks, SavedPart, SavedState};
 use crate::solver::{restore_storage, storage_bytes, BackendKind, SolverConfig};
 use kernels_gpu::stream::Streaming;
 use kernels_gpu::{Lattice, Storage};
+use std::collections::HashMap;
 use std::marker::PhantomData;
 
 /// Each level's density and velocity on its own cells (the rest at rest),
@@ -55,14 +56,14 @@ pub trait RefinedSolver: Send {
 /// Whether a cell of `mask` has a lattice neighbour that is one of its
 /// level's own cells (`flags`: the level's).
 fn touches_own<L: Lattice<Q>, const Q: usize>(mask: &CellBlocks<bool>, flags: &CellBlocks<u8>) -> bool {
-    use kernels_gpu::flags::{COALESCED, FLUID, KIND_MASK};
+    use kernels_gpu::flags::{COALESCED, CURVED, FLUID, KIND_MASK};
     let d = mask.dims();
     let n = [d.nx, d.ny, d.nz];
     let edge = mask.edge();
     let own_next_to = |p: [u32; 3]| {
         L::C.iter().skip(1).any(|c| {
             let q: [u32; 3] = std::array::from_fn(|a| (p[a] as i64 + c[a] as i64).rem_euclid(n[a] as i64) as u32);
-            matches!(flags[q] & KIND_MASK, FLUID | COALESCED)
+            matches!(flags[q] & KIND_MASK & !CURVED, FLUID | COALESCED)
         })
     };
     let mut found = false;
@@ -226,26 +227,52 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage, R: LevelStore<L, Q, S>> RefinedS
             .collect();
         let dimension = if self.config.domain.dims.nz == 1 { 2 } else { 3 };
         let scheme = self.run.scheme();
-        self.run.observed(&wanted, &mut |level, f, odd| {
+        // Each level's curved-wall cells by position: the group's entry.
+        let curved: Vec<HashMap<[u32; 3], usize>> = (self.run.grid().levels.iter())
+            .map(|level| {
+                let walls = &level.domain.curved;
+                let at = |n| crate::cell_blocks::position(level.domain.dims, n);
+                walls.cells.iter().enumerate().map(|(k, &n)| (at(n), k)).collect()
+            })
+            .collect();
+        self.run.observed(&wanted, &mut |level, f_level, odd| {
             let l = level.level;
             let d = level.domain.dims;
             let n = [d.nx, d.ny, d.nz];
+            let wrap = |p: [u32; 3], c: [i32; 3], sign: i64| -> [u32; 3] {
+                std::array::from_fn(|a| (p[a] as i64 + sign * c[a] as i64).rem_euclid(n[a] as i64) as u32)
+            };
             // A level-l link moves 2^-lD of a level-0 cell's mass 2^-l of a
             // cell per 2^-l of a step: 2^(l(1-D)) of level 0's force units;
             // its 2^l steps are averaged.
             let share = 0.5f64.powi((l * (dimension - 1)) as i32) / (1u64 << l) as f64;
             let objects = &objects[l as usize];
-            own_cells_of::<L, Q, S>(level, scheme, f, odd, |p, f| {
-                for ((c, w), fi) in L::C.iter().zip(L::W).zip(f).skip(1) {
-                    let target: [u32; 3] =
-                        std::array::from_fn(|a| (p[a] as i64 + c[a] as i64).rem_euclid(n[a] as i64) as u32);
+            let (walls, curved) = (&level.domain.curved, &curved[l as usize]);
+            own_cells_of::<L, Q, S>(level, scheme, f_level, odd, |p, f| {
+                // Looked up once per cell with a wall link, not per cell.
+                let mut fractions = None;
+                for (i, (c, w)) in L::C.iter().zip(L::W).enumerate().skip(1) {
+                    let target = wrap(p, *c, 1);
                     for (force, mask) in forces.iter_mut().zip(objects) {
-                        if mask[target] {
-                            // The population leaving along c_i comes back
-                            // along its opposite: 2 f_i c_i goes to the wall.
-                            for (v, c) in force.iter_mut().zip(c) {
-                                *v += 2.0 * (w + fi) * *c as f64 * share;
+                        if !mask[target] {
+                            continue;
+                        }
+                        // The population leaving along c_i comes back along
+                        // its opposite: as it left (halfway), or as the
+                        // interpolation of `kernels_gpu::curved` makes it.
+                        let back = kernels_gpu::lattice::opposite(i);
+                        let q = fractions.get_or_insert_with(|| curved.get(&p).map(|&k| walls.fractions(k)));
+                        let returning = match q.map(|q| q[back]) {
+                            Some(q) if q >= 0.0 => {
+                                // f*_i(x - c_i): what the cell behind this one sent along c_i.
+                                let behind = stored_at::<L, Q, S>(level, scheme, f_level, odd, wrap(p, *c, -1));
+                                let behind = behind.map_or(f[i], |b| b[i]);
+                                kernels_gpu::curved::interpolated(q, f[i], behind, f[back])
                             }
+                            _ => f[i],
+                        };
+                        for (v, c) in force.iter_mut().zip(c) {
+                            *v += ((w + f[i]) + (w + returning)) * *c as f64 * share;
                         }
                     }
                 }

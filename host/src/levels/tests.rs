@@ -47,7 +47,7 @@ fn nested(lo: u32, hi: u32) -> Refinement {
 #[test]
 fn the_levels_nest_with_ghost_rings_over_their_coarser_levels_cells() {
     let c = cavity(16, 0.1, Streaming::EsotericPull);
-    let levels = Levels::build(&c.domain, &nested(5, 11), 4, 1, 1).unwrap();
+    let levels = Levels::build(&c.domain, &nested(5, 11), 4, c.lattice).unwrap();
     assert_eq!(levels.len(), 3);
     for (l, level) in levels.levels.iter().enumerate() {
         assert_eq!(level.domain.dims.nx, 16 << l);
@@ -329,7 +329,7 @@ fn taylor_green_viscosity(n: u32, tau: f64) -> (f64, f64) {
 #[test]
 fn levels_whose_box_holds_more_than_2_32_cells_nest() {
     let c = cavity(64, 0.1, Streaming::EsotericPull);
-    let levels = Levels::build(&c.domain, &crate::bench::refined_cavity(64, 6, Fusion::Fused), 8, 1, 1).unwrap();
+    let levels = Levels::build(&c.domain, &crate::bench::refined_cavity(64, 6, Fusion::Fused), 8, c.lattice).unwrap();
     assert!(levels.levels[5].domain.dims.cells() > 1 << 32);
     let own = levels.own_cells();
     let volume: f64 = own.iter().enumerate().map(|(l, &n)| n as f64 / 8f64.powi(l as i32)).sum();
@@ -376,10 +376,16 @@ fn objects_are_voxelised_on_each_levels_cells() {
     let c = cavity(20, 0.0, Streaming::EsotericPull);
     let sphere = || Sphere { centre: glam::DVec3::splat(9.5), radius: 1.8 };
     let base = voxelize(&sphere(), (20, 20, 20), 1.0, glam::DVec3::ZERO).unwrap().solid;
-    let object = LevelObject { name: "ball".into(), shape: Some(Box::new(sphere())), cells: base, kind: WALL };
+    let object = LevelObject {
+        name: "ball".into(),
+        shape: Some(Box::new(sphere())),
+        cells: base,
+        kind: WALL,
+        interpolated: false,
+    };
     let geometry = LevelGeometry::new(c.domain.flags.clone(), vec![object], 3, 1.0).unwrap();
     let r = Refinement { geometry: Some(geometry), ..nested(4, 16) };
-    let levels = Levels::build(&c.domain, &r, 4, 1, 1).unwrap();
+    let levels = Levels::build(&c.domain, &r, 4, c.lattice).unwrap();
     let fine = &levels.levels[2].domain;
     let (mut solid, mut expected) = (0, 0);
     for z in 28..52 {
@@ -412,7 +418,13 @@ fn the_force_on_a_refined_obstacle_balances_the_body_force() {
     let disc =
         || Cylinder { base_centre: glam::DVec3::new(15.5, 15.5, -1.0), axis: glam::DVec3::Z, radius: 3.3, length: 2.0 };
     let base = voxelize(&disc(), (n, n, 1), 1.0, glam::DVec3::ZERO).unwrap().solid;
-    let object = LevelObject { name: "disc".into(), shape: Some(Box::new(disc())), cells: base.clone(), kind: WALL };
+    let object = LevelObject {
+        name: "disc".into(),
+        shape: Some(Box::new(disc())),
+        cells: base.clone(),
+        kind: WALL,
+        interpolated: false,
+    };
     c.domain.set_where(&base, kernels_gpu::flags::CellKind::Wall);
     let geometry = LevelGeometry::new(
         Domain::with_faces(c.domain.dims, [FaceBoundary::Periodic; 6]).unwrap().flags,

@@ -416,7 +416,7 @@ impl<T: Real> Collision<T> for Mrt<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let c = non_equilibrium::<L, Q, T, FORCED>(f, force, scale);
+        let c = non_equilibrium::<L, Q, T, FORCED, true>(f, force, scale);
         let d = if L::D == 3 && is_tensor_product(&L::C, L::D) {
             self.relax_by_products::<L, Q>(&c.n)
         } else {

@@ -73,7 +73,7 @@ impl<T: Real> Collision<T> for Regularized<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let c = non_equilibrium::<L, Q, T, FORCED>(f, force, scale);
+        let c = non_equilibrium::<L, Q, T, FORCED, false>(f, force, scale);
         // The stress of feq - f - S/2, which is -Pi_neq.
         let pi = stress::<L, Q, T>(&c.n);
         let omega = if self.les.factor == T::ZERO { self.omega } else { self.les.rate(&pi, c.rho, scale) };
@@ -106,7 +106,7 @@ impl<T: Real> Collision<T> for Smagorinsky<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let c = non_equilibrium::<L, Q, T, FORCED>(f, force, scale);
+        let c = non_equilibrium::<L, Q, T, FORCED, false>(f, force, scale);
         let omega = self.les.rate(&stress::<L, Q, T>(&c.n), c.rho, scale);
         // f + omega (feq - f - S/2) + S: Guo's BGK update at omega.
         for i in 0..Q {
