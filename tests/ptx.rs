@@ -21,7 +21,8 @@ fn entries() -> usize {
                 + LevelKernel::ALL.len() * LevelKernel::GRIDS.len()
         })
         .sum();
-    families + 1
+    // The layout check and the exchange kernels of split refined domains.
+    families + 1 + 2 * lbm::kernels::exchange::KERNELS.len()
 }
 
 /// The stream-collide kernels, every scheme and collision operator.
@@ -46,6 +47,11 @@ fn ptx_holds_every_kernel() {
                 let name = format!("{}_{}{id}", kind.prefix(), grid.infix());
                 assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
             }
+        }
+    }
+    for (_, gather, scatter) in lbm::kernels::exchange::KERNELS {
+        for name in [gather, scatter] {
+            assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
         }
     }
     // And nothing else: every entry point is one of the table's.

@@ -428,3 +428,45 @@ fn refined_curved_walls_fused_and_split_agree_bit_for_bit() {
     };
     assert_eq!(run(Fusion::Fused), run(Fusion::Split));
 }
+
+/// Levels split along z over GPUs give one GPU's populations bit for bit:
+/// over partitions sharing GPU 0 on any machine, and over 2 and 4 GPUs
+/// where there are that many (the cavity's jumps cross every cut; 16-bit
+/// storage rounds stochastically by each cell's place in the box).
+#[test]
+fn levels_split_over_gpus_give_one_gpus_populations_bit_for_bit() {
+    use lbm::host::levels::build_refined;
+    use lbm::BackendKind::Gpu;
+    let test = "levels_split_over_gpus_give_one_gpus_populations_bit_for_bit";
+    let Some(_) = common::gpu(test) else { return };
+    let count = lbm::host::gpu::device_count().unwrap_or(0);
+    let mut layouts = vec![vec![0, 0], vec![0, 0, 0, 0]];
+    if count >= 2 {
+        layouts.push(vec![0, 1]);
+    }
+    if count >= 4 {
+        layouts.push(vec![0, 1, 2, 3]);
+    }
+    let rows = [
+        (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull),
+        (LatticeKind::D3Q19, Precision::F64, Streaming::TwoLattice),
+        (LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull),
+        (LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice),
+    ];
+    for (lattice, precision, streaming) in rows {
+        let (config, refinement) = cavity(lattice, precision, streaming);
+        let mut one = build_refined(&config, &refinement, 4, Gpu(0), &[], lbm::ptx::PTX).unwrap();
+        one.step(9).unwrap();
+        let reference = one.save_state().unwrap();
+        for devices in &layouts {
+            let mut split = build_refined(&config, &refinement, 4, Gpu(devices[0]), devices, lbm::ptx::PTX).unwrap();
+            split.step(9).unwrap();
+            let state = split.save_state().unwrap();
+            let differ: usize = (reference.parts.iter().zip(&state.parts))
+                .map(|(a, b)| a.populations.iter().zip(&b.populations).filter(|(x, y)| x != y).count())
+                .sum();
+            eprintln!("{lattice:?} {precision:?} {streaming:?} on GPUs {devices:?}: {differ} differing bytes");
+            assert_eq!(differ, 0, "{lattice:?} {precision:?} {streaming:?} on GPUs {devices:?}");
+        }
+    }
+}

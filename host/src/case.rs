@@ -1135,11 +1135,6 @@ impl Case {
     ) -> Result<RefinedSetup> {
         use crate::levels::{band, Fusion, LevelGeometry, RefinedBox, Refinement};
         let edge = self.simulation.block.unwrap_or(8);
-        if self.simulation.devices.len() > 1 {
-            return Err(Error::Setup(
-                "a refined domain runs on one GPU or the CPU: give one device in [simulation] devices".into(),
-            ));
-        }
         if self.output.region.is_some() {
             return Err(Error::Setup(
                 "[output] region applies to uniform grids; a refined domain writes each level's own cells: remove it"

@@ -431,3 +431,39 @@ pub(crate) fn level_coalesce<E: DeviceRepr, T: DeviceRepr + Copy>(
     unsafe { launch.launch(list_config(count)) }.ctx("launching the coalescence kernel")?;
     Ok(())
 }
+
+/// `exchange_gather_*`: `out[k] = src[index[k]]` for the `count` positions
+/// of `index`.
+pub(crate) fn exchange_gather<E: DeviceRepr>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    src: &CudaSlice<E>,
+    index: &CudaSlice<u64>,
+    out: &mut CudaSlice<E>,
+    count: u32,
+) -> Result<()> {
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(src).arg(index).arg(out).arg(&count);
+    // SAFETY: the argument list of the `exchange_gather_*` entry points;
+    // `index` and `out` hold `count` entries, each index inside `src`.
+    unsafe { launch.launch(list_config(count)) }.ctx("launching a partition's gather")?;
+    Ok(())
+}
+
+/// `exchange_scatter_*`: `dst[index[k]] = values[k]` for the `count`
+/// positions of `index`.
+pub(crate) fn exchange_scatter<E: DeviceRepr>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    dst: &mut CudaSlice<E>,
+    index: &CudaSlice<u64>,
+    values: &CudaSlice<E>,
+    count: u32,
+) -> Result<()> {
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(dst).arg(index).arg(values).arg(&count);
+    // SAFETY: the argument list of the `exchange_scatter_*` entry points;
+    // `index` and `values` hold `count` entries, each index inside `dst`.
+    unsafe { launch.launch(list_config(count)) }.ctx("launching a partition's scatter")?;
+    Ok(())
+}

@@ -127,6 +127,20 @@ pub fn choose(config: &SolverConfig, edges: &[u32], partitions: usize) -> Result
     })
 }
 
+/// Some blocks of a grid as a grid of their own ([`SparseLayout::subset`]).
+#[derive(Clone, Debug)]
+pub struct Subset {
+    /// The grid of those blocks.
+    pub layout: SparseLayout,
+    /// The whole grid's number of each of its blocks.
+    pub blocks: Vec<u32>,
+    /// Its number of each of the whole grid's blocks (`u32::MAX` for those
+    /// it lacks; the whole grid's solid block maps to its own).
+    pub map: Vec<u32>,
+    /// How many of its blocks, numbered first, lie in the layers asked for.
+    pub own_blocks: u32,
+}
+
 /// A block-sparse grid's tables in host memory, and its shape.
 ///
 /// Blocks are numbered in the dense order of their positions, except that
@@ -329,6 +343,54 @@ impl SparseLayout {
         }
         let z0 = domain.z_offset.wrapping_sub(pad);
         Ok(Self { dims: d, shift, shift_z, block_dims, origin, neighbour, index, boundary, mask, pad, z0, layers })
+    }
+
+    /// The blocks of this grid in the block layers `own` along z and in one
+    /// layer beyond each end (wrapping, as the neighbour table does), as a
+    /// grid of their own: a partition of a refinement level
+    /// ([`crate::levels::SplitLevels`]). Blocks keep their positions, so
+    /// cells keep their numbers in the box (and their stochastic rounding
+    /// seeds); the blocks of `own` come first, in this grid's order, then
+    /// the others.
+    pub fn subset(&self, own: Range<u32>) -> Subset {
+        let nbz = self.block_dims[2];
+        let halo = [(own.start + nbz - 1) % nbz, own.end % nbz];
+        let layer = |b: u32| self.origin[b as usize][2];
+        let all = 0..self.blocks();
+        let blocks: Vec<u32> = (all.clone().filter(|&b| own.contains(&layer(b))))
+            .chain(all.filter(|&b| !own.contains(&layer(b)) && halo.contains(&layer(b))))
+            .collect();
+        let own_blocks = blocks.iter().filter(|&&b| own.contains(&layer(b))).count() as u32;
+        let mut map = vec![u32::MAX; self.blocks() as usize + 1];
+        for (k, &b) in blocks.iter().enumerate() {
+            map[b as usize] = k as u32;
+        }
+        let solid = blocks.len() as u32;
+        map[self.blocks() as usize] = solid;
+        let rows = blocks.iter().map(|&b| b as usize * NEIGHBOUR_ENTRIES);
+        let neighbour = rows
+            .flat_map(|row| self.neighbour[row..row + NEIGHBOUR_ENTRIES].iter())
+            .map(|&n| if map[n as usize] == u32::MAX { solid } else { map[n as usize] })
+            .collect();
+        let mut boundary: Vec<u32> =
+            self.boundary.iter().map(|&b| map[b as usize]).filter(|&b| b != u32::MAX).collect();
+        boundary.sort_unstable();
+        let layout = Self {
+            dims: self.dims,
+            shift: self.shift,
+            shift_z: self.shift_z,
+            block_dims: self.block_dims,
+            origin: blocks.iter().map(|&b| self.origin[b as usize]).collect(),
+            neighbour,
+            index: self.index.iter().map(|&b| if b == u32::MAX { b } else { map[b as usize] }).collect(),
+            boundary,
+            mask: None,
+            pad: self.pad,
+            z0: self.z0,
+            // Not launched by layers: its own blocks are one range.
+            layers: vec![0; nbz as usize + 1],
+        };
+        Subset { layout, blocks, map, own_blocks }
     }
 
     /// The tables as kernels take them, referring to these ones: valid

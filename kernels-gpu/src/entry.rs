@@ -904,3 +904,35 @@ pub unsafe extern "ptx-kernel" fn layout_probe(out: *mut u64, dims: Dims, q: u32
         stream::write_layout_probe(&dims, q as usize, out, cell);
     }
 }
+
+/// The exchange kernels of [`crate::exchange`], one pair per stored-value
+/// width, named as [`crate::exchange::KERNELS`] lists them.
+macro_rules! exchange_entries {
+    ($($m:ident: $t:ty, $gather:literal, $scatter:literal);*) => {$(
+        mod $m {
+            use super::*;
+
+            #[export_name = $gather]
+            pub unsafe extern "ptx-kernel" fn gather(src: *const $t, index: *const u64, out: *mut $t, count: u32) {
+                let k = thread_index();
+                if k < count {
+                    crate::exchange::gather(src, index, out, k)
+                }
+            }
+
+            #[export_name = $scatter]
+            pub unsafe extern "ptx-kernel" fn scatter(dst: *mut $t, index: *const u64, values: *const $t, count: u32) {
+                let k = thread_index();
+                if k < count {
+                    crate::exchange::scatter(dst, index, values, k)
+                }
+            }
+        }
+    )*};
+}
+
+exchange_entries!(
+    b16: u16, "exchange_gather_b16", "exchange_scatter_b16";
+    b32: u32, "exchange_gather_b32", "exchange_scatter_b32";
+    b64: u64, "exchange_gather_b64", "exchange_scatter_b64"
+);

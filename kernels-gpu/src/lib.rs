@@ -19,6 +19,7 @@
 pub mod cell;
 pub mod collision;
 pub mod curved;
+pub mod exchange;
 mod fetch;
 pub mod flags;
 pub mod grid;

@@ -37,9 +37,12 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
     for note in &setup.notes {
         eprintln!("warning: {note}");
     }
-    let device = setup.devices[0];
-    let backend = o.backend.unwrap_or(setup.backend.into()).resolve(o.device.unwrap_or(device))?;
-    let mut solver = build_refined(&setup.config, &refined.refinement, refined.edge, backend, &lbm::ptx::active())?;
+    let devices = o.device.map_or(setup.devices.clone(), |d| vec![d]);
+    let backend = o.backend.unwrap_or(setup.backend.into()).resolve(devices[0])?;
+    // Several GPUs split the levels; the CPU runs them whole, as it does a uniform grid.
+    let split: &[usize] = if matches!(backend, lbm::BackendKind::Gpu(_)) { &devices } else { &[] };
+    let mut solver =
+        build_refined(&setup.config, &refined.refinement, refined.edge, backend, split, &lbm::ptx::active())?;
     for line in solver.levels().describe(&setup.config).lines() {
         say(line.to_string());
     }
@@ -50,7 +53,10 @@ pub fn run(path: &Path, name: &str, mut setup: Setup, o: RunOptions) -> Result<O
         refined.edge,
         if setup.config.domain.dims.nz == 1 { 2 } else { 3 }
     ));
-    let description = crate::cli::describe_backend(backend);
+    let description = match split.len() {
+        0 | 1 => crate::cli::describe_backend(backend),
+        n => format!("{n} GPUs {split:?}, every level split along z"),
+    };
     say(format!("backend: {description}"));
     let levels = solver.levels().len();
     let masks: Vec<Vec<_>> = match &refined.refinement.geometry {

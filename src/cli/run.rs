@@ -66,7 +66,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("case").to_string();
     if setup.refinement.is_some() {
         if o.rendezvous.is_some() {
-            return Err(Error::Setup("a refined domain runs on one GPU or the CPU, not over NCCL ranks".into()));
+            return Err(Error::Setup("a refined domain runs on the GPUs of one process or the CPU, not over NCCL ranks: list the GPUs in [simulation] devices".into()));
         }
         return super::refined::run(path, &name, setup, o);
     }

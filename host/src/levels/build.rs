@@ -18,7 +18,7 @@ use std::collections::HashMap;
 const GHOST_REACH: u32 = 3;
 
 /// One level: its domain, grid and interface lists.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct LevelGrid {
     /// Its number (0 is the coarsest).
     pub level: u32,
@@ -43,6 +43,39 @@ pub struct LevelGrid {
     /// For each of those, the storage numbers of the finer level's ghost
     /// cells over it ([`Levels::children`] each).
     pub children: Vec<u32>,
+    /// Blocks whose cells it updates, numbered first: all of them, but for
+    /// a partition of the level ([`super::SplitLevels`]).
+    pub own_blocks: u32,
+    /// The layers along z whose cells it updates, at its resolution.
+    pub own_z: std::ops::Range<u32>,
+}
+
+impl LevelGrid {
+    /// A level whose interface lists are still to fill.
+    pub(super) fn without_lists(
+        level: u32,
+        domain: Domain,
+        layout: SparseLayout,
+        flags: Vec<u8>,
+        own_blocks: u32,
+        own_z: std::ops::Range<u32>,
+    ) -> Self {
+        let none = Vec::new;
+        let (ghosts, parents, exploded, coalesced, children) = (none(), none(), none(), none(), none());
+        Self { level, domain, layout, flags, ghosts, parents, exploded, coalesced, children, own_blocks, own_z }
+    }
+
+    /// Cells of the blocks it updates, from storage number 0.
+    pub fn own_stored(&self) -> usize {
+        self.own_blocks as usize * self.layout.block_cells()
+    }
+
+    /// Storage number of the dense cell `n` of its domain, if it updates
+    /// that cell (an open cell's group takes those only).
+    pub fn own_storage(&self, n: usize) -> Option<u32> {
+        let z = crate::cell_blocks::position(self.domain.dims, n)[2];
+        self.own_z.contains(&z).then(|| self.layout.storage_of(n)).flatten()
+    }
 }
 
 /// The levels of a refined domain, coarsest first.
@@ -137,17 +170,8 @@ impl Levels {
             }
             let layout = SparseLayout::build(&domain, edge, reach, BoundaryGroups::Lists)?;
             let flags = layout.kernel_flags(&domain, radius);
-            levels.push(LevelGrid {
-                level: l as u32,
-                domain,
-                layout,
-                flags,
-                ghosts: Vec::new(),
-                parents: Vec::new(),
-                exploded: Vec::new(),
-                coalesced: Vec::new(),
-                children: Vec::new(),
-            });
+            let (own_blocks, own_z) = (layout.blocks(), 0..domain.dims.nz);
+            levels.push(LevelGrid::without_lists(l as u32, domain, layout, flags, own_blocks, own_z));
         }
         if let Some(name) = geometry.and_then(|g| g.unlinked(&linked)) {
             return Err(crate::curved::no_links(name));

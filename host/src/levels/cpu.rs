@@ -3,10 +3,13 @@
 //! functions (those of a uniform sparse grid, and the interface ones of
 //! [`kernels_gpu::levels`]).
 
+use super::split::Transfer;
+use super::split_run::Partition;
 use super::{Fusion, Levels, Refinement};
 use crate::curved::CurvedTables;
 use crate::domain::OpenGroup;
 use crate::error::{Error, Result};
+use crate::solver::BackendKind;
 use crate::solver::{Initial, SolverConfig};
 use crate::sparse::SparseLayout;
 use kernels_gpu::cell::equilibrium;
@@ -274,6 +277,17 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
             self.advance(l + 1, observer);
             self.advance(l + 1, observer);
         }
+        self.step_level(l);
+        let state = &self.states[l];
+        if let Some((wanted, observe)) = observer {
+            if wanted.get(l) == Some(&true) {
+                observe(&self.levels.levels[l], &state.f, state.last_odd());
+            }
+        }
+    }
+
+    /// Level `l`'s update, after which its clock moves on.
+    fn step_level(&mut self, l: usize) {
         crate::with_collision!(self.states[l].config.collision_params::<S::Real>().near_boundaries(), |c| self
             .update(l, c));
         let state = &mut self.states[l];
@@ -281,11 +295,6 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
             std::mem::swap(&mut state.f, &mut state.f_next);
         }
         state.t += 1;
-        if let Some((wanted, observe)) = observer {
-            if wanted.get(l) == Some(&true) {
-                observe(&self.levels.levels[l], &state.f, state.last_odd());
-            }
-        }
     }
 
     /// Level `l + 1`'s ghost cells take their parents' post-collision populations.
@@ -326,7 +335,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
         let src = Shared(state.f.as_ptr() as *mut S);
         let dst = Shared(state.output(scheme));
         let flags = Shared(level.flags.as_ptr() as *mut u8);
-        let cells = level.layout.cells() as u32;
+        // A partition updates its own blocks, numbered first.
+        let cells = level.own_stored() as u32;
         let split = self.fusion == Fusion::Split;
         let links = state.curved.as_mut().map(CurvedTables::host_cells);
         crate::sparse::with_sparse!(&level.layout, |g| {
@@ -374,7 +384,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
             let rates = state.config.collision_params::<S::Real>();
             for group in &state.config.domain.open {
                 let open = group.state.kernel_params(rates);
-                let (stored, velocities) = group.cells_where(|c| level.layout.storage_of(c));
+                let (stored, velocities) = group.cells_where(|c| level.own_storage(c));
                 let velocities = OpenGroup::kernel_velocities::<S::Real>(&velocities);
                 let profile = Shared(velocities.as_ref().map_or(std::ptr::null_mut(), |v| v.as_ptr() as *mut S::Real));
                 stored.par_iter().enumerate().for_each(|(k, &n)| {
@@ -465,5 +475,78 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
     /// GPU run starts from.
     pub(super) fn into_parts(self) -> (Levels, Streaming, Fusion, Vec<LevelState<S>>) {
         (self.levels, self.scheme, self.fusion, self.states)
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
+    /// This domain (as it stands: usually just initialised) cut into the
+    /// partitions of `split`, each a refined domain of its own, with the
+    /// whole levels.
+    pub(super) fn split(self, split: &super::SplitLevels) -> (Levels, Vec<Self>) {
+        let parts = (0..split.len())
+            .map(|p| {
+                let states = (self.states.iter().enumerate())
+                    .map(|(l, s)| {
+                        let f = split.scatter(&self.levels, l, p, &s.f, Q);
+                        let f_next = if s.f_next.is_empty() { Vec::new() } else { vec![S::ZERO; f.len()] };
+                        LevelState { f, f_next, t: s.t, config: s.config.clone(), curved: None }
+                    })
+                    .collect();
+                let levels = Levels { levels: split.parts[p].levels.clone(), children: split.parts[p].children };
+                Self { levels, states, scheme: self.scheme, fusion: self.fusion, t: self.t, _lattice: PhantomData }
+            })
+            .collect();
+        (self.levels, parts)
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: Storage> Partition<S> for RefinedCpu<L, Q, S> {
+    type Transfer = Transfer;
+
+    fn prepare(_: &[Self], t: &Transfer) -> Result<Transfer> {
+        Ok(t.clone())
+    }
+
+    fn exchange(parts: &mut [Self], transfers: &mut [Transfer], l: usize) -> Result<()> {
+        for t in transfers.iter() {
+            let from = &parts[t.from].states[l].f;
+            let values: Vec<S> = t.src.iter().map(|&n| from[n as usize]).collect();
+            let to = &mut parts[t.to].states[l].f;
+            for (&n, v) in t.dst.iter().zip(values) {
+                to[n as usize] = v;
+            }
+        }
+        Ok(())
+    }
+
+    fn explode(&mut self, l: usize) -> Result<()> {
+        RefinedCpu::explode(self, l);
+        Ok(())
+    }
+
+    fn update(&mut self, l: usize) -> Result<()> {
+        self.step_level(l);
+        Ok(())
+    }
+
+    fn level_time(&self, l: usize) -> u64 {
+        self.states[l].t
+    }
+
+    fn buffer(&self, l: usize) -> Result<Vec<S>> {
+        Ok(self.states[l].f.clone())
+    }
+
+    fn put(&mut self, f: Vec<Vec<S>>, t: u64) -> Result<()> {
+        self.set_buffers(f, t);
+        Ok(())
+    }
+
+    fn wait(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn backend(&self) -> BackendKind {
+        BackendKind::Cpu
     }
 }

@@ -4,14 +4,18 @@
 //! cells, parents to explode, cells next to the finer level).
 
 use super::cpu::{for_each_own_cell, mass_of, Observer, RefinedCpu};
+use super::split::Transfer;
+use super::split_run::Partition;
 use super::{Fusion, Levels};
 use crate::domain::OpenGroup;
 use crate::error::{CudaContextExt, Result};
 use crate::gpu::{launch_config, DeviceCurved, DeviceSparse, DeviceStorage, GpuDevice};
 use crate::launch::{self, Buffers, LevelArgs};
+use crate::peer;
+use crate::solver::BackendKind;
 use crate::solver::{CollisionParams, SolverConfig};
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use kernels_gpu::kernels::block_size;
 use kernels_gpu::{GridKind, KernelKind, Lattice, LevelKernel, OpenBoundary, Streaming};
 use std::marker::PhantomData;
@@ -61,6 +65,9 @@ struct Kernels {
     coalesce: CudaFunction,
     /// The split step's streaming and collision halves ([`Fusion::Split`]).
     split: Option<(CudaFunction, CudaFunction)>,
+    /// Gathering and scattering the values partitions exchange ([`super::SplitLevels`]).
+    gather: CudaFunction,
+    scatter: CudaFunction,
 }
 
 /// What a launch of the refined step does, for [`RefinedGpu::profile`].
@@ -154,6 +161,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         let level =
             |k: LevelKernel| device.function(&format!("{}_{}{}_{}", k.prefix(), grid_kind.infix(), L::NAME, S::NAME));
         let kind = config.collision.kind();
+        let exchange = kernels_gpu::exchange::kernels_for(std::mem::size_of::<S::Elem>())
+            .expect("stored values are 2, 4 or 8 bytes");
         let kernels = Kernels {
             bulk: device.kernel::<L, Q, S>(KernelKind::StreamCollide(scheme, kind), grid_kind)?,
             open: device.kernel::<L, Q, S>(KernelKind::OpenBoundary, grid_kind)?,
@@ -164,6 +173,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
                 Fusion::Fused => None,
                 Fusion::Split => Some((level(LevelKernel::Stream)?, level(LevelKernel::Collide(kind))?)),
             },
+            gather: device.function(exchange.0)?,
+            scatter: device.function(exchange.1)?,
         };
         let mut out = Vec::with_capacity(states.len());
         for (level, state) in levels.levels.iter().zip(states) {
@@ -258,12 +269,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             self.advance(l + 1, observer)?;
             self.advance(l + 1, observer)?;
         }
-        self.update(l)?;
-        let state = &mut self.states[l];
-        if let Some(next) = state.f_next.as_mut() {
-            std::mem::swap(&mut state.f, next);
-        }
-        state.t += 1;
+        self.step_level(l)?;
+        let state = &self.states[l];
         if let Some((wanted, observe)) = observer {
             if wanted.get(l) == Some(&true) {
                 let f = self.device.stream().clone_dtoh(&state.f).ctx("reading a level's populations back")?;
@@ -271,6 +278,17 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
                 observe(&self.levels.levels[l], &f, state.last_odd());
             }
         }
+        Ok(())
+    }
+
+    /// Level `l`'s update, after which its clock moves on.
+    fn step_level(&mut self, l: usize) -> Result<()> {
+        self.update(l)?;
+        let state = &mut self.states[l];
+        if let Some(next) = state.f_next.as_mut() {
+            std::mem::swap(&mut state.f, next);
+        }
+        state.t += 1;
         Ok(())
     }
 
@@ -309,7 +327,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         let mut note = |part| mark(&mut self.marks, &self.device, part);
         let p = state.config.step_params::<S::Real>(state.t);
         let collision = state.config.collision_params::<S::Real>();
-        let blocks = level.layout.blocks();
+        // A partition updates its own blocks, numbered first.
+        let blocks = level.own_blocks;
         let cfg = crate::sparse::with_sparse!(&level.layout, |g| launch_config(
             &g,
             blocks,
@@ -471,7 +490,7 @@ fn open_groups<S: DeviceStorage>(
     groups
         .iter()
         .map(|g| {
-            let (cells, velocities) = g.cells_where(|c| level.layout.storage_of(c));
+            let (cells, velocities) = g.cells_where(|c| level.own_storage(c));
             let velocities = OpenGroup::kernel_velocities::<S::Real>(&velocities);
             Ok(DeviceOpenGroup {
                 cells: upload(device, &cells, "an open group's cells")?,
@@ -481,4 +500,127 @@ fn open_groups<S: DeviceStorage>(
             })
         })
         .collect()
+}
+
+/// A transfer between two partitions on their GPUs ([`super::SplitLevels`]):
+/// the sender gathers the values into `send` and copies them into `recv`,
+/// the receiver scatters them; events order the two streams both ways.
+/// (The receiver's next step waits for its scatter in its own stream; the
+/// sender's next write of `f` comes after its gather in its own.)
+pub(super) struct DeviceTransfer<E> {
+    from: usize,
+    to: usize,
+    src: CudaSlice<u64>,
+    dst: CudaSlice<u64>,
+    send: CudaSlice<E>,
+    recv: CudaSlice<E>,
+    count: u32,
+    /// Recorded on the sender's stream once `recv` holds the values.
+    sent: CudaEvent,
+    /// Recorded on the receiver's stream once they are scattered.
+    scattered: CudaEvent,
+}
+
+/// Two distinct elements of `parts`, the first shared.
+fn pair<T>(parts: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
+    assert_ne!(a, b, "a transfer joins two partitions");
+    if a < b {
+        let (head, tail) = parts.split_at_mut(b);
+        (&head[a], &mut tail[0])
+    } else {
+        let (head, tail) = parts.split_at_mut(a);
+        (&tail[0], &mut head[b])
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
+    /// The partitions of a split refined domain, `cpu` each (as they
+    /// stand: usually just initialised), on `devices`.
+    pub(super) fn on_devices(devices: Vec<GpuDevice>, cpu: Vec<RefinedCpu<L, Q, S>>) -> Result<Vec<Self>> {
+        devices.into_iter().zip(cpu).map(|(d, c)| Self::new(d, c)).collect()
+    }
+}
+
+impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partition<S> for RefinedGpu<L, Q, S> {
+    type Transfer = DeviceTransfer<S::Elem>;
+
+    fn prepare(parts: &[Self], t: &Transfer) -> Result<Self::Transfer> {
+        let (from, to) = (&parts[t.from].device, &parts[t.to].device);
+        let count = t.src.len();
+        let event = |d: &GpuDevice| {
+            d.context().new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event")
+        };
+        Ok(DeviceTransfer {
+            from: t.from,
+            to: t.to,
+            src: upload(from, &t.src, "the positions a partition sends")?,
+            dst: upload(to, &t.dst, "the positions a partition receives")?,
+            send: from.stream().alloc_zeros(count.max(1)).ctx("allocating a transfer's buffer")?,
+            recv: to.stream().alloc_zeros(count.max(1)).ctx("allocating a transfer's buffer")?,
+            count: count as u32,
+            sent: event(from)?,
+            scattered: event(to)?,
+        })
+    }
+
+    fn exchange(parts: &mut [Self], transfers: &mut [Self::Transfer], l: usize) -> Result<()> {
+        // Every sender first, then every receiver, so that no partition
+        // waits for another's scatter before it sends.
+        for t in transfers.iter_mut() {
+            let (sender, receiver) = pair(parts, t.from, t.to);
+            let s = sender.device.stream().clone();
+            // `recv` is free once the receiver scattered it the last time
+            // (an event never recorded is no wait).
+            s.wait(&t.scattered).ctx("waiting for a partition's last scatter")?;
+            launch::exchange_gather(&s, &sender.kernels.gather, &sender.states[l].f, &t.src, &mut t.send, t.count)?;
+            let bytes = t.count as usize * std::mem::size_of::<S::Elem>();
+            {
+                let (from, _from_sync) = t.send.device_ptr(&s);
+                let (to, _to_sync) = t.recv.device_ptr_mut(&s);
+                // SAFETY: both buffers hold `count` values; the receiver
+                // reads `recv` only after `sent`, and it is written again
+                // only after `scattered`.
+                unsafe { peer::copy_async((&sender.device, from), (&receiver.device, to), bytes, &s)? };
+            }
+            t.sent.record(&s).ctx("recording an event")?;
+        }
+        for t in transfers.iter_mut() {
+            let (_, receiver) = pair(parts, t.from, t.to);
+            let r = receiver.device.stream().clone();
+            r.wait(&t.sent).ctx("waiting for a partition's values")?;
+            let f = &mut receiver.states[l].f;
+            launch::exchange_scatter(&r, &receiver.kernels.scatter, f, &t.dst, &t.recv, t.count)?;
+            t.scattered.record(&r).ctx("recording an event")?;
+        }
+        Ok(())
+    }
+
+    fn explode(&mut self, l: usize) -> Result<()> {
+        RefinedGpu::explode(self, l)
+    }
+
+    fn update(&mut self, l: usize) -> Result<()> {
+        self.step_level(l)
+    }
+
+    fn level_time(&self, l: usize) -> u64 {
+        self.states[l].t
+    }
+
+    fn buffer(&self, l: usize) -> Result<Vec<S>> {
+        let f = self.device.stream().clone_dtoh(&self.states[l].f).ctx("reading a level's populations back")?;
+        Ok(f.into_iter().map(S::from_elem).collect())
+    }
+
+    fn put(&mut self, f: Vec<Vec<S>>, t: u64) -> Result<()> {
+        self.write_back(f, t)
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.synchronize()
+    }
+
+    fn backend(&self) -> BackendKind {
+        BackendKind::Gpu(self.ordinal())
+    }
 }

@@ -28,12 +28,15 @@ mod geometry;
 mod gpu;
 pub mod output;
 mod solver;
+mod split;
+mod split_run;
 
 pub use build::{LevelGrid, Levels};
 pub use cpu::{level_config, RefinedCpu};
 pub use geometry::{LevelGeometry, LevelObject};
 pub use gpu::{Part, RefinedGpu};
 pub use solver::{build_refined, LevelFields, RefinedSolver};
+pub use split::SplitLevels;
 
 /// A box of the domain refined to at least `level`.
 #[derive(Clone, Debug, PartialEq, Eq)]

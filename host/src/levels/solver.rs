@@ -3,7 +3,8 @@
 //! checkpoints.
 
 use super::cpu::{for_each_own_cell, own_cells_of, stored_at};
-use super::{Levels, RefinedCpu, RefinedGpu, Refinement};
+use super::split_run::SplitRun;
+use super::{Levels, RefinedCpu, RefinedGpu, Refinement, SplitLevels};
 use crate::cell_blocks::CellBlocks;
 use crate::error::{Error, Result};
 use crate::fields::Fields;
@@ -85,29 +86,49 @@ fn touches_own<L: Lattice<Q>, const Q: usize>(mask: &CellBlocks<bool>, flags: &C
 }
 
 /// The refined domain of `config` as `refinement` asks, on blocks of edge
-/// `edge`, on `backend` (`ptx`: the kernels for a GPU).
+/// `edge`, on `backend` (`ptx`: the kernels for a GPU). With more than one
+/// of `devices`, the levels are split along z over them
+/// ([`super::SplitLevels`]): GPUs of these ordinals on a GPU backend (whose
+/// own ordinal is then the first), as many partitions on the CPU.
 pub fn build_refined(
     config: &SolverConfig,
     refinement: &Refinement,
     edge: u32,
     backend: BackendKind,
+    devices: &[usize],
     ptx: &str,
 ) -> Result<Box<dyn RefinedSolver>> {
     fn cpu<L: Lattice<Q>, const Q: usize, S: Storage>(
         c: &SolverConfig,
         r: &Refinement,
         edge: u32,
+        parts: usize,
     ) -> Result<Box<dyn RefinedSolver>> {
-        Ok(Refined::boxed(RefinedCpu::<L, Q, S>::new(c, r, edge)?, c))
+        let whole = RefinedCpu::<L, Q, S>::new(c, r, edge)?;
+        if parts < 2 {
+            return Ok(Refined::boxed(whole, c));
+        }
+        let split = SplitLevels::new(whole.levels(), parts as u32)?;
+        let scheme = whole.streaming();
+        let (levels, pieces) = whole.split(&split);
+        Ok(Refined::boxed(SplitRun::<L, Q, S, RefinedCpu<L, Q, S>>::new(levels, split, pieces, scheme)?, c))
     }
     fn gpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
         c: &SolverConfig,
         r: &Refinement,
         edge: u32,
-        d: GpuDevice,
+        devices: Vec<GpuDevice>,
     ) -> Result<Box<dyn RefinedSolver>> {
-        let cpu = RefinedCpu::<L, Q, S>::new(c, r, edge)?;
-        Ok(Refined::boxed(RefinedGpu::new(d, cpu)?, c))
+        let whole = RefinedCpu::<L, Q, S>::new(c, r, edge)?;
+        if devices.len() < 2 {
+            let device = devices.into_iter().next().expect("one device at least");
+            return Ok(Refined::boxed(RefinedGpu::new(device, whole)?, c));
+        }
+        let split = SplitLevels::new(whole.levels(), devices.len() as u32)?;
+        let scheme = whole.streaming();
+        let (levels, pieces) = whole.split(&split);
+        let pieces = RefinedGpu::on_devices(devices, pieces)?;
+        Ok(Refined::boxed(SplitRun::<L, Q, S, RefinedGpu<L, Q, S>>::new(levels, split, pieces, scheme)?, c))
     }
     let kind = config.collision.kind();
     if !kind.everywhere() {
@@ -117,10 +138,13 @@ pub fn build_refined(
         )));
     }
     match backend {
-        BackendKind::Cpu => crate::dispatch!(config.lattice, config.precision, cpu(config, refinement, edge)),
+        BackendKind::Cpu => {
+            crate::dispatch!(config.lattice, config.precision, cpu(config, refinement, edge, devices.len()))
+        }
         BackendKind::Gpu(ordinal) => {
-            let device = GpuDevice::open(ordinal, ptx)?;
-            crate::dispatch!(config.lattice, config.precision, gpu(config, refinement, edge, device))
+            let ordinals = if devices.len() > 1 { devices.to_vec() } else { vec![ordinal] };
+            let devices = ordinals.iter().map(|&o| GpuDevice::open(o, ptx)).collect::<Result<Vec<_>>>()?;
+            crate::dispatch!(config.lattice, config.precision, gpu(config, refinement, edge, devices))
         }
     }
 }

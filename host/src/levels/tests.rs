@@ -346,7 +346,7 @@ fn a_refined_state_restores_bit_for_bit() {
     for s in Streaming::ALL {
         let c = cavity(16, 0.1, s);
         let r = nested(5, 11);
-        let build = || build_refined(&c, &r, 4, crate::solver::BackendKind::Cpu, "").unwrap();
+        let build = || build_refined(&c, &r, 4, crate::solver::BackendKind::Cpu, &[], "").unwrap();
         let mut run = build();
         run.step(7).unwrap();
         let path = dir.join(format!("{}.lbm", s.name()));
@@ -360,7 +360,7 @@ fn a_refined_state_restores_bit_for_bit() {
         resumed.step(5).unwrap();
         assert_eq!(resumed.save_state().unwrap(), unbroken, "{s:?}: the resumed run differs");
         assert!(crate::checkpoint::read(&path, &c).is_err(), "a plain run refuses a refined checkpoint");
-        let other = build_refined(&c, &nested(4, 12), 4, crate::solver::BackendKind::Cpu, "").unwrap();
+        let other = build_refined(&c, &nested(4, 12), 4, crate::solver::BackendKind::Cpu, &[], "").unwrap();
         assert_ne!(other.levels().fingerprint(&c), set_up);
         let message = crate::checkpoint::read_for(&path, &other.levels().fingerprint(&c)).unwrap_err().to_string();
         assert!(message.contains("different set-up"), "{message}");
@@ -440,7 +440,7 @@ fn the_force_on_a_refined_obstacle_balances_the_body_force() {
         geometry: Some(geometry),
         ..Default::default()
     };
-    let mut run = build_refined(&c, &r, 4, crate::solver::BackendKind::Cpu, "").unwrap();
+    let mut run = build_refined(&c, &r, 4, crate::solver::BackendKind::Cpu, &[], "").unwrap();
     // Fluid volume in level-0 cells: own cells, a level-1 cell a quarter.
     let own = run.levels().own_cells();
     let volume = own[0] as f64 + own[1] as f64 / 4.0;
@@ -458,4 +458,69 @@ fn the_force_on_a_refined_obstacle_balances_the_body_force() {
         100.0 * (last / expected - 1.0)
     );
     assert!(error < 1e-4, "force {last:e} vs {expected:e}: {:.4}% off", 100.0 * error);
+}
+
+/// Levels split along z into partitions ([`SplitLevels`]) give the whole
+/// grid's populations bit for bit, every level: the jumps cross the cuts,
+/// in a walled cavity and a periodic box (whose halos wrap), in both
+/// schemes, in f64, f32 and stochastically rounded 16-bit storage, with a
+/// force and TRT, fused and split, and with an inlet and an outlet cut by
+/// the partitions; after an odd and an even number of coarse steps.
+#[test]
+fn split_levels_give_the_whole_grids_populations_bit_for_bit() {
+    use crate::domain::OpenScheme;
+    use crate::solver::BackendKind::Cpu;
+    fn compare(name: &str, c: &SolverConfig, r: &Refinement, parts: usize) {
+        let mut whole = build_refined(c, r, 4, Cpu, &[], "").unwrap();
+        let mut split = build_refined(c, r, 4, Cpu, &vec![0; parts], "").unwrap();
+        for steps in [3, 4] {
+            whole.step(steps).unwrap();
+            split.step(steps).unwrap();
+            let (a, b) = (whole.save_state().unwrap(), split.save_state().unwrap());
+            let t = a.time;
+            assert_eq!(t, b.time);
+            for (l, (a, b)) in a.parts.iter().zip(&b.parts).enumerate() {
+                let differ = a.populations.iter().zip(&b.populations).filter(|(x, y)| x != y).count();
+                assert_eq!(differ, 0, "{name}, {parts} partitions, step {t}: level {l} differs in {differ} bytes");
+            }
+        }
+        let moving = whole.fields().unwrap().iter().any(|f| f.max_speed() > 1e-4);
+        assert!(moving, "{name}: the flow develops");
+    }
+    for s in Streaming::ALL {
+        let c = cavity(16, 0.1, s);
+        compare(&format!("{s:?} cavity f64"), &c, &nested(5, 11), 2);
+        compare(&format!("{s:?} cavity f64"), &c, &nested(5, 11), 3);
+        let c32 = SolverConfig { precision: Precision::F32, force: [1e-5, 0.0, -2e-5], ..c.clone() };
+        compare(&format!("{s:?} cavity f32 with a force"), &c32, &nested(5, 11), 2);
+        let c16 =
+            SolverConfig { precision: Precision::F16, collision: CollisionModel::Trt { magic: 0.25 }, ..c.clone() };
+        compare(&format!("{s:?} cavity 16-bit TRT"), &c16, &nested(5, 11), 4);
+        let d27 = SolverConfig { lattice: LatticeKind::D3Q27, ..c.clone() };
+        compare(&format!("{s:?} cavity D3Q27"), &d27, &nested(5, 11), 2);
+        let box_flow = config(Dims::new(16, 16, 16), [FaceBoundary::Periodic; 6], [0.05, -0.02, 0.03], s);
+        compare(&format!("{s:?} periodic box"), &box_flow, &nested(4, 12), 2);
+        let mut faces = [FaceBoundary::Wall; 6];
+        faces[0] = FaceBoundary::VelocityInlet([0.05, 0.0, 0.0], OpenScheme::Regularized);
+        faces[1] = FaceBoundary::PressureOutlet(1.0, OpenScheme::Regularized);
+        let channel = config(Dims::new(32, 16, 16), faces, [0.0; 3], s);
+        let r = Refinement {
+            levels: 2,
+            boxes: vec![RefinedBox { lo: [12, 5, 5], hi: [20, 11, 11], level: 1 }],
+            ..Default::default()
+        };
+        compare(&format!("{s:?} channel"), &channel, &r, 2);
+    }
+    let split = SolverConfig { precision: Precision::F32, ..cavity(16, 0.1, Streaming::TwoLattice) };
+    compare("split step", &split, &Refinement { fusion: Fusion::Split, ..nested(5, 11) }, 3);
+}
+
+/// A split that leaves a partition without a block layer of level 0 is
+/// refused with the reason.
+#[test]
+fn too_many_partitions_for_the_levels_are_refused() {
+    let c = cavity(16, 0.1, Streaming::EsotericPull);
+    let err = build_refined(&c, &nested(5, 11), 4, crate::solver::BackendKind::Cpu, &[0; 5], "").err();
+    let message = err.expect("refused").to_string();
+    assert!(message.contains("4 block layers") && message.contains("too few for 5 GPUs"), "{message}");
 }
