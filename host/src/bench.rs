@@ -158,8 +158,7 @@ impl BenchGeometry {
                 faces[1] = FaceBoundary::PressureOutlet(1.0, OpenScheme::Regularized);
                 let mut domain = Domain::with_faces(periodic.domain.dims, faces)?;
                 let d = domain.dims;
-                let r = size as f64 / 8.0;
-                let centre = [size as f64 / 3.0, d.ny as f64 / 2.0, d.nz as f64 / 2.0];
+                let (centre, r) = tunnel_sphere(size, d);
                 for n in 0..d.cells() {
                     let (x, y, z) = d.coords(n as u32);
                     let p = [x as f64 + 0.5, y as f64 + 0.5, if d.nz == 1 { centre[2] } else { z as f64 + 0.5 }];
@@ -181,6 +180,13 @@ impl BenchGeometry {
             }
         })
     }
+}
+
+/// The sphere of the wind tunnel of side `size` ([`BenchGeometry::Tunnel`])
+/// in a box `d`: its centre (a third of the way along x, in the middle
+/// across) and radius (an eighth of the side).
+fn tunnel_sphere(size: u32, d: Dims) -> ([f64; 3], f64) {
+    ([size as f64 / 3.0, d.ny as f64 / 2.0, d.nz as f64 / 2.0], size as f64 / 8.0)
 }
 
 /// `domain` with resting-wall spheres (discs in 2D) of `radius` at
@@ -305,6 +311,22 @@ mod tests {
         assert!((0.38..=0.4).contains(&porosity), "bed porosity {porosity}");
     }
 
+    /// The refined tunnel's levels nest around the sphere with every jump in
+    /// the flow (the build refuses jumps at walls and open faces), and a few
+    /// coarse steps keep its mass.
+    #[test]
+    fn the_refined_tunnel_builds_and_steps() {
+        use crate::levels::{Fusion, Levels, RefinedCpu};
+        let c = BenchGeometry::Tunnel.config(LatticeKind::D3Q19, Precision::F64, Streaming::EsotericPull, 64).unwrap();
+        let r = refined_tunnel(64, 3, Fusion::Fused);
+        let levels = Levels::build(&c.domain, &r, 8, c.lattice).unwrap();
+        let own = levels.own_cells();
+        assert!(own.iter().all(|&n| n > 0), "every level owns cells: {own:?}");
+        let mut run = RefinedCpu::<kernels_gpu::D3Q19, 19, f64>::new(&c, &r, 8).unwrap();
+        run.step(2);
+        assert!(run.mass().is_finite());
+    }
+
     /// Each case runs the collision operator it names, and its result says which.
     #[test]
     fn measure_runs_and_reports_the_case_collision() {
@@ -335,6 +357,8 @@ mod tests {
 /// One measured refined cavity ([`measure_refined`]).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct RefinedResult {
+    /// The cavity or the wind tunnel.
+    pub geometry: &'static str,
     /// Velocity set.
     pub lattice: &'static str,
     /// Storage.
@@ -393,11 +417,35 @@ pub fn refined_cavity(size: u32, levels: u32, fusion: crate::levels::Fusion) -> 
     Refinement { levels, boxes, fusion, geometry: None }
 }
 
+/// The refinement of the benchmark's wind tunnel of side `size`
+/// ([`BenchGeometry::Tunnel`]) with `levels` levels: level `k` covers a
+/// cube around the sphere reaching `(levels - k) size / 16` cells past its
+/// surface, so that every jump lies in the flow, at least a sixteenth of
+/// the side from the sphere and the open faces. (Every level takes level
+/// 0's cells of the sphere.)
+pub fn refined_tunnel(size: u32, levels: u32, fusion: crate::levels::Fusion) -> crate::levels::Refinement {
+    use crate::levels::{RefinedBox, Refinement};
+    let (centre, r) = tunnel_sphere(size, Dims::new(size, size, size));
+    let boxes = (1..levels)
+        .map(|k| {
+            let reach = r + (levels - k) as f64 * size as f64 / 16.0;
+            RefinedBox {
+                lo: centre.map(|c| (c - reach).floor().max(0.0) as u32),
+                hi: centre.map(|c| ((c + reach).ceil() as u32).min(size)),
+                level: k,
+            }
+        })
+        .collect();
+    Refinement { levels, boxes, fusion, geometry: None }
+}
+
 /// What [`measure_refined`] measures: the refined cavity of side `size`
-/// ([`refined_cavity`]) with `levels` levels on blocks of `block` cells,
-/// stepped `fusion`'s way.
+/// ([`refined_cavity`]) or wind tunnel ([`refined_tunnel`]) with `levels`
+/// levels on blocks of `block` cells, stepped `fusion`'s way.
 #[derive(Clone, Copy, Debug)]
 pub struct RefinedCase {
+    /// The cavity or the wind tunnel.
+    pub geometry: BenchGeometry,
     /// Velocity set (3D).
     pub lattice: LatticeKind,
     /// Storage.
@@ -422,9 +470,18 @@ pub fn measure_refined(
     steps: u64,
     copy_bandwidth: Option<f64>,
 ) -> Result<RefinedResult> {
-    let RefinedCase { lattice, precision, streaming, fusion, size, levels, block } = case;
-    let config = BenchGeometry::Cavity.config(lattice, precision, streaming, size)?;
-    let refinement = refined_cavity(size, levels, fusion);
+    let RefinedCase { geometry, lattice, precision, streaming, fusion, size, levels, block } = case;
+    let config = geometry.config(lattice, precision, streaming, size)?;
+    let refinement = match geometry {
+        BenchGeometry::Cavity => refined_cavity(size, levels, fusion),
+        BenchGeometry::Tunnel => refined_tunnel(size, levels, fusion),
+        other => {
+            return Err(Error::Setup(format!(
+                "--grids multires refines the cavity or the tunnel, not the {}: use --geometry cavity,tunnel",
+                other.name()
+            )))
+        }
+    };
     let profiled = steps.clamp(1, 20);
     let (cells, seconds, profile) =
         crate::dispatch!(lattice, precision, time_refined(device, &config, &refinement, block, steps, profiled))?;
@@ -432,6 +489,7 @@ pub fn measure_refined(
     let mlups = updates_per_step as f64 * steps as f64 / seconds / 1e6;
     let bytes_per_cell = bytes_per_cell_update(lattice, precision);
     Ok(RefinedResult {
+        geometry: geometry.name(),
         lattice: lattice.name(),
         precision: precision.name(),
         streaming: streaming.name(),

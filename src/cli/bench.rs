@@ -432,8 +432,16 @@ fn bench_multires(
     m: &Multires,
     copy: Option<f64>,
 ) -> Result<Vec<RefinedResult>> {
+    let geometries: Vec<BenchGeometry> =
+        o.geometries.iter().copied().filter(|g| matches!(g, BenchGeometry::Cavity | BenchGeometry::Tunnel)).collect();
+    if geometries.is_empty() {
+        return Err(Error::Setup(
+            "--grids multires refines the cavity or the tunnel: add cavity or tunnel to --geometry".into(),
+        ));
+    }
     println!(
-        "refined cavity (--grids multires): level k covers the middle 1/2^k of the cube along each axis; BGK; \
+        "refined cavity (--grids multires): level k covers the middle 1/2^k of the cube along each axis; refined \
+         tunnel: level k covers a cube around the sphere reaching (levels - k) x size/16 cells past it; BGK; \
          blocks of {MULTIRES_BLOCK}^3 on every level"
     );
     println!(" MLUPS counts cell updates summed over levels (a level-l cell updates 2^l times per coarse step);");
@@ -445,7 +453,8 @@ fn bench_multires(
     );
     println!(" from events around every launch of 20 further steps");
     println!(
-        "{:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8} {:>7} {:>8} {:>9}",
+        "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8} {:>7} {:>8} {:>9}",
+        "geometry",
         "lattice",
         "prec",
         "streaming",
@@ -460,7 +469,7 @@ fn bench_multires(
         "levels ms"
     );
     let mut out = Vec::new();
-    for &size in &o.sizes {
+    for (&geometry, &size) in geometries.iter().flat_map(|g| o.sizes.iter().map(move |s| (g, s))) {
         for &levels in &m.levels {
             for &lattice in o.lattices.iter().filter(|l| l.dimension() == 3) {
                 for &precision in &o.precisions {
@@ -471,6 +480,7 @@ fn bench_multires(
                                 continue;
                             }
                             let case = RefinedCase {
+                                geometry,
                                 lattice,
                                 precision,
                                 streaming,
@@ -483,7 +493,8 @@ fn bench_multires(
                             let cells = r.cells.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("/");
                             let (jump, within) = r.jump_and_levels_ms();
                             println!(
-                                "{:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8.0} {:>7} {:>8.3} {:>9.3}",
+                                "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8.0} {:>7} {:>8.3} {:>9.3}",
+                                r.geometry,
                                 r.lattice,
                                 r.precision,
                                 r.streaming,
@@ -509,12 +520,14 @@ fn bench_multires(
     }
     for split in out.iter().filter(|r| r.fusion == Fusion::Split.name()) {
         let same = |r: &&RefinedResult| {
-            (r.lattice, r.precision, r.size, r.levels) == (split.lattice, split.precision, split.size, split.levels)
+            (r.geometry, r.lattice, r.precision, r.size, r.levels)
+                == (split.geometry, split.lattice, split.precision, split.size, split.levels)
                 && r.fusion == Fusion::Fused.name()
         };
         for fused in out.iter().filter(same) {
             println!(
-                "fused {} {} {}^3 {} levels, {}: {:+.1}% MLUPS against split",
+                "fused {} {} {} {}^3 {} levels, {}: {:+.1}% MLUPS against split",
+                fused.geometry,
                 fused.lattice,
                 fused.precision,
                 fused.size,
