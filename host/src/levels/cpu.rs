@@ -4,7 +4,7 @@
 //! [`kernels_gpu::levels`]).
 
 use super::split::Transfer;
-use super::split_run::Partition;
+use super::split_run::{pair, Partition};
 use super::{Fusion, Levels, Refinement};
 use crate::curved::CurvedTables;
 use crate::domain::OpenGroup;
@@ -509,11 +509,10 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Partition<S> for RefinedCpu<L, Q
 
     fn exchange(parts: &mut [Self], transfers: &mut [Transfer], l: usize) -> Result<()> {
         for t in transfers.iter() {
-            let from = &parts[t.from].states[l].f;
-            let values: Vec<S> = t.src.iter().map(|&n| from[n as usize]).collect();
-            let to = &mut parts[t.to].states[l].f;
-            for (&n, v) in t.dst.iter().zip(values) {
-                to[n as usize] = v;
+            let (from, to) = pair(parts, t.from, t.to);
+            let (from, to) = (&from.states[l].f, &mut to.states[l].f);
+            for (&s, &d) in t.src.iter().zip(&t.dst) {
+                to[d as usize] = from[s as usize];
             }
         }
         Ok(())

@@ -5,7 +5,7 @@
 
 use super::cpu::{for_each_own_cell, mass_of, Observer, RefinedCpu};
 use super::split::Transfer;
-use super::split_run::Partition;
+use super::split_run::{pair, Partition};
 use super::{Fusion, Levels};
 use crate::domain::OpenGroup;
 use crate::error::{CudaContextExt, Result};
@@ -519,18 +519,6 @@ pub(super) struct DeviceTransfer<E> {
     sent: CudaEvent,
     /// Recorded on the receiver's stream once they are scattered.
     scattered: CudaEvent,
-}
-
-/// Two distinct elements of `parts`, the first shared.
-fn pair<T>(parts: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
-    assert_ne!(a, b, "a transfer joins two partitions");
-    if a < b {
-        let (head, tail) = parts.split_at_mut(b);
-        (&head[a], &mut tail[0])
-    } else {
-        let (head, tail) = parts.split_at_mut(a);
-        (&tail[0], &mut head[b])
-    }
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {

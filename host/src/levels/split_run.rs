@@ -35,6 +35,18 @@ pub(super) trait Partition<S: Storage>: Send + Sized {
     fn backend(&self) -> BackendKind;
 }
 
+/// Two distinct elements of `parts`, the first shared.
+pub(super) fn pair<T>(parts: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
+    assert_ne!(a, b, "a transfer joins two partitions");
+    if a < b {
+        let (head, tail) = parts.split_at_mut(b);
+        (&head[a], &mut tail[0])
+    } else {
+        let (head, tail) = parts.split_at_mut(a);
+        (&tail[0], &mut head[b])
+    }
+}
+
 /// The transfers after each write of each level, by the parity of the
 /// step whose slots it wrote (`[even, odd]`).
 type Transfers<T> = Vec<[Vec<T>; 2]>;
