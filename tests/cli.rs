@@ -505,6 +505,17 @@ fn bench_help_lists_collisions() {
     assert!(err.contains("--collisions applies to one-GPU benchmarks"), "{err}");
 }
 
+/// Refined scaling (`--grids multires --gpus`) asks for a refined geometry
+/// before it looks for GPUs.
+#[test]
+fn refined_scaling_needs_a_refined_geometry() {
+    let args = ["bench", "--grids", "multires", "--gpus", "1,2", "--sizes", "128", "--geometry", "periodic"];
+    let o = lbm().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("refines the cavity or the tunnel"), "{err}");
+}
+
 /// `--collisions bgk,trt` and `--grids dense,sparse4` run each case once per
 /// operator and grid, and each row of the table and of the JSON says which
 /// (the columns after `occ`).

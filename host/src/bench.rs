@@ -372,6 +372,8 @@ pub struct RefinedResult {
     pub levels: u32,
     /// Block edge of every level.
     pub block: u32,
+    /// GPUs its levels are split over.
+    pub gpus: usize,
     /// Cells each level owns.
     pub cells: Vec<usize>,
     /// Coarse steps timed.
@@ -384,7 +386,8 @@ pub struct RefinedResult {
     pub mlups: f64,
     /// Bytes per cell update, [`bytes_per_cell_update`].
     pub bytes_per_cell: usize,
-    /// Effective bandwidth over the copy bandwidth measured in the same run.
+    /// Effective bandwidth over the copy bandwidth measured in the same
+    /// run (of one GPU, times the GPUs).
     pub fraction_of_copy: Option<f64>,
     /// Milliseconds per coarse step in each part of the step, from events
     /// around every launch of a separate profiled run ([`crate::levels::Part`]).
@@ -463,15 +466,9 @@ pub struct RefinedCase {
     pub block: u32,
 }
 
-/// Times `steps` coarse steps of `case` on `device` after 2 of warm-up,
-/// then profiles a few more (events around every launch).
-pub fn measure_refined(
-    device: &crate::gpu::GpuDevice,
-    case: RefinedCase,
-    steps: u64,
-    copy_bandwidth: Option<f64>,
-) -> Result<RefinedResult> {
-    let RefinedCase { geometry, lattice, precision, streaming, fusion, size, levels, block } = case;
+/// The configuration and refinement of `case`.
+fn refined_setup(case: &RefinedCase) -> Result<(SolverConfig, crate::levels::Refinement)> {
+    let RefinedCase { geometry, lattice, precision, streaming, fusion, size, levels, .. } = *case;
     let config = geometry.config(lattice, precision, streaming, size)?;
     let refinement = match geometry {
         BenchGeometry::Cavity => refined_cavity(size, levels, fusion),
@@ -483,30 +480,80 @@ pub fn measure_refined(
             )))
         }
     };
+    Ok((config, refinement))
+}
+
+impl RefinedResult {
+    /// The result of timing `steps` coarse steps of `case` in `seconds` on
+    /// `gpus` GPUs, its levels owning `cells`.
+    fn new(case: RefinedCase, gpus: usize, cells: Vec<usize>, steps: u64, seconds: f64, copy: Option<f64>) -> Self {
+        let updates_per_step: u64 = cells.iter().enumerate().map(|(l, &n)| (n as u64) << l).sum();
+        let mlups = updates_per_step as f64 * steps as f64 / seconds / 1e6;
+        let bytes_per_cell = bytes_per_cell_update(case.lattice, case.precision);
+        RefinedResult {
+            geometry: case.geometry.name(),
+            lattice: case.lattice.name(),
+            precision: case.precision.name(),
+            streaming: case.streaming.name(),
+            fusion: case.fusion.name(),
+            size: case.size,
+            levels: case.levels,
+            block: case.block,
+            gpus,
+            cells,
+            steps,
+            seconds,
+            updates_per_step,
+            mlups,
+            bytes_per_cell,
+            fraction_of_copy: copy.map(|bw| mlups * 1e6 * bytes_per_cell as f64 / (gpus as f64 * bw)),
+            profile_ms: Vec::new(),
+        }
+    }
+}
+
+/// Times `steps` coarse steps of `case` on `device` after 2 of warm-up,
+/// then profiles a few more (events around every launch).
+pub fn measure_refined(
+    device: &crate::gpu::GpuDevice,
+    case: RefinedCase,
+    steps: u64,
+    copy_bandwidth: Option<f64>,
+) -> Result<RefinedResult> {
+    let (config, refinement) = refined_setup(&case)?;
     let profiled = steps.clamp(1, 20);
-    let (cells, seconds, profile) =
-        crate::dispatch!(lattice, precision, time_refined(device, &config, &refinement, block, steps, profiled))?;
-    let updates_per_step: u64 = cells.iter().enumerate().map(|(l, &n)| (n as u64) << l).sum();
-    let mlups = updates_per_step as f64 * steps as f64 / seconds / 1e6;
-    let bytes_per_cell = bytes_per_cell_update(lattice, precision);
-    Ok(RefinedResult {
-        geometry: geometry.name(),
-        lattice: lattice.name(),
-        precision: precision.name(),
-        streaming: streaming.name(),
-        fusion: fusion.name(),
-        size,
-        levels,
-        block,
-        cells,
-        steps,
-        seconds,
-        updates_per_step,
-        mlups,
-        bytes_per_cell,
-        fraction_of_copy: copy_bandwidth.map(|bw| mlups * 1e6 * bytes_per_cell as f64 / bw),
-        profile_ms: profile.into_iter().map(|(p, s)| (p.name(), 1e3 * s / profiled as f64)).collect(),
-    })
+    let (cells, seconds, profile) = crate::dispatch!(
+        case.lattice,
+        case.precision,
+        time_refined(device, &config, &refinement, case.block, steps, profiled)
+    )?;
+    let mut r = RefinedResult::new(case, 1, cells, steps, seconds, copy_bandwidth);
+    r.profile_ms = profile.into_iter().map(|(p, s)| (p.name(), 1e3 * s / profiled as f64)).collect();
+    Ok(r)
+}
+
+/// Times `steps` coarse steps of `case` after 2 of warm-up, its levels
+/// split along z over the GPUs `devices` (kernels `ptx`) as `lbm run`
+/// splits them; `copy_bandwidth` is one GPU's, and the fraction of copy is
+/// of all of theirs.
+pub fn measure_refined_split(
+    devices: &[usize],
+    ptx: &str,
+    case: RefinedCase,
+    steps: u64,
+    copy_bandwidth: Option<f64>,
+) -> Result<RefinedResult> {
+    let (config, refinement) = refined_setup(&case)?;
+    let backend = crate::solver::BackendKind::Gpu(devices[0]);
+    let mut solver = crate::levels::build_refined(&config, &refinement, case.block, backend, devices, ptx)?;
+    let cells = solver.levels().own_cells();
+    solver.step(2)?;
+    solver.synchronize()?;
+    let t0 = Instant::now();
+    solver.step(steps)?;
+    solver.synchronize()?;
+    let seconds = t0.elapsed().as_secs_f64();
+    Ok(RefinedResult::new(case, devices.len(), cells, steps, seconds, copy_bandwidth))
 }
 
 /// The cells per level of the refined domain, the seconds `steps` coarse

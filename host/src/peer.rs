@@ -110,8 +110,34 @@ pub(crate) unsafe fn copy_placed_async(
     unsafe { sys::cuMemcpy3DPeerAsync(&copy, stream.cu_stream()) }.result().ctx("queuing a halo copy")
 }
 
-/// Enables peer access between neighbouring devices where possible and
-/// says, for each neighbouring pair, how copies travel.
+/// Lets `user` reach the memory `owner` allocates from its pool. Buffers
+/// come from each device's stream-ordered pool, which peer access between
+/// contexts does not cover: without this, a copy between two of them is
+/// staged through the host.
+fn share_pool(owner: &GpuDevice, user: &GpuDevice) -> Result<()> {
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: a plain query of a valid device handle.
+    unsafe { sys::cuDeviceGetMemPool(&mut pool, owner.context().cu_device()) }
+        .result()
+        .ctx("querying a device's memory pool")?;
+    let access = sys::CUmemAccessDesc {
+        location: sys::CUmemLocation {
+            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id: user.context().cu_device(),
+        },
+        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    // SAFETY: `pool` is the device's live pool and `access` one valid entry.
+    unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }.result().ctx(format!(
+        "letting GPU {} reach the memory of GPU {}",
+        user.ordinal(),
+        owner.ordinal()
+    ))
+}
+
+/// Enables peer access between neighbouring devices where possible, their
+/// memory pools' too, and says, for each neighbouring pair, how copies
+/// travel.
 pub(crate) fn enable_access(devices: &[GpuDevice]) -> Result<Vec<String>> {
     let n = devices.len();
     let mut links = Vec::new();
@@ -139,6 +165,7 @@ pub(crate) fn enable_access(devices: &[GpuDevice]) -> Result<Vec<String>> {
             if r != sys::CUresult::CUDA_SUCCESS && r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
                 r.result().ctx(format!("enabling peer access from GPU {} to GPU {}", from.ordinal(), to.ordinal()))?;
             }
+            share_pool(to, from)?;
         }
         links.push(format!("GPU {} <-> GPU {}: peer access", a.ordinal(), b.ordinal()));
     }

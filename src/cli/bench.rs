@@ -3,8 +3,8 @@
 //! collision operator, in one run.
 
 use lbm::host::bench::{
-    bytes_per_cell_update, max_cube, measure, measure_refined, BenchCase, BenchGeometry, BenchResult, RefinedCase,
-    RefinedResult,
+    bytes_per_cell_update, max_cube, measure, measure_refined, measure_refined_split, BenchCase, BenchGeometry,
+    BenchResult, RefinedCase, RefinedResult,
 };
 use lbm::host::files::write_atomic;
 use lbm::host::groups::BoundaryGroups;
@@ -538,4 +538,102 @@ fn bench_multires(
         }
     }
     Ok(out)
+}
+
+#[derive(serde::Serialize)]
+struct RefinedScalingReport {
+    device: String,
+    copy_bandwidth_gb_per_s: f64,
+    results: Vec<RefinedResult>,
+}
+
+/// Strong scaling of the refined cavity or tunnel: every case of `o` with
+/// its levels split along z over GPUs 0 .. N-1 for each N of `gpus`, as
+/// `lbm run` splits them, against the same step on GPU 0 alone.
+pub fn scaling_multires(o: BenchOptions, gpus: &[usize]) -> Result<()> {
+    let m = o.multires.as_ref().expect("refined scaling asks for --grids multires");
+    let geometries: Vec<BenchGeometry> =
+        o.geometries.iter().copied().filter(|g| matches!(g, BenchGeometry::Cavity | BenchGeometry::Tunnel)).collect();
+    if geometries.is_empty() {
+        return Err(Error::Setup(
+            "--grids multires refines the cavity or the tunnel: add cavity or tunnel to --geometry".into(),
+        ));
+    }
+    let ptx = lbm::ptx::active();
+    let available = lbm::host::gpu::device_count()?;
+    let most = gpus.iter().copied().max().unwrap_or(1);
+    if most > available {
+        return Err(Error::Setup(format!("--gpus asks for {most} GPUs, this machine has {available}")));
+    }
+    let d0 = lbm::host::gpu::GpuDevice::open(0, &ptx)?;
+    let copy = d0.copy_bandwidth(COPY_BYTES, 20)?;
+    let device = format!("{available} x {}", d0.info()?.name);
+    drop(d0);
+    println!("devices: {device}; copy bandwidth of GPU 0: {:.1} GB/s", copy / 1e9);
+    println!(
+        "refined strong scaling: every level split along z over GPUs 0 .. N-1; MLUPS counts cell updates summed over \
+         levels; efficiency = MLUPS on N GPUs / (N x MLUPS on GPU 0 alone); of copy = MLUPS x bytes per cell update \
+         / (N x copy bandwidth of GPU 0)"
+    );
+    println!(
+        "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>4} {:>9} {:>7} {:>7} {:>9}",
+        "geometry", "lattice", "prec", "streaming", "step", "size", "lv", "gpus", "MLUPS", "eff", "of copy", "ms/step"
+    );
+    let mut results = Vec::new();
+    for (&geometry, &size) in geometries.iter().flat_map(|g| o.sizes.iter().map(move |s| (g, s))) {
+        for &levels in &m.levels {
+            for &lattice in o.lattices.iter().filter(|l| l.dimension() == 3) {
+                for &precision in &o.precisions {
+                    for &streaming in &o.streaming {
+                        for &fusion in &m.fusion {
+                            let exact = matches!(precision, Precision::F32 | Precision::F64);
+                            if fusion == Fusion::Split && (streaming != Streaming::TwoLattice || !exact) {
+                                continue;
+                            }
+                            let case = RefinedCase {
+                                geometry,
+                                lattice,
+                                precision,
+                                streaming,
+                                fusion,
+                                size,
+                                levels,
+                                block: MULTIRES_BLOCK,
+                            };
+                            let mut one = None;
+                            for n in std::iter::once(1).chain(gpus.iter().copied().filter(|&n| n > 1)) {
+                                let devices: Vec<usize> = (0..n).collect();
+                                let r = measure_refined_split(&devices, &ptx, case, o.steps, Some(copy))?;
+                                let base = *one.get_or_insert(r.mlups);
+                                println!(
+                                    "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>4} {:>9.0} {:>6.1}% {:>7} {:>9.3}",
+                                    r.geometry,
+                                    r.lattice,
+                                    r.precision,
+                                    r.streaming,
+                                    r.fusion,
+                                    r.size,
+                                    r.levels,
+                                    n,
+                                    r.mlups,
+                                    100.0 * r.mlups / (n as f64 * base),
+                                    r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_default(),
+                                    1e3 * r.seconds / r.steps as f64,
+                                );
+                                results.push(r);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(path) = o.json {
+        let report = RefinedScalingReport { device, copy_bandwidth_gb_per_s: copy / 1e9, results };
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
+        write_atomic(&path, text.as_bytes())?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
 }

@@ -146,6 +146,8 @@ enum Command {
         fusion: Vec<String>,
         /// Multi-GPU scaling instead: GPU counts to run each size on (3D
         /// lattices, f32, Esoteric Pull, BGK), e.g. 1,2,4; devices 0 .. N-1.
+        /// With --grids multires: the refined cases with their levels split
+        /// over those GPUs.
         #[arg(long, value_delimiter = ',')]
         gpus: Vec<usize>,
         #[arg(long, value_delimiter = ',', default_values_t = exchange_names(),
@@ -343,12 +345,26 @@ pub fn execute(cli: Cli) -> Result<()> {
             if sizes.iter().any(|&n| n < 3) {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
             }
+            if !gpus.is_empty() && multires {
+                return bench::scaling_multires(
+                    bench::BenchOptions {
+                        sizes,
+                        steps,
+                        lattices,
+                        precisions,
+                        streaming,
+                        collisions,
+                        grids,
+                        groups,
+                        geometries,
+                        json,
+                        max_size,
+                        multires: Some(bench::Multires { levels, fusion }),
+                    },
+                    &gpus,
+                );
+            }
             if !gpus.is_empty() {
-                if multires {
-                    return Err(lbm::Error::Setup(
-                        "--grids multires applies to one-GPU benchmarks: leave out --gpus".into(),
-                    ));
-                }
                 if groups.iter().any(|&g| g != BoundaryGroups::Lists) {
                     return Err(lbm::Error::Setup(
                         "--boundary-groups applies to one-GPU benchmarks: --gpus measures the lists variant".into(),

@@ -482,9 +482,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
     /// This domain (as it stands: usually just initialised) cut into the
     /// partitions of `split`, each a refined domain of its own, with the
     /// whole levels.
-    pub(super) fn split(self, split: &super::SplitLevels) -> (Levels, Vec<Self>) {
-        let parts = (0..split.len())
-            .map(|p| {
+    pub(super) fn split(self, split: &super::SplitLevels, part_levels: Vec<Levels>) -> (Levels, Vec<Self>) {
+        let parts = (part_levels.into_iter().enumerate())
+            .map(|(p, levels)| {
                 let states = (self.states.iter().enumerate())
                     .map(|(l, s)| {
                         let f = split.scatter(&self.levels, l, p, &s.f, Q);
@@ -492,7 +492,6 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
                         LevelState { f, f_next, t: s.t, config: s.config.clone(), curved: None }
                     })
                     .collect();
-                let levels = Levels { levels: split.parts[p].levels.clone(), children: split.parts[p].children };
                 Self { levels, states, scheme: self.scheme, fusion: self.fusion, t: self.t, _lattice: PhantomData }
             })
             .collect();

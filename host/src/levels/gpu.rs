@@ -5,7 +5,7 @@
 
 use super::cpu::{for_each_own_cell, mass_of, Observer, RefinedCpu};
 use super::split::Transfer;
-use super::split_run::{pair, Partition};
+use super::split_run::Partition;
 use super::{Fusion, Levels};
 use crate::domain::OpenGroup;
 use crate::error::{CudaContextExt, Result};
@@ -18,6 +18,7 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use kernels_gpu::kernels::block_size;
 use kernels_gpu::{GridKind, KernelKind, Lattice, LevelKernel, OpenBoundary, Streaming};
+use rayon::prelude::*;
 use std::marker::PhantomData;
 
 /// An open-boundary group on the device: its cells' storage numbers and
@@ -527,6 +528,35 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
     pub(super) fn on_devices(devices: Vec<GpuDevice>, cpu: Vec<RefinedCpu<L, Q, S>>) -> Result<Vec<Self>> {
         devices.into_iter().zip(cpu).map(|(d, c)| Self::new(d, c)).collect()
     }
+
+    /// Queues the sender's half of `t` after its write of level `l`: the
+    /// gather, and the copy into the receiver's buffer on `to`.
+    fn send(&self, to: &GpuDevice, t: &mut DeviceTransfer<S::Elem>, l: usize) -> Result<()> {
+        let s = self.device.stream().clone();
+        // `recv` is free once the receiver scattered it the last time
+        // (an event never recorded is no wait).
+        s.wait(&t.scattered).ctx("waiting for a partition's last scatter")?;
+        launch::exchange_gather(&s, &self.kernels.gather, &self.states[l].f, &t.src, &mut t.send, t.count)?;
+        let bytes = t.count as usize * std::mem::size_of::<S::Elem>();
+        {
+            let (from, _from_sync) = t.send.device_ptr(&s);
+            let (into, _into_sync) = t.recv.device_ptr_mut(&s);
+            // SAFETY: both buffers hold `count` values; the receiver reads
+            // `recv` only after `sent`, and it is written again only after
+            // `scattered`.
+            unsafe { peer::copy_async((&self.device, from), (to, into), bytes, &s)? };
+        }
+        t.sent.record(&s).ctx("recording an event")
+    }
+
+    /// Queues the receiver's half of `t`: the scatter into level `l` once
+    /// the values arrived.
+    fn receive(&mut self, t: &DeviceTransfer<S::Elem>, l: usize) -> Result<()> {
+        let r = self.device.stream().clone();
+        r.wait(&t.sent).ctx("waiting for a partition's values")?;
+        launch::exchange_scatter(&r, &self.kernels.scatter, &mut self.states[l].f, &t.dst, &t.recv, t.count)?;
+        t.scattered.record(&r).ctx("recording an event")
+    }
 }
 
 impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partition<S> for RefinedGpu<L, Q, S> {
@@ -552,35 +582,17 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> Partition<S> for RefinedGp
     }
 
     fn exchange(parts: &mut [Self], transfers: &mut [Self::Transfer], l: usize) -> Result<()> {
-        // Every sender first, then every receiver, so that no partition
-        // waits for another's scatter before it sends.
-        for t in transfers.iter_mut() {
-            let (sender, receiver) = pair(parts, t.from, t.to);
-            let s = sender.device.stream().clone();
-            // `recv` is free once the receiver scattered it the last time
-            // (an event never recorded is no wait).
-            s.wait(&t.scattered).ctx("waiting for a partition's last scatter")?;
-            launch::exchange_gather(&s, &sender.kernels.gather, &sender.states[l].f, &t.src, &mut t.send, t.count)?;
-            let bytes = t.count as usize * std::mem::size_of::<S::Elem>();
-            {
-                let (from, _from_sync) = t.send.device_ptr(&s);
-                let (to, _to_sync) = t.recv.device_ptr_mut(&s);
-                // SAFETY: both buffers hold `count` values; the receiver
-                // reads `recv` only after `sent`, and it is written again
-                // only after `scattered`.
-                unsafe { peer::copy_async((&sender.device, from), (&receiver.device, to), bytes, &s)? };
-            }
-            t.sent.record(&s).ctx("recording an event")?;
-        }
-        for t in transfers.iter_mut() {
-            let (_, receiver) = pair(parts, t.from, t.to);
-            let r = receiver.device.stream().clone();
-            r.wait(&t.sent).ctx("waiting for a partition's values")?;
-            let f = &mut receiver.states[l].f;
-            launch::exchange_scatter(&r, &receiver.kernels.scatter, f, &t.dst, &t.recv, t.count)?;
-            t.scattered.record(&r).ctx("recording an event")?;
-        }
-        Ok(())
+        // Each sender's transfers on a thread of its own, then each
+        // receiver's: every `sent` is recorded before a receiver waits for
+        // it, and no partition waits for another's scatter before it sends.
+        let senders: &[Self] = parts;
+        transfers.par_chunk_by_mut(|a, b| a.from == b.from).try_for_each(|sends| {
+            sends.iter_mut().try_for_each(|t| senders[t.from].send(&senders[t.to].device, t, l))
+        })?;
+        let transfers = &*transfers;
+        parts.par_iter_mut().enumerate().try_for_each(|(p, receiver)| {
+            transfers.iter().filter(|t| t.to == p).try_for_each(|t| receiver.receive(t, l))
+        })
     }
 
     fn explode(&mut self, l: usize) -> Result<()> {

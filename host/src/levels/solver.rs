@@ -108,9 +108,9 @@ pub fn build_refined(
         if parts < 2 {
             return Ok(Refined::boxed(whole, c));
         }
-        let split = SplitLevels::new(whole.levels(), parts as u32)?;
+        let (split, part_levels) = SplitLevels::new(whole.levels(), parts as u32)?;
         let scheme = whole.streaming();
-        let (levels, pieces) = whole.split(&split);
+        let (levels, pieces) = whole.split(&split, part_levels);
         Ok(Refined::boxed(SplitRun::<L, Q, S, RefinedCpu<L, Q, S>>::new(levels, split, pieces, scheme)?, c))
     }
     fn gpu<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
@@ -124,9 +124,11 @@ pub fn build_refined(
             let device = devices.into_iter().next().expect("one device at least");
             return Ok(Refined::boxed(RefinedGpu::new(device, whole)?, c));
         }
-        let split = SplitLevels::new(whole.levels(), devices.len() as u32)?;
+        let (split, part_levels) = SplitLevels::new(whole.levels(), devices.len() as u32)?;
         let scheme = whole.streaming();
-        let (levels, pieces) = whole.split(&split);
+        let (levels, pieces) = whole.split(&split, part_levels);
+        // The cuts join neighbouring GPUs, which copy directly where they can.
+        crate::peer::enable_access(&devices)?;
         let pieces = RefinedGpu::on_devices(devices, pieces)?;
         Ok(Refined::boxed(SplitRun::<L, Q, S, RefinedGpu<L, Q, S>>::new(levels, split, pieces, scheme)?, c))
     }

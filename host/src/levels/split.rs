@@ -16,12 +16,11 @@
 //! one of their cells wrote. In both streaming schemes each value a step
 //! writes has one writer cell, found with [`stored_slot`] as the kernels
 //! store, so the host lists, per level, operation and parity, the values
-//! that cross each cut ([`Plan`]). With every stored value current on every
-//! partition that stores it, each partition reads what the whole grid would,
-//! and the populations are the whole grid's bit for bit. (A value a halo
-//! cell's neighbour beyond the halo writes is not current there, and no
-//! update reads it: reads reach two cells from a cut at most, the slopes of
-//! an explosion, and a halo is four or eight.)
+//! that cross each cut ([`Plan`]), keeping those stored within [`REACH`]
+//! cells of the receiver's own: every value a partition's updates read is
+//! then current, so each partition reads what the whole grid would, and the
+//! populations are the whole grid's bit for bit. (The rest of a halo, four
+//! or eight cells deep, goes stale, and nothing reads it.)
 
 use super::{LevelGrid, Levels};
 use crate::error::{Error, Result};
@@ -41,6 +40,10 @@ pub(super) struct Share {
     /// Its number of each of the whole level's blocks (`u32::MAX` where it
     /// stores none; the solid block maps to its solid block).
     map: Vec<u32>,
+    /// How many of `blocks` are its own (they come first).
+    own_blocks: u32,
+    /// Its own cells' z range at the level's spacing.
+    own_z: Range<u32>,
 }
 
 impl Share {
@@ -61,18 +64,22 @@ impl Share {
     }
 }
 
-/// A refined domain's levels cut into partitions along z.
+/// A refined domain's levels cut into partitions along z: how each
+/// partition stores each level, against the whole level. (The partitions'
+/// own levels, their flags and lists, go to the partitions' solvers.)
 #[derive(Debug)]
 pub struct SplitLevels {
-    /// Each partition's levels: its blocks, flags and lists.
-    pub parts: Vec<Levels>,
     /// Each partition's storage of each level.
     pub(super) shares: Vec<Vec<Share>>,
 }
 
-/// The level-0 z ranges of `parts` partitions of a box `nz` cells deep in
-/// blocks of `edge`: whole block layers, as even as they come.
-fn cuts(nz: u32, edge: u32, parts: u32) -> Result<Vec<Range<u32>>> {
+/// The level-0 z ranges of `parts` partitions of `levels` (blocks of
+/// `edge` cells along z): whole block layers, each partition with the same
+/// share of a coarse step's updates as near as whole layers allow (a layer
+/// weighs the stored cells of every level over it, a level-`l` cell
+/// counting `2^l`), so that refined regions spread over every partition.
+pub(super) fn cuts(levels: &Levels, edge: u32, parts: u32) -> Result<Vec<Range<u32>>> {
+    let nz = levels.levels[0].domain.dims.nz;
     let layers = nz / edge;
     if parts == 0 || layers < parts {
         return Err(Error::Setup(format!(
@@ -80,7 +87,31 @@ fn cuts(nz: u32, edge: u32, parts: u32) -> Result<Vec<Range<u32>>> {
              each takes one at least (use fewer GPUs or a deeper domain)"
         )));
     }
-    Ok((0..parts).map(|p| edge * (layers * p / parts)..edge * (layers * (p + 1) / parts)).collect())
+    let mut work = vec![0u64; layers as usize];
+    for level in &levels.levels {
+        let cells = (level.layout.block_cells() as u64) << level.level;
+        for o in &level.layout.origin {
+            // A level-l block lies in one level-0 block layer.
+            work[((o[2] << level.layout.shift_z >> level.level) / edge) as usize] += cells;
+        }
+    }
+    let total: u64 = work.iter().sum();
+    let mut bounds = vec![0u32];
+    let mut done = 0u64;
+    for (k, w) in work.iter().enumerate() {
+        let p = bounds.len() as u32;
+        // Cut once this partition's share is reached, leaving a layer for
+        // each of the rest (and taking one at least).
+        let share = total * p as u64 / parts as u64;
+        let last = bounds[bounds.len() - 1];
+        let left = layers - k as u32;
+        if p < parts && k as u32 > last && (done >= share || left == parts - p) {
+            bounds.push(k as u32);
+        }
+        done += w;
+    }
+    bounds.push(layers);
+    Ok(bounds.windows(2).map(|w| edge * w[0]..edge * w[1]).collect())
 }
 
 /// Whether block `b` of `layout` lies in the block layers `layers`.
@@ -89,8 +120,9 @@ fn in_layers(layout: &SparseLayout, b: u32, layers: &Range<u32>) -> bool {
 }
 
 impl SplitLevels {
-    /// `levels` cut into `parts` partitions along z.
-    pub fn new(levels: &Levels, parts: u32) -> Result<Self> {
+    /// `levels` cut into `parts` partitions along z, and each partition's
+    /// levels: its blocks, flags and lists.
+    pub fn new(levels: &Levels, parts: u32) -> Result<(Self, Vec<Levels>)> {
         let base = &levels.levels[0];
         if base.domain.dims.nz == 1 {
             return Err(Error::Setup(
@@ -103,8 +135,9 @@ impl SplitLevels {
             ));
         }
         let edge = 1u32 << base.layout.shift_z;
-        let cuts = cuts(base.domain.dims.nz, edge, parts)?;
-        let mut out = SplitLevels { parts: Vec::new(), shares: Vec::new() };
+        let cuts = cuts(levels, edge, parts)?;
+        let mut out = SplitLevels { shares: Vec::new() };
+        let mut part_levels = Vec::with_capacity(cuts.len());
         for cut in &cuts {
             // Own cells along z, and own block layers, per level.
             let own: Vec<Range<u32>> =
@@ -126,9 +159,9 @@ impl SplitLevels {
                     layout,
                     flags,
                     own_blocks,
-                    own_z,
+                    own_z.clone(),
                 ));
-                shares.push(Share { blocks, map });
+                shares.push(Share { blocks, map, own_blocks, own_z });
             }
             // The lists, filtered to the partition's own cells (a parent's
             // cells and the ghost cells over a coarse cell are its own too).
@@ -160,20 +193,20 @@ impl SplitLevels {
                     }
                 }
             }
-            out.parts.push(Levels { levels: grids, children: levels.children });
+            part_levels.push(Levels { levels: grids, children: levels.children });
             out.shares.push(shares);
         }
-        Ok(out)
+        Ok((out, part_levels))
     }
 
     /// Number of partitions.
     pub fn len(&self) -> usize {
-        self.parts.len()
+        self.shares.len()
     }
 
     /// Whether there are none (never, once built).
     pub fn is_empty(&self) -> bool {
-        self.parts.is_empty()
+        self.shares.is_empty()
     }
 
     /// The whole level `l`'s buffer (`q` values per cell) from each
@@ -184,14 +217,13 @@ impl SplitLevels {
         let run = q * layout.block_cells();
         let mut out = vec![zero; q * layout.cells()];
         for (p, f) in parts.iter().enumerate() {
-            let grid = &self.parts[p].levels[l];
             let share = &self.shares[p][l];
-            for (k, &b) in share.blocks.iter().enumerate().take(grid.own_blocks as usize) {
+            for (k, &b) in share.blocks.iter().enumerate().take(share.own_blocks as usize) {
                 out[b as usize * run..(b as usize + 1) * run].copy_from_slice(&f[k * run..(k + 1) * run]);
             }
             if p == 0 {
                 let solid = layout.blocks() as usize;
-                let local = grid.layout.blocks() as usize;
+                let local = share.blocks.len();
                 out[solid * run..(solid + 1) * run].copy_from_slice(&f[local * run..(local + 1) * run]);
             }
         }
@@ -237,12 +269,11 @@ impl Plan {
             for odd in [false, true] {
                 // Update: every cell a step writes (all but walls and frozen cells), all its slots.
                 let mut writers = Vec::new();
-                for (q, part) in split.parts.iter().enumerate() {
-                    let grid = &part.levels[l];
-                    let share = &split.shares[q][l];
+                for (q, shares) in split.shares.iter().enumerate() {
+                    let share = &shares[l];
                     let run = level.layout.block_cells() as u32;
-                    for &b in share.blocks.iter().take(grid.own_blocks as usize) {
-                        if !next_to_cut(level, b, &grid.own_z) {
+                    for &b in share.blocks.iter().take(share.own_blocks as usize) {
+                        if !next_to_cut(level, b, &share.own_z) {
                             continue;
                         }
                         for n in b * run..(b + 1) * run {
@@ -263,7 +294,7 @@ impl Plan {
                     let k = whole.children;
                     for (j, &parent) in level.parents.iter().enumerate() {
                         let Some(q) = (0..split.len()).find(|&q| {
-                            let z = &split.parts[q].levels[l - 1].own_z;
+                            let z = &split.shares[q][l - 1].own_z;
                             let edge = 1 << coarse.layout.shift_z;
                             in_layers(&coarse.layout, parent >> shift, &(z.start / edge..z.end / edge))
                         }) else {
@@ -295,6 +326,20 @@ fn next_to_cut(level: &LevelGrid, b: u32, own: &Range<u32>) -> bool {
     z == own.start / edge || z + 1 == own.end / edge
 }
 
+/// How far from its own cells, in cells of their level along z, a
+/// partition's updates read: one cell for streaming and ghost cells, one
+/// coarse cell for an explosion's slopes. One more is kept for safety; the
+/// rest of a halo block layer is never read, so it is not sent.
+const REACH: u32 = 2;
+
+/// Whether cells at `z` lie within [`REACH`] of the cells `own` along z,
+/// in a level `nz` cells deep (the halo wraps in a periodic box).
+fn within_reach(z: u32, own: &Range<u32>, nz: u32) -> bool {
+    let below = (own.start + nz - z) % nz;
+    let above = (z + nz - (own.end - 1)) % nz;
+    own.contains(&z) || below <= REACH || above <= REACH
+}
+
 /// The transfers of the values `writers` write on `level` (number `l`) as
 /// a step of parity `odd` stores them: `(owner, cell, only)`, where `only`
 /// keeps the slots whose neighbour cell is of that kind.
@@ -307,10 +352,13 @@ fn transfers<L: Lattice<Q>, const Q: usize>(
     writers: &[(usize, u32, Option<u8>)],
 ) -> Vec<Transfer> {
     let parts = split.len();
+    // Ordered by sender, as `Partition::exchange` takes them.
     let mut out: Vec<Transfer> =
         (0..parts * parts).map(|k| Transfer { from: k / parts, to: k % parts, ..Default::default() }).collect();
-    let run = (Q * level.layout.block_cells()) as u64;
+    let cells = level.layout.block_cells() as u64;
+    let run = Q as u64 * cells;
     let solid = level.layout.blocks() as u64;
+    let nz = level.domain.dims.nz;
     with_sparse!(&level.layout, |g| {
         for &(q, n, only) in writers {
             let nb = neighbours::<L, Q, _>(&g, g.cell_of(n));
@@ -323,7 +371,9 @@ fn transfers<L: Lattice<Q>, const Q: usize>(
                     continue;
                 }
                 let Some(src) = split.shares[q][l].local(at, run) else { continue };
-                for p in (0..parts).filter(|&p| p != q) {
+                let cell = (at / run * cells + at % cells) as u32;
+                let z = g.position(g.cell_of(cell))[2];
+                for p in (0..parts).filter(|&p| p != q && within_reach(z, &split.shares[p][l].own_z, nz)) {
                     if let Some(dst) = split.shares[p][l].local(at, run) {
                         let t = &mut out[q * parts + p];
                         t.src.push(src);

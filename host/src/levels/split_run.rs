@@ -9,15 +9,19 @@ use super::Levels;
 use crate::error::Result;
 use crate::solver::BackendKind;
 use kernels_gpu::{Lattice, Storage, Streaming};
+use rayon::prelude::*;
 use std::marker::PhantomData;
 
-/// What a partition's backend does for the split step.
-pub(super) trait Partition<S: Storage>: Send + Sized {
+/// What a partition's backend does for the split step. Each partition's
+/// operations run on a thread of their own (on GPUs, one host thread per
+/// device queues its work).
+pub(super) trait Partition<S: Storage>: Send + Sync + Sized {
     /// A transfer as this backend runs it (its lists in the backend's memory).
     type Transfer: Send;
     /// `t`, ready to run between `parts`.
     fn prepare(parts: &[Self], t: &Transfer) -> Result<Self::Transfer>;
-    /// Runs the transfers `t` between the current buffers of level `l`.
+    /// Runs the transfers `t` (ordered by sender) between the current
+    /// buffers of level `l`.
     fn exchange(parts: &mut [Self], t: &mut [Self::Transfer], l: usize) -> Result<()>;
     /// Level `l + 1`'s ghost cells take their parents' populations.
     fn explode(&mut self, l: usize) -> Result<()>;
@@ -84,13 +88,13 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage, P: Partition<S>> SplitRun<L, Q, 
         if l + 1 < self.whole.len() {
             // The explosion stores as the step before the fine one.
             let odd = self.parts[0].level_time(l + 1) & 1 == 0;
-            self.parts.iter_mut().try_for_each(|p| p.explode(l))?;
+            self.parts.par_iter_mut().try_for_each(|p| p.explode(l))?;
             P::exchange(&mut self.parts, &mut self.explode[l + 1][odd as usize], l + 1)?;
             self.advance(l + 1, observer)?;
             self.advance(l + 1, observer)?;
         }
         let odd = self.parts[0].level_time(l) & 1 == 1;
-        self.parts.iter_mut().try_for_each(|p| p.update(l))?;
+        self.parts.par_iter_mut().try_for_each(|p| p.update(l))?;
         P::exchange(&mut self.parts, &mut self.update[l][odd as usize], l)?;
         if let Some((wanted, observe)) = observer {
             if wanted.get(l) == Some(&true) {

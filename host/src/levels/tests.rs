@@ -524,3 +524,42 @@ fn too_many_partitions_for_the_levels_are_refused() {
     let message = err.expect("refused").to_string();
     assert!(message.contains("4 block layers") && message.contains("too few for 5 GPUs"), "{message}");
 }
+
+/// A cavity refined in its middle layers, cut in four: cuts at equal
+/// heights would leave every refined block to the middle two partitions;
+/// the cuts give each partition its share of a coarse step's updates to
+/// within one block layer's, and every partition a layer at least.
+#[test]
+fn cuts_balance_the_updates() {
+    let c = cavity(32, 0.1, Streaming::EsotericPull);
+    let r = Refinement {
+        levels: 3,
+        boxes: vec![
+            RefinedBox { lo: [4, 4, 12], hi: [28, 28, 20], level: 1 },
+            RefinedBox { lo: [8, 8, 14], hi: [24, 24, 18], level: 2 },
+        ],
+        ..Default::default()
+    };
+    let whole = RefinedCpu::<D3Q19, 19, f64>::new(&c, &r, 4).unwrap();
+    let levels = whole.levels();
+    // Updates per level-0 layer of 4 cells: every level's blocks over it.
+    let mut layers = [0u64; 8];
+    for level in &levels.levels {
+        for o in &level.layout.origin {
+            layers[(((o[2] * 4) >> level.level) / 4) as usize] += 64 << level.level;
+        }
+    }
+    let total: u64 = layers.iter().sum();
+    let work = |cuts: &[std::ops::Range<u32>]| -> Vec<u64> {
+        cuts.iter().map(|z| layers[(z.start / 4) as usize..(z.end / 4) as usize].iter().sum()).collect()
+    };
+    let cuts = split::cuts(levels, 4, 4).unwrap();
+    assert_eq!(cuts.first().map(|z| z.start), Some(0));
+    assert_eq!(cuts.last().map(|z| z.end), Some(32));
+    assert!(cuts.windows(2).all(|w| w[0].end == w[1].start && w[0].start < w[0].end), "{cuts:?}");
+    let (balanced, equal) = (work(&cuts), work(&[0..8, 8..16, 16..24, 24..32]));
+    let heaviest = *layers.iter().max().unwrap();
+    let most = *balanced.iter().max().unwrap();
+    assert!(most <= total / 4 + heaviest, "{cuts:?}: {balanced:?}, heaviest layer {heaviest}");
+    assert!(most < *equal.iter().max().unwrap(), "{balanced:?} against equal heights {equal:?}");
+}
