@@ -525,8 +525,8 @@ fn too_many_partitions_for_the_levels_are_refused() {
     assert!(message.contains("4 block layers") && message.contains("too few for 5 GPUs"), "{message}");
 }
 
-/// A cavity refined in its middle layers, cut in four: cuts at equal
-/// heights would leave every refined block to the middle two partitions;
+/// A cavity refined in its lower layers, cut in four: cuts at equal
+/// heights would leave every refined block to the lower two partitions;
 /// the cuts give each partition its share of a coarse step's updates to
 /// within one block layer's, and every partition a layer at least.
 #[test]
@@ -535,8 +535,8 @@ fn cuts_balance_the_updates() {
     let r = Refinement {
         levels: 3,
         boxes: vec![
-            RefinedBox { lo: [4, 4, 12], hi: [28, 28, 20], level: 1 },
-            RefinedBox { lo: [8, 8, 14], hi: [24, 24, 18], level: 2 },
+            RefinedBox { lo: [4, 4, 4], hi: [28, 28, 16], level: 1 },
+            RefinedBox { lo: [8, 8, 6], hi: [24, 24, 14], level: 2 },
         ],
         ..Default::default()
     };
