@@ -425,13 +425,8 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
     Ok(())
 }
 
-/// Times the refined cavities of `m` on `device` and prints a row each.
-fn bench_multires(
-    device: &lbm::host::gpu::GpuDevice,
-    o: &BenchOptions,
-    m: &Multires,
-    copy: Option<f64>,
-) -> Result<Vec<RefinedResult>> {
+/// The refined geometries of `o` (the cavity and the tunnel), at least one.
+fn refined_geometries(o: &BenchOptions) -> Result<Vec<BenchGeometry>> {
     let geometries: Vec<BenchGeometry> =
         o.geometries.iter().copied().filter(|g| matches!(g, BenchGeometry::Cavity | BenchGeometry::Tunnel)).collect();
     if geometries.is_empty() {
@@ -439,6 +434,51 @@ fn bench_multires(
             "--grids multires refines the cavity or the tunnel: add cavity or tunnel to --geometry".into(),
         ));
     }
+    Ok(geometries)
+}
+
+/// Every refined case of `o` and `m` on `geometries`, in table order; the
+/// split step only where it runs (two-lattice, f32 or f64).
+fn refined_cases(o: &BenchOptions, m: &Multires, geometries: &[BenchGeometry]) -> Vec<RefinedCase> {
+    let mut cases = Vec::new();
+    for (&geometry, &size) in geometries.iter().flat_map(|g| o.sizes.iter().map(move |s| (g, s))) {
+        for &levels in &m.levels {
+            for &lattice in o.lattices.iter().filter(|l| l.dimension() == 3) {
+                for &precision in &o.precisions {
+                    for &streaming in &o.streaming {
+                        for &fusion in &m.fusion {
+                            let exact = matches!(precision, Precision::F32 | Precision::F64);
+                            if fusion == Fusion::Split && (streaming != Streaming::TwoLattice || !exact) {
+                                continue;
+                            }
+                            let block = MULTIRES_BLOCK;
+                            cases.push(RefinedCase {
+                                geometry,
+                                lattice,
+                                precision,
+                                streaming,
+                                fusion,
+                                size,
+                                levels,
+                                block,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cases
+}
+
+/// Times the refined cavities of `m` on `device` and prints a row each.
+fn bench_multires(
+    device: &lbm::host::gpu::GpuDevice,
+    o: &BenchOptions,
+    m: &Multires,
+    copy: Option<f64>,
+) -> Result<Vec<RefinedResult>> {
+    let geometries = refined_geometries(o)?;
     println!(
         "refined cavity (--grids multires): level k covers the middle 1/2^k of the cube along each axis; refined \
          tunnel: level k covers a cube around the sphere reaching (levels - k) x size/16 cells past it; BGK; \
@@ -469,54 +509,29 @@ fn bench_multires(
         "levels ms"
     );
     let mut out = Vec::new();
-    for (&geometry, &size) in geometries.iter().flat_map(|g| o.sizes.iter().map(move |s| (g, s))) {
-        for &levels in &m.levels {
-            for &lattice in o.lattices.iter().filter(|l| l.dimension() == 3) {
-                for &precision in &o.precisions {
-                    for &streaming in &o.streaming {
-                        for &fusion in &m.fusion {
-                            let exact = matches!(precision, Precision::F32 | Precision::F64);
-                            if fusion == Fusion::Split && (streaming != Streaming::TwoLattice || !exact) {
-                                continue;
-                            }
-                            let case = RefinedCase {
-                                geometry,
-                                lattice,
-                                precision,
-                                streaming,
-                                fusion,
-                                size,
-                                levels,
-                                block: MULTIRES_BLOCK,
-                            };
-                            let r = measure_refined(device, case, o.steps, copy)?;
-                            let cells = r.cells.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("/");
-                            let (jump, within) = r.jump_and_levels_ms();
-                            println!(
-                                "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8.0} {:>7} {:>8.3} {:>9.3}",
-                                r.geometry,
-                                r.lattice,
-                                r.precision,
-                                r.streaming,
-                                r.fusion,
-                                r.size,
-                                r.levels,
-                                cells,
-                                r.updates_per_step,
-                                r.mlups,
-                                r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
-                                jump,
-                                within,
-                            );
-                            let parts: Vec<String> =
-                                r.profile_ms.iter().map(|(name, ms)| format!("{name} {ms:.3}")).collect();
-                            println!("    ms per coarse step: {}", parts.join(", "));
-                            out.push(r);
-                        }
-                    }
-                }
-            }
-        }
+    for case in refined_cases(o, m, &geometries) {
+        let r = measure_refined(device, case, o.steps, copy)?;
+        let cells = r.cells.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("/");
+        let (jump, within) = r.jump_and_levels_ms();
+        println!(
+            "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8.0} {:>7} {:>8.3} {:>9.3}",
+            r.geometry,
+            r.lattice,
+            r.precision,
+            r.streaming,
+            r.fusion,
+            r.size,
+            r.levels,
+            cells,
+            r.updates_per_step,
+            r.mlups,
+            r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_else(|| "-".into()),
+            jump,
+            within,
+        );
+        let parts: Vec<String> = r.profile_ms.iter().map(|(name, ms)| format!("{name} {ms:.3}")).collect();
+        println!("    ms per coarse step: {}", parts.join(", "));
+        out.push(r);
     }
     for split in out.iter().filter(|r| r.fusion == Fusion::Split.name()) {
         let same = |r: &&RefinedResult| {
@@ -552,13 +567,7 @@ struct RefinedScalingReport {
 /// `lbm run` splits them, against the same step on GPU 0 alone.
 pub fn scaling_multires(o: BenchOptions, gpus: &[usize]) -> Result<()> {
     let m = o.multires.as_ref().expect("refined scaling asks for --grids multires");
-    let geometries: Vec<BenchGeometry> =
-        o.geometries.iter().copied().filter(|g| matches!(g, BenchGeometry::Cavity | BenchGeometry::Tunnel)).collect();
-    if geometries.is_empty() {
-        return Err(Error::Setup(
-            "--grids multires refines the cavity or the tunnel: add cavity or tunnel to --geometry".into(),
-        ));
-    }
+    let geometries = refined_geometries(&o)?;
     let ptx = lbm::ptx::active();
     let available = lbm::host::gpu::device_count()?;
     let most = gpus.iter().copied().max().unwrap_or(1);
@@ -580,52 +589,28 @@ pub fn scaling_multires(o: BenchOptions, gpus: &[usize]) -> Result<()> {
         "geometry", "lattice", "prec", "streaming", "step", "size", "lv", "gpus", "MLUPS", "eff", "of copy", "ms/step"
     );
     let mut results = Vec::new();
-    for (&geometry, &size) in geometries.iter().flat_map(|g| o.sizes.iter().map(move |s| (g, s))) {
-        for &levels in &m.levels {
-            for &lattice in o.lattices.iter().filter(|l| l.dimension() == 3) {
-                for &precision in &o.precisions {
-                    for &streaming in &o.streaming {
-                        for &fusion in &m.fusion {
-                            let exact = matches!(precision, Precision::F32 | Precision::F64);
-                            if fusion == Fusion::Split && (streaming != Streaming::TwoLattice || !exact) {
-                                continue;
-                            }
-                            let case = RefinedCase {
-                                geometry,
-                                lattice,
-                                precision,
-                                streaming,
-                                fusion,
-                                size,
-                                levels,
-                                block: MULTIRES_BLOCK,
-                            };
-                            let mut one = None;
-                            for n in std::iter::once(1).chain(gpus.iter().copied().filter(|&n| n > 1)) {
-                                let devices: Vec<usize> = (0..n).collect();
-                                let r = measure_refined_split(&devices, &ptx, case, o.steps, Some(copy))?;
-                                let base = *one.get_or_insert(r.mlups);
-                                println!(
-                                    "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>4} {:>9.0} {:>6.1}% {:>7} {:>9.3}",
-                                    r.geometry,
-                                    r.lattice,
-                                    r.precision,
-                                    r.streaming,
-                                    r.fusion,
-                                    r.size,
-                                    r.levels,
-                                    n,
-                                    r.mlups,
-                                    100.0 * r.mlups / (n as f64 * base),
-                                    r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_default(),
-                                    1e3 * r.seconds / r.steps as f64,
-                                );
-                                results.push(r);
-                            }
-                        }
-                    }
-                }
-            }
+    for case in refined_cases(&o, m, &geometries) {
+        let mut one = None;
+        for n in std::iter::once(1).chain(gpus.iter().copied().filter(|&n| n > 1)) {
+            let devices: Vec<usize> = (0..n).collect();
+            let r = measure_refined_split(&devices, &ptx, case, o.steps, Some(copy))?;
+            let base = *one.get_or_insert(r.mlups);
+            println!(
+                "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>4} {:>9.0} {:>6.1}% {:>7} {:>9.3}",
+                r.geometry,
+                r.lattice,
+                r.precision,
+                r.streaming,
+                r.fusion,
+                r.size,
+                r.levels,
+                n,
+                r.mlups,
+                100.0 * r.mlups / (n as f64 * base),
+                r.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f)).unwrap_or_default(),
+                1e3 * r.seconds / r.steps as f64,
+            );
+            results.push(r);
         }
     }
     if let Some(path) = o.json {

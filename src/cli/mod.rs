@@ -345,68 +345,48 @@ pub fn execute(cli: Cli) -> Result<()> {
             if sizes.iter().any(|&n| n < 3) {
                 return Err(lbm::Error::Setup("bench sizes must be at least 3".into()));
             }
-            if !gpus.is_empty() && multires {
-                return bench::scaling_multires(
-                    bench::BenchOptions {
-                        sizes,
-                        steps,
-                        lattices,
-                        precisions,
-                        streaming,
-                        collisions,
-                        grids,
-                        groups,
-                        geometries,
-                        json,
-                        max_size,
-                        multires: Some(bench::Multires { levels, fusion }),
-                    },
-                    &gpus,
-                );
+            let o = bench::BenchOptions {
+                sizes,
+                steps,
+                lattices,
+                precisions,
+                streaming,
+                collisions,
+                grids,
+                groups,
+                geometries,
+                json,
+                max_size,
+                multires: multires.then_some(bench::Multires { levels, fusion }),
+            };
+            if gpus.is_empty() {
+                return bench::bench(backend.resolve()?, o);
             }
-            if !gpus.is_empty() {
-                if groups.iter().any(|&g| g != BoundaryGroups::Lists) {
-                    return Err(lbm::Error::Setup(
-                        "--boundary-groups applies to one-GPU benchmarks: --gpus measures the lists variant".into(),
-                    ));
-                }
-                if collisions.iter().any(|&c| c != CollisionKind::Bgk) {
-                    return Err(lbm::Error::Setup(
-                        "--collisions applies to one-GPU benchmarks: --gpus measures BGK only".into(),
-                    ));
-                }
-                let exchange = exchange
-                    .iter()
-                    .map(|e| lbm::host::multi_gpu::Exchange::from_name(e))
-                    .collect::<Result<Vec<_>>>()?;
-                return bench::scaling(bench::ScalingOptions {
-                    sizes,
-                    steps,
-                    lattices,
-                    gpus,
-                    exchange,
-                    grids,
-                    weak,
-                    json,
-                });
+            if multires {
+                return bench::scaling_multires(o, &gpus);
             }
-            bench::bench(
-                backend.resolve()?,
-                bench::BenchOptions {
-                    sizes,
-                    steps,
-                    lattices,
-                    precisions,
-                    streaming,
-                    collisions,
-                    grids,
-                    groups,
-                    geometries,
-                    json,
-                    max_size,
-                    multires: multires.then_some(bench::Multires { levels, fusion }),
-                },
-            )
+            if o.groups.iter().any(|&g| g != BoundaryGroups::Lists) {
+                return Err(lbm::Error::Setup(
+                    "--boundary-groups applies to one-GPU benchmarks: --gpus measures the lists variant".into(),
+                ));
+            }
+            if o.collisions.iter().any(|&c| c != CollisionKind::Bgk) {
+                return Err(lbm::Error::Setup(
+                    "--collisions applies to one-GPU benchmarks: --gpus measures BGK only".into(),
+                ));
+            }
+            let exchange =
+                exchange.iter().map(|e| lbm::host::multi_gpu::Exchange::from_name(e)).collect::<Result<Vec<_>>>()?;
+            bench::scaling(bench::ScalingOptions {
+                sizes: o.sizes,
+                steps,
+                lattices: o.lattices,
+                gpus,
+                exchange,
+                grids: o.grids,
+                weak,
+                json: o.json,
+            })
         }
     }
 }
