@@ -115,6 +115,10 @@ pub(crate) unsafe fn copy_placed_async(
 /// contexts does not cover: without this, a copy between two of them is
 /// staged through the host.
 fn share_pool(owner: &GpuDevice, user: &GpuDevice) -> Result<()> {
+    if !owner.context().has_async_alloc() {
+        // Buffers come from plain allocations, which peer access covers.
+        return Ok(());
+    }
     let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
     // SAFETY: a plain query of a valid device handle.
     unsafe { sys::cuDeviceGetMemPool(&mut pool, owner.context().cu_device()) }
