@@ -35,16 +35,16 @@ type OpenList<T> = (Vec<u32>, OpenBoundary<T>, Option<Vec<T>>);
 
 /// A raw pointer shared by the threads of one parallel loop.
 #[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
+pub(crate) struct Shared<T>(*mut T);
 // SAFETY: used only in loops where distinct cells touch distinct slots (see
 // `kernels_gpu::stream`), so no two threads access the same element.
 unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 impl<T> Shared<T> {
-    fn new(p: *const T) -> Self {
+    pub(crate) fn new(p: *const T) -> Self {
         Self(p as *mut T)
     }
-    fn get(self) -> *mut T {
+    pub(crate) fn get(self) -> *mut T {
         self.0
     }
 }
@@ -61,7 +61,7 @@ fn for_each_cell<G: Grid + Sync>(grid: G, cells: Range<usize>, body: impl Fn(G::
 /// `mul_add` (one rounding, as on the GPU); without the instruction Rust
 /// computes it in software, correctly but slowly, so the step loop is also
 /// compiled for FMA hardware and chosen at run time.
-fn has_fma() -> bool {
+pub(crate) fn has_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::is_x86_feature_detected!("fma")

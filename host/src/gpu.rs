@@ -176,6 +176,25 @@ impl GpuDevice {
         Ok(2.0 * bytes as f64 * reps as f64 / (ms * 1e-3))
     }
 
+    /// Peak floating-point rate in FLOP/s (a fused multiply-add is two) of
+    /// the device's vector units in f64 (`double`) or f32, from its
+    /// multiprocessors, boost clock and the FMA units per multiprocessor of
+    /// its architecture; `None` for an architecture not in the table.
+    pub fn peak_flops(&self, double: bool) -> Result<Option<f64>> {
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let attr = |a| self.ctx.attribute(a).ctx("reading a device attribute");
+        let sms = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as f64;
+        let khz = attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as f64;
+        // FMA units per multiprocessor (f64, f32), from NVIDIA's
+        // architecture whitepapers (A100: 32, 64; H100: 64, 128).
+        let units = match self.ctx.compute_capability().ctx("reading compute capability")? {
+            (8, 0) => Some((32.0, 64.0)),
+            (9, 0) => Some((64.0, 128.0)),
+            _ => None,
+        };
+        Ok(units.map(|(d, s)| 2.0 * sms * khz * 1e3 * if double { d } else { s }))
+    }
+
     /// Free and total device memory in bytes.
     pub fn memory(&self) -> Result<(usize, usize)> {
         self.ctx.mem_get_info().ctx("reading device memory")

@@ -17,9 +17,9 @@ use std::ops::Range;
 /// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
 #[repr(transparent)]
 #[derive(Clone, Copy)]
-struct ByValue<P: Copy>(P);
+pub(crate) struct ByValue<P: Copy>(pub(crate) P);
 // SAFETY: only instantiated here with `#[repr(C)]` plain-data structs from
-// `kernels_gpu::params` / `layout` / `collision`, whose layout the PTX entry points share.
+// `kernels_gpu::params` / `layout` / `collision` / `thermal`, whose layout the PTX entry points share.
 unsafe impl<P: Copy> DeviceRepr for ByValue<P> {}
 
 /// A partition's population buffers: the current one and, for two-lattice

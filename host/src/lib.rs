@@ -43,6 +43,7 @@ pub mod solver;
 pub mod sparse;
 pub mod sponge;
 pub mod stl;
+pub mod thermal;
 pub mod validation;
 pub mod voxel;
 pub mod vtk;

@@ -32,7 +32,7 @@ fn this_cell<G: Grid>(grid: &G, first: u32) -> Option<G::Cell> {
 
 /// Where this thread sits in its launch.
 #[inline(always)]
-fn launch_index() -> LaunchIndex {
+pub(crate) fn launch_index() -> LaunchIndex {
     // SAFETY: reading special registers has no preconditions.
     unsafe {
         LaunchIndex {

@@ -36,6 +36,7 @@ pub mod sparse;
 pub mod sponge;
 pub mod storage;
 pub mod stream;
+pub mod thermal;
 pub mod warp;
 
 #[cfg(target_arch = "nvptx64")]

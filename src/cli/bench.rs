@@ -622,3 +622,81 @@ pub fn scaling_multires(o: BenchOptions, gpus: &[usize]) -> Result<()> {
     }
     Ok(())
 }
+
+/// `lbm bench --model d2q37`: the thermal model on square boxes of side
+/// `sizes`, fused bulk, in the precisions asked for (f32, f64).
+pub fn thermal(
+    backend: BackendKind,
+    sizes: &[u32],
+    precisions: &[Precision],
+    steps: u64,
+    json: Option<PathBuf>,
+) -> Result<()> {
+    use lbm::host::thermal::bench::{bench_config, measure_thermal};
+    use lbm::host::thermal::ThermalPrecision;
+    let BackendKind::Gpu(ordinal) = backend else {
+        return Err(Error::Setup(
+            "lbm bench --model d2q37 times the GPU kernels: run it with a GPU (--backend gpu)".into(),
+        ));
+    };
+    let ptx = lbm::ptx::active();
+    let d = lbm::host::gpu::GpuDevice::open(ordinal, &ptx)?;
+    let copy = d.copy_bandwidth(COPY_BYTES, 20)?;
+    let device = format!("GPU {ordinal} {}", d.info()?.name);
+    drop(d);
+    println!("{device}: copy bandwidth {:.1} GB/s", copy / 1e9);
+    println!(
+        "{:>11} {:>5} {:>9} {:>7} {:>8} {:>10} {:>9} {:>8} {:>11} {:>5} {:>6}",
+        "sites", "prec", "MLUPS", "copy%", "FLOP/site", "GFLOP/s", "peak%", "roofline", "binds", "regs", "occup"
+    );
+    let mut results = Vec::new();
+    for &precision in precisions {
+        let p = match precision {
+            Precision::F64 => ThermalPrecision::F64,
+            Precision::F32 => ThermalPrecision::F32,
+            Precision::F16 => {
+                println!("f16: the thermal model runs in f32 and f64; skipped");
+                continue;
+            }
+        };
+        for &n in sizes {
+            let r = measure_thermal(bench_config(n, p, true), ordinal, &ptx, steps, Some(copy))?;
+            let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1}", 100.0 * v));
+            println!(
+                "{:>11} {:>5} {:>9.1} {:>7} {:>8} {:>10} {:>9} {:>8} {:>11} {:>5} {:>6}",
+                format!("{n}x{n}"),
+                r.precision,
+                r.mlups,
+                pct(r.fraction_of_copy),
+                r.flops_per_site.map_or("-".into(), |f| f.to_string()),
+                r.gflops.map_or("-".into(), |g| format!("{g:.0}")),
+                pct(r.fraction_of_peak),
+                pct(r.fraction_of_roofline),
+                r.binding_limit.unwrap_or("-"),
+                r.kernel.as_ref().map_or("-".into(), |k| k.registers.to_string()),
+                r.kernel.as_ref().map_or("-".into(), |k| format!("{:.2}", k.occupancy)),
+            );
+            results.push(r);
+        }
+    }
+    if let Some(path) = json {
+        #[derive(serde::Serialize)]
+        struct ThermalReport {
+            device: String,
+            copy_bandwidth_gb_per_s: f64,
+            bytes_per_site_formula: &'static str,
+            results: Vec<lbm::host::thermal::bench::ThermalBenchResult>,
+        }
+        let report = ThermalReport {
+            device,
+            copy_bandwidth_gb_per_s: copy / 1e9,
+            bytes_per_site_formula: "2 * 37 * sizeof(real): every population read and written once",
+            results,
+        };
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
+        write_atomic(&path, text.as_bytes())?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}

@@ -26,6 +26,8 @@ pub struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the bench's many options cost nothing to hold.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Show the GPUs found, their memory and copy bandwidth, and the build settings.
@@ -156,6 +158,11 @@ enum Command {
         /// With --gpus: weak scaling, each size per GPU (the domain grows along z).
         #[arg(long)]
         weak: bool,
+        /// The model: isothermal (the lattices above), or d2q37, the
+        /// thermal model, on square boxes of the --sizes (default
+        /// 1024,2048,4096,8192) in f64 and f32.
+        #[arg(long, default_value = "isothermal")]
+        model: String,
     },
 }
 
@@ -320,7 +327,20 @@ pub fn execute(cli: Cli) -> Result<()> {
             gpus,
             exchange,
             weak,
+            model,
         } => {
+            if model.eq_ignore_ascii_case("d2q37") {
+                let precisions = names::parse(&precisions, Precision::all())?;
+                let sizes = sizes.unwrap_or_else(|| vec![1024, 2048, 4096, 8192]);
+                return bench::thermal(backend.resolve()?, &sizes, &precisions, steps, json);
+            }
+            if !model.eq_ignore_ascii_case("isothermal") {
+                return Err(lbm::Error::UnknownName {
+                    what: "model",
+                    name: model,
+                    choices: "isothermal, d2q37".into(),
+                });
+            }
             // Scaling splits along z, so it takes the 3D lattices only.
             let three_d = lattices_3d();
             let offered = if gpus.is_empty() { LatticeKind::all() } else { &three_d };

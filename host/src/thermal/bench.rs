@@ -1,0 +1,162 @@
+//! Timing the thermal model on one GPU: MLUPS, the fraction of the copy
+//! bandwidth and of the arithmetic peak, with the floating-point
+//! operations per site counted in the fused kernel's PTX.
+
+use super::{ThermalConfig, ThermalPrecision, ThermalSolver};
+use crate::error::Result;
+use crate::solver::{BackendKind, KernelReport};
+use kernels_gpu::thermal::d2q37::{Q, THETA0};
+use std::time::Instant;
+
+/// One measurement.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ThermalBenchResult {
+    /// Sites along x.
+    pub nx: u32,
+    /// Sites along y.
+    pub ny: u32,
+    /// `f32` or `f64`.
+    pub precision: &'static str,
+    /// Whether the bulk ran the fused propagate-collide.
+    pub fused: bool,
+    /// Steps timed.
+    pub steps: u64,
+    /// Seconds for them.
+    pub seconds: f64,
+    /// Million site updates per second.
+    pub mlups: f64,
+    /// Bytes a site update moves: `2 Q` populations read and written.
+    pub bytes_per_site: u32,
+    /// `mlups * bytes_per_site`, GB/s.
+    pub gb_per_s: f64,
+    /// Over the copy bandwidth measured in the same run.
+    pub fraction_of_copy: Option<f64>,
+    /// Floating-point operations per site of the fused kernel (a fused
+    /// multiply-add counts two), counted in its PTX.
+    pub flops_per_site: Option<u64>,
+    /// `mlups * flops_per_site`, GFLOP/s.
+    pub gflops: Option<f64>,
+    /// The device's peak arithmetic rate in this precision, GFLOP/s.
+    pub peak_gflops: Option<f64>,
+    /// `gflops / peak_gflops`.
+    pub fraction_of_peak: Option<f64>,
+    /// Which roofline limit is lower: `bandwidth` or `arithmetic`.
+    pub binding_limit: Option<&'static str>,
+    /// MLUPS over the lower of the two limits.
+    pub fraction_of_roofline: Option<f64>,
+    /// Registers and occupancy of the fused kernel.
+    pub kernel: Option<KernelReport>,
+}
+
+/// The benchmark box: `n x n` sites between walls at the temperatures of a
+/// Rayleigh–Taylor run, under gravity, at rest.
+pub fn bench_config(n: u32, precision: ThermalPrecision, fused: bool) -> ThermalConfig {
+    ThermalConfig {
+        nx: n,
+        ny: n,
+        tau: 0.8,
+        gravity: [0.0, -1e-5],
+        walls: Some([1.1 * THETA0, 0.9 * THETA0]),
+        fused,
+        precision,
+    }
+}
+
+/// Times `steps` steps of `config` on GPU `ordinal` (after 5 untimed).
+pub fn measure_thermal(
+    config: ThermalConfig,
+    ordinal: usize,
+    ptx: &str,
+    steps: u64,
+    copy_bandwidth: Option<f64>,
+) -> Result<ThermalBenchResult> {
+    let mut s = ThermalSolver::new(config.clone(), BackendKind::Gpu(ordinal), ptx, |_, y| {
+        (1.0, [0.0; 2], if y < config.ny / 2 { 1.1 * THETA0 } else { 0.9 * THETA0 })
+    })?;
+    s.step(5)?;
+    s.synchronize()?;
+    let t0 = Instant::now();
+    s.step(steps)?;
+    s.synchronize()?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let sites = config.nx as f64 * config.ny as f64;
+    let mlups = sites * steps as f64 / seconds / 1e6;
+    let size = if config.precision == ThermalPrecision::F64 { 8 } else { 4 };
+    let bytes_per_site = (2 * Q * size) as u32;
+    let gb_per_s = mlups * 1e6 * bytes_per_site as f64 / 1e9;
+    let name = if size == 8 { "f64" } else { "f32" };
+    let flops_per_site = ptx_flops(ptx, &format!("d2q37_propagate_collide_{name}"), name);
+    let peak_gflops = s.peak_flops()?.map(|p| p / 1e9);
+    let gflops = flops_per_site.map(|n| mlups * 1e6 * n as f64 / 1e9);
+    let fraction_of_peak = gflops.zip(peak_gflops).map(|(g, p)| g / p);
+    let limits = copy_bandwidth
+        .map(|bw| bw / bytes_per_site as f64 / 1e6)
+        .zip(flops_per_site.zip(peak_gflops).map(|(n, p)| p * 1e9 / n as f64 / 1e6));
+    Ok(ThermalBenchResult {
+        nx: config.nx,
+        ny: config.ny,
+        precision: name,
+        fused: config.fused,
+        steps,
+        seconds,
+        mlups,
+        bytes_per_site,
+        gb_per_s,
+        fraction_of_copy: copy_bandwidth.map(|bw| gb_per_s * 1e9 / bw),
+        flops_per_site,
+        gflops,
+        peak_gflops,
+        fraction_of_peak,
+        binding_limit: limits.map(|(bw, fp)| if bw <= fp { "bandwidth" } else { "arithmetic" }),
+        fraction_of_roofline: limits.map(|(bw, fp)| mlups / bw.min(fp)),
+        kernel: s.kernel_report(),
+    })
+}
+
+/// Floating-point operations of precision `precision` (`f32`, `f64`) in
+/// the body of PTX entry `entry`: add, sub, mul, neg and div count one, a
+/// fused multiply-add two. `None` if the entry is missing or loops (a
+/// static count would then not be what a thread runs).
+pub fn ptx_flops(ptx: &str, entry: &str, precision: &str) -> Option<u64> {
+    let start = ptx.find(&format!(".entry {entry}("))?;
+    let body = &ptx[start..];
+    let body = &body[..body.find("\n}\n").unwrap_or(body.len())];
+    let mut labels = Vec::new();
+    let mut flops = 0;
+    for line in body.lines().map(str::trim) {
+        if let Some(label) = line.strip_suffix(':') {
+            labels.push(label.to_string());
+            continue;
+        }
+        // An instruction, after its predicate (`@%p1`, `@!%p1`) if any.
+        let mut words = line.split_whitespace().skip_while(|w| w.starts_with('@'));
+        let Some(op) = words.next() else { continue };
+        let target = line.split_whitespace().last().unwrap_or("").trim_end_matches(';');
+        if op.starts_with("bra") && labels.iter().any(|l| l == target) {
+            return None;
+        }
+        let typed = |name: &str| op.starts_with(name) && op.ends_with(&format!(".{precision}"));
+        if typed("fma") {
+            flops += 2;
+        } else if typed("add") || typed("sub") || typed("mul") || typed("neg") || typed("div") {
+            flops += 1;
+        }
+    }
+    (flops > 0).then_some(flops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flops_are_counted_in_the_entry_and_loops_refuse_a_count() {
+        let ptx = "\n.visible .entry k_f64(\n)\n{\n\tadd.rn.f64 %fd1, %fd2, %fd3;\n\tfma.rn.f64 %fd4, %fd1, %fd2, %fd3;\n\
+                   \t@%p1 bra $L__BB0_2;\n\tmul.rn.f32 %f1, %f2, %f3;\n$L__BB0_2:\n\tneg.f64 %fd5, %fd4;\n\tret;\n}\n\
+                   .visible .entry loop_f64(\n)\n{\n$L__BB1_1:\n\tdiv.rn.f64 %fd1, %fd2, %fd3;\n\tbra.uni $L__BB1_1;\n}\n";
+        assert_eq!(ptx_flops(ptx, "k_f64", "f64"), Some(4));
+        assert_eq!(ptx_flops(ptx, "k_f64", "f32"), Some(1));
+        assert_eq!(ptx_flops(ptx, "loop_f64", "f64"), None);
+        assert_eq!(ptx_flops(ptx, "missing", "f64"), None);
+    }
+}
