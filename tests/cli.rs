@@ -33,11 +33,37 @@ fn run_writes_fields_and_reports_mlups() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// A thermal case prints its dimensionless numbers and draws temperature
+/// maps at the start and every `every` steps.
+#[test]
+fn thermal_case_runs_and_draws_temperature_maps() {
+    let out = scratch("thermal");
+    let o = lbm()
+        .args(["run", "cases/rayleigh_taylor.toml", "--backend", "cpu", "--steps", "4", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "lbm run failed: {}{}", stdout, String::from_utf8_lossy(&o.stderr));
+    for said in ["Atwood number 0.0500", "Prandtl number 1.0", "dimensionless gravity", "MLUPS"] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    for step in [0, 4] {
+        let png = std::fs::read(out.join(format!("temperature_{step:08}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "step {step}");
+    }
+    std::fs::remove_dir_all(&out).ok();
+}
+
 #[test]
 fn every_example_case_is_valid() {
     for entry in std::fs::read_dir("cases").unwrap() {
         let path = entry.unwrap().path();
         if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        if lbm::host::thermal::case::is_thermal(&path).unwrap() {
+            lbm::host::thermal::case::ThermalCase::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             continue;
         }
         let case = lbm::host::case::Case::load(&path).unwrap();

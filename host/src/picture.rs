@@ -99,6 +99,13 @@ pub fn write_slice(
 /// PNG (atomically).
 pub fn write_values(path: &Path, w: u32, h: u32, values: &[Option<f64>]) -> Result<()> {
     let max = values.iter().flatten().filter(|v| v.is_finite()).fold(0.0f64, |m, &v| m.max(v));
+    write_range(path, w, h, values, 0.0, max)
+}
+
+/// [`write_values`] with the colour bar spanning `min ..= max` (values
+/// outside take the end colours).
+pub fn write_range(path: &Path, w: u32, h: u32, values: &[Option<f64>], min: f64, max: f64) -> Result<()> {
+    let span = max - min;
     // Scale small grids up so the picture is at least ~1024 pixels across.
     let scale = (1024 / w.max(h)).clamp(1, 16);
     let bar_w = 90;
@@ -107,7 +114,7 @@ pub fn write_values(path: &Path, w: u32, h: u32, values: &[Option<f64>]) -> Resu
     for j in 0..h {
         for i in 0..w {
             let px = match values[(i + w * j) as usize] {
-                Some(v) => colour(if max > 0.0 { v / max } else { 0.0 }),
+                Some(v) => colour(if span > 0.0 { (v - min) / span } else { 0.0 }),
                 None => SOLID,
             };
             for dy in 0..scale {
@@ -127,7 +134,7 @@ pub fn write_values(path: &Path, w: u32, h: u32, values: &[Option<f64>]) -> Resu
         }
     }
     draw_text(&mut img, x0 + 20, top, &format!("{max:.2e}"));
-    draw_text(&mut img, x0 + 20, bottom - 7, "0");
+    draw_text(&mut img, x0 + 20, bottom - 7, &if min == 0.0 { "0".to_string() } else { format!("{min:.2e}") });
     let mut png = Vec::new();
     img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
         .map_err(|e| Error::Setup(format!("cannot encode PNG {}: {e}", path.display())))?;

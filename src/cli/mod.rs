@@ -6,6 +6,7 @@ mod info;
 mod names;
 mod refined;
 mod run;
+mod thermal;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use lbm::host::bench::BenchGeometry;

@@ -55,6 +55,9 @@ pub enum Outcome {
 }
 
 pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
+    if lbm::host::thermal::case::is_thermal(path)? {
+        return super::thermal::run(path, o);
+    }
     let case = Case::load(path)?;
     let mut setup = case.setup(path, o.size)?;
     if let Some(s) = o.steps {

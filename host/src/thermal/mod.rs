@@ -9,6 +9,7 @@
 //! next to each wall. Both orders give the same populations bit for bit.
 
 pub mod bench;
+pub mod case;
 mod cpu;
 mod gpu;
 #[cfg(test)]
@@ -21,6 +22,7 @@ use kernels_gpu::thermal::frame::HALO;
 use kernels_gpu::thermal::step::WALL_ROWS;
 use kernels_gpu::thermal::{Frame, ThermalBgk, ThermalParams};
 use kernels_gpu::Real;
+use rayon::prelude::*;
 use std::ops::Range;
 
 /// Floating-point type of the populations and the arithmetic.
@@ -270,10 +272,13 @@ impl ThermalSolver {
             uy: vec![0.0; sites],
             temperature: vec![0.0; sites],
         };
-        for x in 0..nx {
-            for y in 0..ny {
-                let site: [f64; Q] = std::array::from_fn(|i| f[i * sites + x * ny + y]);
-                let (rho, u, t) = op.fields(&site);
+        // Row by row in parallel (a picture of a large box reads every site).
+        let rows: Vec<Vec<(f64, [f64; 2], f64)>> = (0..ny)
+            .into_par_iter()
+            .map(|y| (0..nx).map(|x| op.fields(&std::array::from_fn(|i| f[i * sites + x * ny + y]))).collect())
+            .collect();
+        for (y, row) in rows.into_iter().enumerate() {
+            for (x, (rho, u, t)) in row.into_iter().enumerate() {
                 let k = y * nx + x;
                 (out.rho[k], out.ux[k], out.uy[k], out.temperature[k]) = (rho, u[0], u[1], t);
             }
@@ -307,13 +312,14 @@ fn initial_populations<T: Real>(
 /// The interior populations of a frame's buffer, as [`Executor::populations`] lays them out.
 fn interior<T: Real>(frame: &Frame, f: &[T]) -> Vec<f64> {
     let (nx, ny) = (frame.nx as usize, frame.ny as usize);
-    let mut out = Vec::with_capacity(Q * nx * ny);
-    for i in 0..Q {
-        for x in 0..nx {
-            for y in 0..ny {
-                out.push(f[frame.population_index(i, frame.site(x as i32, y as i32))].to_f64());
-            }
+    let mut out = vec![0.0; Q * nx * ny];
+    // A column's sites are contiguous in both layouts.
+    out.par_chunks_mut(ny).enumerate().for_each(|(k, column)| {
+        let (i, x) = (k / nx, k % nx);
+        let first = frame.population_index(i, frame.site(x as i32, 0));
+        for (y, v) in column.iter_mut().enumerate() {
+            *v = f[first + y].to_f64();
         }
-    }
+    });
     out
 }
