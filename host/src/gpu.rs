@@ -195,6 +195,22 @@ impl GpuDevice {
         Ok(units.map(|(d, s)| 2.0 * sms * khz * 1e3 * if double { d } else { s }))
     }
 
+    /// Registers, occupancy and local memory of `kernel` launched in blocks
+    /// of `block` threads (`None` where the driver does not say).
+    pub(crate) fn kernel_resources(&self, kernel: &CudaFunction, block: u32) -> Option<KernelReport> {
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        use cudarc::driver::sys::CUfunction_attribute as F;
+        let max_threads = self.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
+        let blocks = kernel.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
+        Some(KernelReport {
+            registers: kernel.num_regs().ok()? as u32,
+            block_size: block,
+            occupancy: (blocks * block) as f64 / max_threads as f64,
+            local_bytes: kernel.get_attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES).ok()? as u32,
+            with_open: None,
+        })
+    }
+
     /// Free and total device memory in bytes.
     pub fn memory(&self) -> Result<(usize, usize)> {
         self.ctx.mem_get_info().ctx("reading device memory")
@@ -781,21 +797,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
 
     /// Registers and occupancy of the stream-collide kernels as launched.
     pub(crate) fn kernel_report(&self) -> Option<KernelReport> {
-        use cudarc::driver::sys::CUdevice_attribute as A;
-        use cudarc::driver::sys::CUfunction_attribute as F;
         // As launched: narrow boxes get narrower blocks.
         let block = with_grid!(&self.grid, |g| launch_all(&g, self.step_block).block_dim.0);
-        let max_threads = self.device.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
-        let report = |k: &CudaFunction| -> Option<KernelReport> {
-            let blocks = k.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
-            Some(KernelReport {
-                registers: k.num_regs().ok()? as u32,
-                block_size: block,
-                occupancy: (blocks * block) as f64 / max_threads as f64,
-                local_bytes: k.get_attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES).ok()? as u32,
-                with_open: None,
-            })
-        };
+        let report = |k: &CudaFunction| self.device.kernel_resources(k, block);
         let with_open = self.with_open.as_ref().and_then(|k| report(&k.kernel)).map(Box::new);
         Some(KernelReport { with_open, ..report(&self.step_kernel)? })
     }

@@ -235,10 +235,7 @@ pub fn bench(backend: BackendKind, o: BenchOptions) -> Result<()> {
             max_cube: cubes,
             refined,
         };
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
-        write_atomic(&path, text.as_bytes())?;
-        println!("wrote {}", path.display());
+        write_report(&path, &report)?;
     }
     Ok(())
 }
@@ -417,10 +414,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
             model_setup_us: setup_us,
             model_bandwidth_gb_per_s: bandwidth,
         };
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
-        write_atomic(&path, text.as_bytes())?;
-        println!("wrote {}", path.display());
+        write_report(&path, &report)?;
     }
     Ok(())
 }
@@ -615,10 +609,7 @@ pub fn scaling_multires(o: BenchOptions, gpus: &[usize]) -> Result<()> {
     }
     if let Some(path) = o.json {
         let report = RefinedScalingReport { device, copy_bandwidth_gb_per_s: copy / 1e9, results };
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
-        write_atomic(&path, text.as_bytes())?;
-        println!("wrote {}", path.display());
+        write_report(&path, &report)?;
     }
     Ok(())
 }
@@ -693,10 +684,16 @@ pub fn thermal(
             bytes_per_site_formula: "2 * 37 * sizeof(real): every population read and written once",
             results,
         };
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
-        write_atomic(&path, text.as_bytes())?;
-        println!("wrote {}", path.display());
+        write_report(&path, &report)?;
     }
+    Ok(())
+}
+
+/// Writes `report` as JSON to `path` (atomically) and says so.
+fn write_report(path: &std::path::Path, report: &impl serde::Serialize) -> Result<()> {
+    let text =
+        serde_json::to_string_pretty(report).map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
+    write_atomic(path, text.as_bytes())?;
+    println!("wrote {}", path.display());
     Ok(())
 }

@@ -134,19 +134,7 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuThermal<T> 
     }
 
     fn kernel_report(&self) -> Option<KernelReport> {
-        use cudarc::driver::sys::CUdevice_attribute as A;
-        use cudarc::driver::sys::CUfunction_attribute as F;
-        let k = &self.kernels.fused;
-        let max_threads =
-            self.device.context().attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
-        let blocks = k.occupancy_max_active_blocks_per_multiprocessor(ROW_THREADS, 0, None).ok()?;
-        Some(KernelReport {
-            registers: k.num_regs().ok()? as u32,
-            block_size: ROW_THREADS,
-            occupancy: (blocks * ROW_THREADS) as f64 / max_threads as f64,
-            local_bytes: k.get_attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES).ok()? as u32,
-            with_open: None,
-        })
+        self.device.kernel_resources(&self.kernels.fused, ROW_THREADS)
     }
 
     fn peak_flops(&self) -> Result<Option<f64>> {
