@@ -21,8 +21,9 @@ fn entries() -> usize {
                 + LevelKernel::ALL.len() * LevelKernel::GRIDS.len()
         })
         .sum();
-    // The layout check and the exchange kernels of split refined domains.
-    families + 1 + 2 * lbm::kernels::exchange::KERNELS.len()
+    // The layout check, the exchange kernels of split refined domains and
+    // the thermal model's kernels in two precisions.
+    families + 1 + 2 * lbm::kernels::exchange::KERNELS.len() + 2 * lbm::kernels::thermal::KERNELS.len()
 }
 
 /// The stream-collide kernels, every scheme and collision operator.
@@ -51,6 +52,12 @@ fn ptx_holds_every_kernel() {
     }
     for (_, gather, scatter) in lbm::kernels::exchange::KERNELS {
         for name in [gather, scatter] {
+            assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+        }
+    }
+    for kernel in lbm::kernels::thermal::KERNELS {
+        for p in ["f32", "f64"] {
+            let name = format!("d2q37_{kernel}_{p}");
             assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
         }
     }

@@ -18,4 +18,8 @@ pub mod frame;
 pub mod step;
 
 pub use frame::Frame;
+
+/// The thermal model's kernels, each built in `f32` and `f64`: the entry
+/// point of `kernel` in precision `p` is `d2q37_<kernel>_<p>`.
+pub const KERNELS: [&str; 6] = ["propagate", "collide", "propagate_collide", "wall", "halo_x", "halo_y"];
 pub use step::{ThermalBgk, ThermalCollision, ThermalParams};
