@@ -8,7 +8,7 @@ use cudarc::driver::sys;
 use cudarc::driver::CudaStream;
 
 /// Queues a copy of `bytes` bytes from address `from.1` on device `from.0`
-/// to address `to.1` on device `to.0`, on `stream` (of the source device).
+/// to address `to.1` on device `to.0`, on `stream` (of either device).
 ///
 /// # Safety
 /// Both ranges must lie inside live allocations of their devices, untouched
@@ -19,7 +19,8 @@ pub(crate) unsafe fn copy_async(
     bytes: usize,
     stream: &CudaStream,
 ) -> Result<()> {
-    from.0.context().bind_to_thread().ctx("binding the device")?;
+    // The stream's context (the sender's or the receiver's) is current.
+    stream.context().bind_to_thread().ctx("binding the device")?;
     let (src_ctx, dst_ctx) = (from.0.context().cu_ctx(), to.0.context().cu_ctx());
     // SAFETY: the caller's contract.
     unsafe { sys::cuMemcpyPeerAsync(to.1, dst_ctx, from.1, src_ctx, bytes, stream.cu_stream()) }
@@ -105,7 +106,7 @@ pub(crate) unsafe fn copy_placed_async(
         Height: run.rows,
         Depth: run.depth,
     };
-    from.0.context().bind_to_thread().ctx("binding the device")?;
+    stream.context().bind_to_thread().ctx("binding the device")?;
     // SAFETY: the caller's contract; `copy` describes only the placed values.
     unsafe { sys::cuMemcpy3DPeerAsync(&copy, stream.cu_stream()) }.result().ctx("queuing a halo copy")
 }
@@ -144,34 +145,42 @@ fn share_pool(owner: &GpuDevice, user: &GpuDevice) -> Result<()> {
 /// travel.
 pub(crate) fn enable_access(devices: &[GpuDevice]) -> Result<Vec<String>> {
     let n = devices.len();
+    // Two devices are one pair, not two.
+    let pairs: Vec<_> = (0..n).filter(|&k| !(n == 2 && k == 1)).map(|k| (&devices[k], &devices[(k + 1) % n])).collect();
     let mut links = Vec::new();
-    for k in 0..n {
-        let (a, b) = (&devices[k], &devices[(k + 1) % n]);
-        if a.ordinal() == b.ordinal() || (n == 2 && k == 1) {
-            if a.ordinal() == b.ordinal() && n > 1 {
-                links.push(format!("GPU {} <-> GPU {}: same device", a.ordinal(), b.ordinal()));
-            }
-            continue;
-        }
-        let mut can = 0;
-        // SAFETY: plain queries of two valid device handles.
-        unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.context().cu_device(), b.context().cu_device()) }
-            .result()
-            .ctx("querying peer access")?;
-        if can == 0 {
-            links.push(format!("GPU {} <-> GPU {}: no peer access, staged through the host", a.ordinal(), b.ordinal()));
-            continue;
-        }
-        for (from, to) in [(a, b), (b, a)] {
-            from.context().bind_to_thread().ctx("binding the device")?;
-            // SAFETY: `to`'s context is valid for the lifetime of the devices.
-            let r = unsafe { sys::cuCtxEnablePeerAccess(to.context().cu_ctx(), 0) };
-            if r != sys::CUresult::CUDA_SUCCESS && r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-                r.result().ctx(format!("enabling peer access from GPU {} to GPU {}", from.ordinal(), to.ordinal()))?;
-            }
-            share_pool(to, from)?;
-        }
-        links.push(format!("GPU {} <-> GPU {}: peer access", a.ordinal(), b.ordinal()));
+    for (a, b) in pairs {
+        links.extend(enable_pair(a, b, n > 1)?);
     }
     Ok(links)
+}
+
+/// Enables peer access both ways between `a` and `b` where possible, their
+/// memory pools' too, and says how copies between them travel (nothing for
+/// one device with itself, unless `name_same`).
+pub(crate) fn enable_pair(a: &GpuDevice, b: &GpuDevice, name_same: bool) -> Result<Option<String>> {
+    if a.ordinal() == b.ordinal() {
+        return Ok(name_same.then(|| format!("GPU {} <-> GPU {}: same device", a.ordinal(), b.ordinal())));
+    }
+    let mut can = 0;
+    // SAFETY: plain queries of two valid device handles.
+    unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.context().cu_device(), b.context().cu_device()) }
+        .result()
+        .ctx("querying peer access")?;
+    if can == 0 {
+        return Ok(Some(format!(
+            "GPU {} <-> GPU {}: no peer access, staged through the host",
+            a.ordinal(),
+            b.ordinal()
+        )));
+    }
+    for (from, to) in [(a, b), (b, a)] {
+        from.context().bind_to_thread().ctx("binding the device")?;
+        // SAFETY: `to`'s context is valid for the lifetime of the devices.
+        let r = unsafe { sys::cuCtxEnablePeerAccess(to.context().cu_ctx(), 0) };
+        if r != sys::CUresult::CUDA_SUCCESS && r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+            r.result().ctx(format!("enabling peer access from GPU {} to GPU {}", from.ordinal(), to.ordinal()))?;
+        }
+        share_pool(to, from)?;
+    }
+    Ok(Some(format!("GPU {} <-> GPU {}: peer access", a.ordinal(), b.ordinal())))
 }

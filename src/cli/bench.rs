@@ -689,6 +689,147 @@ pub fn thermal(
     Ok(())
 }
 
+/// The tilings `lbm bench --model d2q37 --gpus` compares on `n` GPUs:
+/// along x (contiguous column halos), along y and, for 4 or more, a mesh
+/// (row halos strided and packed).
+fn tilings(n: u32) -> Vec<lbm::host::thermal::tiles::Tiling> {
+    use lbm::host::thermal::tiles::{RowHalo, Tiling};
+    if n == 1 {
+        return vec![Tiling::ONE];
+    }
+    let mut out = vec![Tiling::new(n, 1)];
+    let mut meshes = vec![(1, n)];
+    let side = (1..=n).rev().find(|&d| n.is_multiple_of(d) && d * d <= n).unwrap_or(1);
+    if side > 1 {
+        meshes.push((n / side, side));
+    }
+    for (x, y) in meshes {
+        for rows in [RowHalo::Strided, RowHalo::Packed] {
+            out.push(Tiling { x, y, rows });
+        }
+    }
+    out
+}
+
+/// `lbm bench --model d2q37 --gpus`: the thermal model tiled over GPUs
+/// 0 .. N-1 for each N of `gpus`, strong (an `n x n` box) or weak (`n x n`
+/// per GPU), with the step time Calore et al.'s model predicts from the
+/// one-GPU rate and the measured exchange.
+pub fn thermal_scaling(
+    sizes: &[u32],
+    precisions: &[Precision],
+    gpus: &[usize],
+    weak: bool,
+    steps: u64,
+    json: Option<PathBuf>,
+) -> Result<()> {
+    use lbm::host::thermal::bench::{bench_config, measure_tiled, model_step_ms, TiledBenchResult};
+    use lbm::host::thermal::ThermalPrecision;
+    let available = lbm::host::gpu::device_count()?;
+    let most = gpus.iter().copied().max().unwrap_or(1);
+    if most > available {
+        return Err(Error::Setup(format!("--gpus asks for {most} GPUs, this machine has {available}")));
+    }
+    let ptx = lbm::ptx::active();
+    let d = lbm::host::gpu::GpuDevice::open(0, &ptx)?;
+    let copy = d.copy_bandwidth(COPY_BYTES, 20)?;
+    let device = format!("{} x {}", available, d.info()?.name);
+    drop(d);
+    println!(
+        "{device}: copy bandwidth of GPU 0 {:.1} GB/s; {} scaling",
+        copy / 1e9,
+        if weak { "weak" } else { "strong" }
+    );
+    println!(
+        "{:>13} {:>5} {:>5} {:>8} {:>8} {:>10} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9}",
+        "sites",
+        "prec",
+        "gpus",
+        "tiles",
+        "rows",
+        "MLUPS",
+        "copy%",
+        "eff%",
+        "ms/step",
+        "exch ms",
+        "model ms",
+        "no-ovl ms"
+    );
+    #[derive(serde::Serialize)]
+    struct Row {
+        #[serde(flatten)]
+        result: TiledBenchResult,
+        efficiency: f64,
+        model_ms: f64,
+        model_without_overlap_ms: f64,
+    }
+    let mut rows = Vec::new();
+    for &precision in precisions {
+        let p = match precision {
+            Precision::F64 => ThermalPrecision::F64,
+            Precision::F32 => ThermalPrecision::F32,
+            Precision::F16 => continue,
+        };
+        for &n in sizes {
+            // Seconds per site and MLUPS on one GPU, for the model and the efficiency.
+            let mut one: Option<(f64, f64)> = None;
+            for g in std::iter::once(1).chain(gpus.iter().copied().filter(|&g| g > 1)) {
+                for tiling in tilings(g as u32) {
+                    let (nx, ny) = if weak { (n * tiling.x, n * tiling.y) } else { (n, n) };
+                    let mut config = bench_config(n, p, true);
+                    (config.nx, config.ny, config.tiling) = (nx, ny, tiling);
+                    let ordinals: Vec<usize> = (0..g).collect();
+                    let r = measure_tiled(config, &ordinals, &ptx, steps, Some(copy))?;
+                    let (beta, base) = *one.get_or_insert((r.step_ms * 1e-3 / (nx as f64 * ny as f64), r.mlups));
+                    let efficiency = r.mlups / (base * g as f64);
+                    let (without, with) = model_step_ms(&r, beta);
+                    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1}", 100.0 * v));
+                    println!(
+                        "{:>13} {:>5} {:>5} {:>8} {:>8} {:>10.1} {:>7} {:>6.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+                        format!("{nx}x{ny}"),
+                        r.precision,
+                        g,
+                        r.tiling,
+                        r.row_halo,
+                        r.mlups,
+                        pct(r.fraction_of_copy),
+                        100.0 * efficiency,
+                        r.step_ms,
+                        r.exchange_ms,
+                        with,
+                        without
+                    );
+                    rows.push(Row { result: r, efficiency, model_ms: with, model_without_overlap_ms: without });
+                }
+            }
+        }
+    }
+    if let Some(link) = rows.iter().flat_map(|r| r.result.links.iter()).next() {
+        println!("links: {link} (and the like)");
+    }
+    if let Some(path) = json {
+        #[derive(serde::Serialize)]
+        struct Report<R> {
+            device: String,
+            copy_bandwidth_gb_per_s: f64,
+            scaling: &'static str,
+            model: &'static str,
+            results: Vec<R>,
+        }
+        let report = Report {
+            device,
+            copy_bandwidth_gb_per_s: copy / 1e9,
+            scaling: if weak { "weak: the size per GPU" } else { "strong: the size in all" },
+            model: "Calore et al. (2016) Eqs. 15-20 with the measured exchange time for S/B: \
+                    without overlap bulk + edges + exchange, with overlap max(bulk, exchange) + edges, \
+                    bulk and edges of the largest tile at the one-GPU time per site",
+            results: rows,
+        };
+        write_report(&path, &report)?;
+    }
+    Ok(())
+}
+
 /// Writes `report` as JSON to `path` (atomically) and says so.
 fn write_report(path: &std::path::Path, report: &impl serde::Serialize) -> Result<()> {
     let text =

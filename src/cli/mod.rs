@@ -68,7 +68,8 @@ enum Command {
         rendezvous: Option<String>,
     },
     /// Run the built-in validation cases (Poiseuille, Taylor-Green, lid-driven
-    /// cavities against Ghia et al. and Wong & Baker) and print their errors.
+    /// cavities against Ghia et al. and Wong & Baker, the thermal model's
+    /// Rayleigh-Taylor growth and Rayleigh-Benard onset) and print their errors.
     Validate {
         #[command(flatten)]
         backend: BackendArgs,
@@ -161,7 +162,9 @@ enum Command {
         weak: bool,
         /// The model: isothermal (the lattices above), or d2q37, the
         /// thermal model, on square boxes of the --sizes (default
-        /// 1024,2048,4096,8192) in f64 and f32.
+        /// 1024,2048,4096,8192) in f64 and f32; with --gpus, tiled over
+        /// that many GPUs along x, along y and in a mesh (default size 4096,
+        /// the whole box, or per GPU with --weak).
         #[arg(long, default_value = "isothermal")]
         model: String,
     },
@@ -245,7 +248,8 @@ pub fn execute(cli: Cli) -> Result<()> {
             let precision = Precision::from_name(&precision)?;
             let backend = backend.resolve()?;
             println!("validating on {}", describe_backend(backend));
-            let checks = lbm::host::validation::suite(&|c, b| lbm::build_solver(c, b), backend, precision, full)?;
+            let mut checks = lbm::host::validation::suite(&|c, b| lbm::build_solver(c, b), backend, precision, full)?;
+            checks.extend(lbm::host::thermal::validation::checks(backend, &lbm::ptx::active())?);
             println!("{:<58} {:>11}  {:<10} result", "case", "measured", "criterion");
             for c in &checks {
                 println!(
@@ -332,6 +336,10 @@ pub fn execute(cli: Cli) -> Result<()> {
         } => {
             if model.eq_ignore_ascii_case("d2q37") {
                 let precisions = names::parse(&precisions, Precision::all())?;
+                if !gpus.is_empty() {
+                    let sizes = sizes.unwrap_or_else(|| vec![4096]);
+                    return bench::thermal_scaling(&sizes, &precisions, &gpus, weak, steps, json);
+                }
                 let sizes = sizes.unwrap_or_else(|| vec![1024, 2048, 4096, 8192]);
                 return bench::thermal(backend.resolve()?, &sizes, &precisions, steps, json);
             }

@@ -1,12 +1,12 @@
 //! `lbm run` of a thermal case (`model = "d2q37"`): a Rayleigh–Taylor run
-//! with temperature pictures, on the CPU or one GPU.
+//! with temperature pictures, on the CPU, one GPU or the tiles' GPUs.
 
 use super::run::{Outcome, Report, RunOptions};
 use super::BackendChoice;
 use lbm::host::picture;
 use lbm::host::thermal::case::ThermalCase;
 use lbm::host::thermal::ThermalSolver;
-use lbm::{Error, Result};
+use lbm::{BackendKind, Error, Result};
 use std::path::Path;
 use std::time::Instant;
 
@@ -14,23 +14,27 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let case = ThermalCase::load(path)?;
     if o.rendezvous.is_some() || o.exchange.is_some() || o.resume || o.size.is_some() {
         return Err(Error::Setup(
-            "a thermal case runs on the CPU or one GPU, without --rendezvous, --exchange, --resume or --size: set the size in [simulation]".into(),
+            "a thermal case runs without --rendezvous, --exchange, --resume or --size: set the size, devices and tiles in [simulation]".into(),
         ));
     }
     let steps = o.steps.unwrap_or(case.simulation.steps);
     let dir = o.output.clone().unwrap_or_else(|| case.output.directory.clone());
-    let backend = o.backend.unwrap_or(BackendChoice::Auto).resolve(o.device.unwrap_or(0))?;
+    let devices = &case.simulation.devices;
+    let backend = o.backend.unwrap_or(BackendChoice::Auto).resolve(o.device.unwrap_or(devices[0]))?;
     let config = case.config();
     let n = case.numbers();
     let [nx, ny] = case.simulation.size;
     let quiet = o.report != Report::Bar;
     if !quiet {
-        println!(
-            "{}: D2Q37 thermal, {nx} x {ny} sites, {:?}, {}",
-            path.display(),
-            config.precision,
-            super::describe_backend(backend)
-        );
+        let t = config.tiling;
+        let on = match backend {
+            BackendKind::Gpu(_) if devices.len() > 1 => {
+                format!("{} tiles on GPUs {devices:?} (row halos {})", t.name(), t.rows.name())
+            }
+            _ if t.count() > 1 => format!("{}, {} tiles", super::describe_backend(backend), t.name()),
+            _ => super::describe_backend(backend),
+        };
+        println!("{}: D2Q37 thermal, {nx} x {ny} sites, {:?}, {on}", path.display(), config.precision);
         println!(
             "  Atwood number {:.4}, Prandtl number {:.1}, dimensionless gravity g Ly / T0 = {:.4e}",
             n.atwood, n.prandtl, n.gravity
@@ -41,8 +45,12 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         );
     }
     let initial = case.initial();
-    let mut solver =
-        ThermalSolver::new(config.clone(), backend, &lbm::ptx::active(), |x, y| initial[(y * nx + x) as usize])?;
+    let at = |x: u32, y: u32| initial[(y * nx + x) as usize];
+    let ptx = lbm::ptx::active();
+    let mut solver = match backend {
+        BackendKind::Gpu(_) if devices.len() > 1 => ThermalSolver::on_gpus(config.clone(), devices, &ptx, at)?,
+        _ => ThermalSolver::new(config.clone(), backend, &ptx, at)?,
+    };
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let walls = config.walls.unwrap_or_default();
     let (t_min, t_max) = (walls[1], walls[0]);

@@ -1,10 +1,12 @@
-//! Timing the thermal model on one GPU: MLUPS, the fraction of the copy
+//! Timing the thermal model: on one GPU, MLUPS, the fraction of the copy
 //! bandwidth and of the arithmetic peak, with the floating-point
-//! operations per site counted in the fused kernel's PTX.
+//! operations per site counted in the fused kernel's PTX; on several, the
+//! step and the halo exchange alone for Calore et al.'s performance model.
 
-use super::{ThermalConfig, ThermalPrecision, ThermalSolver};
+use super::tiles::Tiling;
+use super::{tiles, ThermalConfig, ThermalPhase, ThermalPrecision, ThermalSolver};
 use crate::error::Result;
-use crate::solver::{BackendKind, KernelReport};
+use crate::solver::KernelReport;
 use kernels_gpu::thermal::d2q37::{Q, THETA0};
 use std::time::Instant;
 
@@ -59,7 +61,24 @@ pub fn bench_config(n: u32, precision: ThermalPrecision, fused: bool) -> Thermal
         walls: Some([1.1 * THETA0, 0.9 * THETA0]),
         fused,
         precision,
+        tiling: Tiling::ONE,
     }
+}
+
+/// A solver of `config` with tile `k` on GPU `ordinals[k]`, at rest with
+/// the lower half hot and the upper cold, and the seconds `steps` steps
+/// take after 5 untimed.
+fn timed_run(config: &ThermalConfig, ordinals: &[usize], ptx: &str, steps: u64) -> Result<(ThermalSolver, f64)> {
+    let ny = config.ny;
+    let mut s = ThermalSolver::on_gpus(config.clone(), ordinals, ptx, |_, y| {
+        (1.0, [0.0; 2], if y < ny / 2 { 1.1 * THETA0 } else { 0.9 * THETA0 })
+    })?;
+    s.step(5)?;
+    s.synchronize()?;
+    let t0 = Instant::now();
+    s.step(steps)?;
+    s.synchronize()?;
+    Ok((s, t0.elapsed().as_secs_f64()))
 }
 
 /// Times `steps` steps of `config` on GPU `ordinal` (after 5 untimed).
@@ -70,15 +89,7 @@ pub fn measure_thermal(
     steps: u64,
     copy_bandwidth: Option<f64>,
 ) -> Result<ThermalBenchResult> {
-    let mut s = ThermalSolver::new(config.clone(), BackendKind::Gpu(ordinal), ptx, |_, y| {
-        (1.0, [0.0; 2], if y < config.ny / 2 { 1.1 * THETA0 } else { 0.9 * THETA0 })
-    })?;
-    s.step(5)?;
-    s.synchronize()?;
-    let t0 = Instant::now();
-    s.step(steps)?;
-    s.synchronize()?;
-    let seconds = t0.elapsed().as_secs_f64();
+    let (s, seconds) = timed_run(&config, &[ordinal], ptx, steps)?;
     let sites = config.nx as f64 * config.ny as f64;
     let mlups = sites * steps as f64 / seconds / 1e6;
     let size = if config.precision == ThermalPrecision::F64 { 8 } else { 4 };
@@ -111,6 +122,113 @@ pub fn measure_thermal(
         fraction_of_roofline: limits.map(|(bw, fp)| mlups / bw.min(fp)),
         kernel: s.kernel_report(),
     })
+}
+
+/// One measurement of a tiled box on several GPUs.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TiledBenchResult {
+    /// Tiles along x and y, e.g. `2x2`.
+    pub tiling: String,
+    /// How row halos travel: `strided` or `packed` (`-` without any).
+    pub row_halo: &'static str,
+    /// GPUs (one per tile).
+    pub gpus: usize,
+    /// Sites along x.
+    pub nx: u32,
+    /// Sites along y.
+    pub ny: u32,
+    /// `f32` or `f64`.
+    pub precision: &'static str,
+    /// Steps timed.
+    pub steps: u64,
+    /// Milliseconds per step.
+    pub step_ms: f64,
+    /// Million site updates per second, all GPUs.
+    pub mlups: f64,
+    /// Per GPU, over the copy bandwidth of one.
+    pub fraction_of_copy: Option<f64>,
+    /// Milliseconds one halo exchange takes alone.
+    pub exchange_ms: f64,
+    /// Bytes one exchange moves (every tile's halo).
+    pub halo_bytes: u64,
+    /// Sites of the largest tile's bulk (run while the halos travel).
+    pub bulk_sites: u64,
+    /// Sites of its frame (run after).
+    pub edge_sites: u64,
+    /// How the GPUs reach each other.
+    pub links: Vec<String>,
+}
+
+/// Times `steps` steps of `config` with tile `k` on GPU `ordinals[k]`
+/// (after 5 untimed), and one halo exchange alone.
+pub fn measure_tiled(
+    config: ThermalConfig,
+    ordinals: &[usize],
+    ptx: &str,
+    steps: u64,
+    copy_bandwidth: Option<f64>,
+) -> Result<TiledBenchResult> {
+    let (mut s, seconds) = timed_run(&config, ordinals, ptx, steps)?;
+    let exchange = s.time_exchange(20)?;
+    let sites = config.nx as f64 * config.ny as f64;
+    let mlups = sites * steps as f64 / seconds / 1e6;
+    let size = if config.precision == ThermalPrecision::F64 { 8 } else { 4 };
+    let tiles = tiles::tiles(&config);
+    let n = tiles.len();
+    let halo_values: usize = if n > 1 {
+        (0..n)
+            .flat_map(|k| tiles::row_copies(&tiles, k).into_iter().chain(tiles::column_copies(&tiles, k)))
+            .map(|c| c.shape.values())
+            .sum()
+    } else {
+        0
+    };
+    let window_sites = |phases: &[ThermalPhase]| -> u64 {
+        phases
+            .iter()
+            .map(|p| match p {
+                ThermalPhase::PropagateCollide(w) | ThermalPhase::Propagate(w) => w.sites(),
+                _ => 0,
+            })
+            .sum()
+    };
+    let (mut bulk_sites, mut edge_sites) = (0, 0);
+    for t in &tiles {
+        let plan = tiles::tile_plan(&config, t);
+        let (b, e) = (window_sites(&plan.bulk), window_sites(&plan.edges));
+        if b + e > bulk_sites + edge_sites {
+            (bulk_sites, edge_sites) = (b, e);
+        }
+    }
+    let per_gpu_gb = mlups * 1e6 * (2 * Q * size) as f64 / n as f64;
+    let rows_travel = config.tiling.y > 1 || (n > 1 && config.walls.is_none());
+    Ok(TiledBenchResult {
+        tiling: config.tiling.name(),
+        row_halo: if rows_travel { config.tiling.rows.name() } else { "-" },
+        gpus: n,
+        nx: config.nx,
+        ny: config.ny,
+        precision: if size == 8 { "f64" } else { "f32" },
+        steps,
+        step_ms: seconds / steps as f64 * 1e3,
+        mlups,
+        fraction_of_copy: copy_bandwidth.map(|bw| per_gpu_gb / bw),
+        exchange_ms: exchange * 1e3,
+        halo_bytes: (halo_values * size) as u64,
+        bulk_sites,
+        edge_sites,
+        links: s.links(),
+    })
+}
+
+/// The step time Calore et al.'s model predicts for a tiling (their Eqs.
+/// 15-16 without overlap, 19-20 with), in milliseconds: the largest tile's
+/// bulk and frame at `beta` seconds per site (one GPU's rate), and the
+/// measured exchange time `exchange_ms` in place of `S / B` over the tile's
+/// sides. Returns (without overlap, with overlap).
+pub fn model_step_ms(r: &TiledBenchResult, beta: f64) -> (f64, f64) {
+    let (bulk, edges) = (beta * r.bulk_sites as f64 * 1e3, beta * r.edge_sites as f64 * 1e3);
+    (bulk + edges + r.exchange_ms, bulk.max(r.exchange_ms) + edges)
 }
 
 /// Floating-point operations of precision `precision` (`f32`, `f64`) in

@@ -8,6 +8,7 @@
 //! `width` around the interface `y = h(x)`, each column in hydrostatic
 //! balance. The walls hold the layers' temperatures.
 
+use super::tiles::{RowHalo, Tiling};
 use super::{ThermalConfig, ThermalPrecision};
 use crate::error::{Error, Result};
 use kernels_gpu::thermal::d2q37::THETA0;
@@ -42,10 +43,28 @@ pub struct Simulation {
     pub steps: u64,
     /// Relaxation time: viscosity and thermal diffusivity `(tau - 1/2) T`.
     pub tau: f64,
+    /// GPU ordinals, one per tile (default `[0]`).
+    #[serde(default = "default_devices")]
+    pub devices: Vec<usize>,
+    /// Tiles along x and y; their product is the number of devices
+    /// (default: the devices side by side along x).
+    #[serde(default)]
+    pub tiles: Option<[u32; 2]>,
+    /// How row halos travel between tiles: `strided` (default) or `packed`.
+    #[serde(default = "default_row_halo")]
+    pub row_halo: String,
 }
 
 fn default_precision() -> String {
     "f64".into()
+}
+
+fn default_devices() -> Vec<usize> {
+    vec![0]
+}
+
+fn default_row_halo() -> String {
+    "strided".into()
 }
 
 /// `[rayleigh_taylor]`.
@@ -152,7 +171,32 @@ impl ThermalCase {
                 rt.wavelengths
             ));
         }
+        if self.simulation.devices.is_empty() {
+            return Err("[simulation] devices is empty: give at least one GPU ordinal, e.g. [0]".into());
+        }
+        let tiling = self.tiling()?;
+        if tiling.count() != self.simulation.devices.len() {
+            return Err(format!(
+                "[simulation] tiles = [{}, {}] makes {} tiles for {} devices: give one device per tile",
+                tiling.x,
+                tiling.y,
+                tiling.count(),
+                self.simulation.devices.len()
+            ));
+        }
         self.precision().map(|_| ())
+    }
+
+    /// The tiling the case asks for.
+    pub fn tiling(&self) -> std::result::Result<Tiling, String> {
+        let sim = &self.simulation;
+        let [x, y] = sim.tiles.unwrap_or([sim.devices.len() as u32, 1]);
+        let rows = match sim.row_halo.to_ascii_lowercase().as_str() {
+            "strided" => RowHalo::Strided,
+            "packed" => RowHalo::Packed,
+            h => return Err(format!("row_halo = `{h}`: `strided` (copied where they lie) or `packed`")),
+        };
+        Ok(Tiling { x, y, rows })
     }
 
     fn precision(&self) -> std::result::Result<ThermalPrecision, String> {
@@ -175,6 +219,7 @@ impl ThermalCase {
             walls: Some([rt.temperature * (1.0 + rt.atwood), rt.temperature * (1.0 - rt.atwood)]),
             fused: true,
             precision: self.precision().unwrap_or(ThermalPrecision::F64),
+            tiling: self.tiling().unwrap_or_default(),
         }
     }
 

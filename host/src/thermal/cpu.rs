@@ -1,10 +1,12 @@
 //! The thermal model on the CPU: rayon over columns, the per-cell
-//! functions of `kernels_gpu::thermal::step`.
+//! functions of `kernels_gpu::thermal::step`; tiles run one after the
+//! other, their halos copied in host memory.
 
+use super::tiles::{column_copies, row_copies, HaloCopy, Tile};
 use super::{initial_populations, interior, Executor, ThermalConfig, ThermalPhase};
 use crate::cpu::{has_fma, Shared};
 use crate::error::Result;
-use kernels_gpu::thermal::step::{self, HALO_COLUMNS, WALL_ROWS};
+use kernels_gpu::thermal::step::{self, WALL_BOTTOM, WALL_ROWS, WALL_TOP};
 use kernels_gpu::thermal::ThermalParams;
 use kernels_gpu::Real;
 use rayon::prelude::*;
@@ -12,18 +14,48 @@ use rayon::prelude::*;
 /// Tasks smaller than this many sites are merged (short columns).
 const SITES_PER_TASK: usize = 2048;
 
-/// The two buffers of a thermal box in host memory.
-pub(super) struct CpuThermal<T> {
+/// The two buffers of each tile in host memory.
+pub(super) struct CpuTiles<T> {
     config: ThermalConfig,
-    f: Vec<T>,
-    next: Vec<T>,
+    tiles: Vec<Tile>,
+    f: Vec<Vec<T>>,
+    next: Vec<Vec<T>>,
+    /// Every tile's row halo copies, then every tile's column halo copies
+    /// (which carry the corners).
+    copies: Vec<HaloCopy>,
 }
 
-impl<T: Real> CpuThermal<T> {
-    pub(super) fn new(config: &ThermalConfig, initial: &(impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync)) -> Self {
-        let f = initial_populations::<T>(config, initial);
-        let next = f.clone();
-        Self { config: config.clone(), f, next }
+impl<T: Real> CpuTiles<T> {
+    pub(super) fn new(
+        config: &ThermalConfig,
+        tiles: Vec<Tile>,
+        initial: &(impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync),
+    ) -> Self {
+        let f: Vec<Vec<T>> = tiles.iter().map(|t| initial_populations::<T>(config, t, initial)).collect();
+        let n = tiles.len();
+        let copies =
+            (0..n).flat_map(|k| row_copies(&tiles, k)).chain((0..n).flat_map(|k| column_copies(&tiles, k))).collect();
+        Self { config: config.clone(), next: f.clone(), f, tiles, copies }
+    }
+}
+
+/// Copies the values of `c` from `src` to `dst` (the same buffer when a
+/// tile is its own neighbour: the sender's values are interior cells, the
+/// receiver's halo cells).
+///
+/// # Safety
+/// Both buffers hold every value the copy places.
+unsafe fn copy<T: Copy>(c: &HaloCopy, src: *const T, dst: *mut T) {
+    let s = &c.shape;
+    for d in 0..s.depth {
+        for r in 0..s.rows {
+            let (a, b) = (
+                c.src.start + d * c.src.slab_pitch + r * c.src.row_pitch,
+                c.dst.start + d * c.dst.slab_pitch + r * c.dst.row_pitch,
+            );
+            // SAFETY: as the caller guarantees; interior and halo cells are distinct.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(a), dst.add(b), s.width) };
+        }
     }
 }
 
@@ -47,26 +79,28 @@ unsafe fn column<T: Real>(phase: &ThermalPhase, p: &ThermalParams<T>, f: Shared<
     // of the buffer it writes.
     unsafe {
         match phase {
-            ThermalPhase::Propagate(rows) => {
-                for y in rows.clone() {
+            ThermalPhase::Propagate(w) => {
+                for y in w.rows.clone() {
                     step::propagate(&frame, f.get(), next.get(), cell(y));
                 }
             }
-            ThermalPhase::Collide(rows) => {
-                for y in rows.clone() {
+            ThermalPhase::Collide(w) => {
+                for y in w.rows.clone() {
                     step::collide(&frame, &p.collision, next.get(), cell(y));
                 }
             }
-            ThermalPhase::PropagateCollide(rows) => {
-                for y in rows.clone() {
+            ThermalPhase::PropagateCollide(w) => {
+                for y in w.rows.clone() {
                     step::propagate_collide(&frame, &p.collision, f.get(), next.get(), cell(y));
                 }
             }
             ThermalPhase::Walls => {
-                step::wall(&frame, f.get(), next.get(), x, false, p.wall_temperature[0]);
-                step::wall(&frame, f.get(), next.get(), x, true, p.wall_temperature[1]);
+                for (side, bit) in [WALL_BOTTOM, WALL_TOP].into_iter().enumerate() {
+                    if p.walls & bit != 0 {
+                        step::wall(&frame, f.get(), next.get(), x, side == 1, p.wall_temperature[side]);
+                    }
+                }
             }
-            ThermalPhase::Halo | ThermalPhase::Swap => unreachable!("not a phase over columns"),
         }
     }
 }
@@ -81,58 +115,54 @@ unsafe fn column_fma<T: Real>(phase: &ThermalPhase, p: &ThermalParams<T>, f: Sha
     unsafe { column(phase, p, f, next, x) }
 }
 
-impl<T: Real> Executor for CpuThermal<T> {
-    fn run(&mut self, phase: &ThermalPhase) -> Result<()> {
-        let p = self.config.params::<T>(0..self.config.ny);
-        let frame = p.frame;
-        let (f, next) = (Shared::new(self.f.as_ptr()), Shared::new(self.next.as_ptr()));
-        match phase {
-            ThermalPhase::Swap => std::mem::swap(&mut self.f, &mut self.next),
-            ThermalPhase::Halo => {
-                if self.config.walls.is_none() {
-                    parallel(HALO_COLUMNS * frame.nx, 1, |k| {
-                        let (halo, from) = step::y_halo_cell(&frame, k);
-                        // SAFETY: halo cells are distinct and copy interior ones.
-                        unsafe { step::periodic_halo(&frame, f.get(), halo, from) }
-                    });
+impl<T: Real> Executor for CpuTiles<T> {
+    fn run(&mut self, k: usize, phase: &ThermalPhase) -> Result<()> {
+        let tile = &self.tiles[k];
+        let p = self.config.params::<T>(tile, 0..tile.frame.ny);
+        let (f, next) = (Shared::new(self.f[k].as_ptr()), Shared::new(self.next[k].as_ptr()));
+        let (columns, rows) = match phase {
+            ThermalPhase::Walls => (0..tile.frame.nx, 2 * WALL_ROWS),
+            ThermalPhase::Propagate(w) | ThermalPhase::Collide(w) | ThermalPhase::PropagateCollide(w) => {
+                (w.columns.clone(), w.rows.len() as u32)
+            }
+        };
+        let fma = has_fma();
+        let first = columns.start;
+        parallel(columns.len() as u32, rows, |x| {
+            let x = first + x;
+            // SAFETY: each task owns column `x`; FMA checked.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                if fma {
+                    column_fma(phase, &p, f, next, x)
+                } else {
+                    column(phase, &p, f, next, x)
                 }
-                parallel(HALO_COLUMNS * frame.stride, 1, |k| {
-                    let (halo, from) = step::x_halo_cell(&frame, k);
-                    // SAFETY: as above (the x halo's sources are interior columns).
-                    unsafe { step::periodic_halo(&frame, f.get(), halo, from) }
-                });
             }
-            _ => {
-                let rows = match phase {
-                    ThermalPhase::Walls => 2 * WALL_ROWS,
-                    ThermalPhase::Propagate(r) | ThermalPhase::Collide(r) | ThermalPhase::PropagateCollide(r) => {
-                        r.len() as u32
-                    }
-                    _ => 1,
-                };
-                let fma = has_fma();
-                parallel(frame.nx, rows, |x| {
-                    // SAFETY: each task owns column `x`; FMA checked.
-                    #[cfg(target_arch = "x86_64")]
-                    unsafe {
-                        if fma {
-                            column_fma(phase, &p, f, next, x)
-                        } else {
-                            column(phase, &p, f, next, x)
-                        }
-                    }
-                    #[cfg(not(target_arch = "x86_64"))]
-                    unsafe {
-                        let _ = fma;
-                        column(phase, &p, f, next, x)
-                    }
-                });
+            #[cfg(not(target_arch = "x86_64"))]
+            unsafe {
+                let _ = fma;
+                column(phase, &p, f, next, x)
             }
+        });
+        Ok(())
+    }
+
+    fn exchange(&mut self) -> Result<()> {
+        let buffers: Vec<*mut T> = self.f.iter_mut().map(|f| f.as_mut_ptr()).collect();
+        for c in &self.copies {
+            // SAFETY: the copies lie inside the tiles' buffers.
+            unsafe { copy(c, buffers[c.from], buffers[c.to]) };
         }
         Ok(())
     }
 
+    fn finish(&mut self, k: usize) -> Result<()> {
+        std::mem::swap(&mut self.f[k], &mut self.next[k]);
+        Ok(())
+    }
+
     fn populations(&self) -> Result<Vec<f64>> {
-        Ok(interior(&self.config.frame(), &self.f))
+        Ok(interior(&self.config, &self.tiles, &self.f))
     }
 }

@@ -1,22 +1,39 @@
-//! The thermal model on one GPU: the `d2q37_*` entry points, one stream.
+//! The thermal model on GPUs: the `d2q37_*` entry points.
+//!
+//! One tile fills its halo with the halo kernels on its device's stream,
+//! in order with the steps. Several tiles (one per GPU, or several on one)
+//! copy their halos on a stream of their own per tile while their bulk
+//! runs, ordered by events:
+//!
+//! - a tile's bulk waits until its neighbours' last halo copies, which read
+//!   the buffer it is about to write, are done;
+//! - its row halos wait until the sending tile's step is done (packed: the
+//!   sender gathers and sends once its step is done and the receiver has
+//!   unpacked the last ones);
+//! - its column halos wait until the sending tile's row halos are in;
+//! - its edges wait for its halos.
 
+use super::tiles::{column_copies, row_copies, HaloCopy, RowHalo, Tile};
 use super::{initial_populations, interior, Executor, ThermalConfig, ThermalPhase};
-use crate::error::{CudaContextExt, Result};
+use crate::error::{CudaContextExt, Error, Result};
 use crate::gpu::{launch_config, GpuDevice};
-use crate::launch::ByValue;
+use crate::launch::{exchange_gather, exchange_scatter, ByValue};
+use crate::peer;
 use crate::solver::KernelReport;
-use cudarc::driver::{CudaFunction, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
-use kernels_gpu::grid::Grid;
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{
+    CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
 use kernels_gpu::thermal::step::HALO_COLUMNS;
 use kernels_gpu::Real;
-use std::ops::Range;
+use std::sync::Arc;
 
 /// Threads per block along a column.
 const ROW_THREADS: u32 = 128;
 /// Threads per block of the one-dimensional kernels (halo, walls).
 const LINE_THREADS: u32 = 128;
 
-/// The kernels of one precision.
+/// The kernels of one precision on one device.
 struct Kernels {
     propagate: CudaFunction,
     collide: CudaFunction,
@@ -24,15 +41,8 @@ struct Kernels {
     wall: CudaFunction,
     halo_x: CudaFunction,
     halo_y: CudaFunction,
-}
-
-/// A thermal box in device memory.
-pub(super) struct GpuThermal<T: DeviceRepr> {
-    config: ThermalConfig,
-    device: GpuDevice,
-    kernels: Kernels,
-    f: CudaSlice<T>,
-    next: CudaSlice<T>,
+    gather: CudaFunction,
+    scatter: CudaFunction,
 }
 
 /// Name of precision `T` in kernel names.
@@ -44,105 +54,370 @@ fn precision<T>() -> &'static str {
     }
 }
 
-impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> GpuThermal<T> {
-    pub(super) fn new(
-        config: &ThermalConfig,
-        ordinal: usize,
-        ptx: &str,
-        initial: &(impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync),
-    ) -> Result<Self> {
-        let device = GpuDevice::open(ordinal, ptx)?;
+impl Kernels {
+    fn load<T>(device: &GpuDevice) -> Result<Self> {
         let name = |k: &str| device.function(&format!("d2q37_{k}_{}", precision::<T>()));
-        let kernels = Kernels {
+        let (gather, scatter) = kernels_gpu::exchange::kernels_for(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::Setup("no halo pack kernels for this precision".into()))?;
+        Ok(Self {
             propagate: name("propagate")?,
             collide: name("collide")?,
             fused: name("propagate_collide")?,
             wall: name("wall")?,
             halo_x: name("halo_x")?,
             halo_y: name("halo_y")?,
-        };
-        let host = initial_populations::<T>(config, initial);
-        let s = device.stream();
-        let f = s.clone_htod(&host).ctx("uploading the thermal populations")?;
-        let next = s.clone_htod(&host).ctx("allocating the second thermal buffer")?;
-        Ok(Self { config: config.clone(), device, kernels, f, next })
-    }
-
-    /// A launch over the rows `rows` of every interior column.
-    fn rows(&self, kernel: &CudaFunction, rows: Range<u32>, in_place: bool) -> Result<()> {
-        let p = ByValue(self.config.params::<T>(rows));
-        let cfg = launch_config(&p.0.frame, p.0.frame.units(), ROW_THREADS);
-        let first = 0u32;
-        let mut launch = self.device.stream().launch_builder(kernel);
-        launch.arg(&p).arg(&first);
-        if in_place {
-            launch.arg(&self.next);
-        } else {
-            launch.arg(&self.f).arg(&self.next);
-        }
-        // SAFETY: the argument lists of `d2q37_{propagate,propagate_collide}`
-        // (params, first, src, dst) and `d2q37_collide` (params, first, f).
-        unsafe { launch.launch(cfg) }.ctx("launching a thermal kernel")?;
-        Ok(())
-    }
-
-    /// A one-dimensional launch of `n` threads (`sides` blocks along y).
-    fn line(n: u32, sides: u32) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: (n.div_ceil(LINE_THREADS), sides, 1),
-            block_dim: (LINE_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        }
+            gather: device.function(gather)?,
+            scatter: device.function(scatter)?,
+        })
     }
 }
 
-impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuThermal<T> {
-    fn run(&mut self, phase: &ThermalPhase) -> Result<()> {
-        let s = self.device.stream();
-        let p = ByValue(self.config.params::<T>(0..self.config.ny));
-        let frame = p.0.frame;
-        match phase {
-            ThermalPhase::Swap => std::mem::swap(&mut self.f, &mut self.next),
-            ThermalPhase::Halo => {
-                if self.config.walls.is_none() {
-                    let mut launch = s.launch_builder(&self.kernels.halo_y);
-                    launch.arg(&p).arg(&mut self.f);
-                    // SAFETY: `d2q37_halo_y(params, f)`.
-                    unsafe { launch.launch(Self::line(HALO_COLUMNS * frame.nx, 1)) }.ctx("launching the y halo")?;
+/// The halo stream and events of a tile of several.
+struct TileSync {
+    /// Where its halo copies (and packing) run.
+    halo: Arc<CudaStream>,
+    /// Its step is done (its current buffer final).
+    done: CudaEvent,
+    /// Its row halos are in.
+    rows_in: CudaEvent,
+    /// Its whole halo is in.
+    halo_in: CudaEvent,
+    /// Its packed row halos are sent.
+    sent: CudaEvent,
+}
+
+impl TileSync {
+    fn new(device: &GpuDevice) -> Result<Self> {
+        let ctx = device.context();
+        ctx.bind_to_thread().ctx("binding the device")?;
+        // Copies first: the edges of every tile wait for them.
+        let (_, greatest) = cudarc::driver::result::stream::get_priority_range().ctx("reading stream priorities")?;
+        let halo = ctx.new_stream_with_priority(greatest).ctx("creating the halo stream")?;
+        let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event");
+        Ok(Self { halo, done: event()?, rows_in: event()?, halo_in: event()?, sent: event()? })
+    }
+}
+
+/// One tile in device memory.
+struct GpuTile<T: DeviceRepr> {
+    device: GpuDevice,
+    kernels: Kernels,
+    f: CudaSlice<T>,
+    next: CudaSlice<T>,
+    /// With several tiles.
+    sync: Option<TileSync>,
+}
+
+/// A packed row halo: gathered on the sender, sent, scattered on the receiver.
+struct Packed<T: DeviceRepr> {
+    /// On the sender: the values, packed.
+    send: CudaSlice<T>,
+    /// On the sender: where they lie in its buffer.
+    gather: CudaSlice<u64>,
+    /// On the receiver: the values, arrived.
+    receive: CudaSlice<T>,
+    /// On the receiver: where they go in its buffer.
+    scatter: CudaSlice<u64>,
+}
+
+/// The tiles of a thermal box on one GPU or several.
+pub(super) struct GpuTiles<T: DeviceRepr> {
+    config: ThermalConfig,
+    tiles: Vec<Tile>,
+    gpus: Vec<GpuTile<T>>,
+    /// Every tile's row halo copies, with their staging when packed.
+    rows: Vec<(HaloCopy, Option<Packed<T>>)>,
+    /// Every tile's column halo copies.
+    columns: Vec<HaloCopy>,
+    links: Vec<String>,
+}
+
+/// A one-dimensional launch of `n` threads (`sides` blocks along y).
+fn line(n: u32, sides: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.div_ceil(LINE_THREADS), sides, 1),
+        block_dim: (LINE_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// The halo stream and events of tile `k` of several.
+fn sync_of<T: DeviceRepr>(gpus: &[GpuTile<T>], k: usize) -> &TileSync {
+    gpus[k].sync.as_ref().expect("several tiles have halo streams")
+}
+
+/// Queues the copy `c` of current-buffer values between `gpus` on `stream`.
+fn copy<T: DeviceRepr>(gpus: &[GpuTile<T>], c: &HaloCopy, stream: &CudaStream) -> Result<()> {
+    let elem = std::mem::size_of::<T>();
+    let (from, to) = (&gpus[c.from], &gpus[c.to]);
+    let (src, dst) = (address(&from.f, stream), address(&to.f, stream));
+    // SAFETY: the placements lie inside both tiles' buffers, which the
+    // events keep untouched until the copy is done.
+    unsafe { peer::copy_placed_async((&from.device, src, c.src), (&to.device, dst, c.dst), &c.shape, elem, stream) }
+}
+
+/// The device address of `buffer`.
+fn address<T>(buffer: &CudaSlice<T>, s: &CudaStream) -> u64 {
+    let (ptr, _sync) = buffer.device_ptr(s);
+    ptr
+}
+
+impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
+    pub(super) fn new(
+        config: &ThermalConfig,
+        tiles: Vec<Tile>,
+        ordinals: &[usize],
+        ptx: &str,
+        initial: &(impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync),
+    ) -> Result<Self> {
+        let several = tiles.len() > 1;
+        let mut gpus: Vec<GpuTile<T>> = Vec::with_capacity(tiles.len());
+        for (tile, &ordinal) in tiles.iter().zip(ordinals) {
+            // Tiles on one GPU share its module (loaded once) and stream.
+            let device = match gpus.iter().find(|g| g.device.ordinal() == ordinal) {
+                Some(g) => g.device.clone(),
+                None => GpuDevice::open(ordinal, ptx)?,
+            };
+            let kernels = Kernels::load::<T>(&device)?;
+            let host = initial_populations::<T>(config, tile, initial);
+            let s = device.stream();
+            let f = s.clone_htod(&host).ctx("uploading the thermal populations")?;
+            let next = s.clone_htod(&host).ctx("allocating the second thermal buffer")?;
+            let sync = several.then(|| TileSync::new(&device)).transpose()?;
+            gpus.push(GpuTile { device, kernels, f, next, sync });
+        }
+        let n = tiles.len();
+        let (mut rows, mut columns) = (Vec::new(), Vec::new());
+        if several {
+            for k in 0..n {
+                for c in row_copies(&tiles, k) {
+                    let packed = match config.tiling.rows {
+                        RowHalo::Strided => None,
+                        RowHalo::Packed => Some(Self::packed(&gpus, &c)?),
+                    };
+                    rows.push((c, packed));
                 }
-                let mut launch = s.launch_builder(&self.kernels.halo_x);
-                launch.arg(&p).arg(&mut self.f);
-                // SAFETY: `d2q37_halo_x(params, f)`.
-                unsafe { launch.launch(Self::line(HALO_COLUMNS * frame.stride, 1)) }.ctx("launching the x halo")?;
+                columns.extend(column_copies(&tiles, k));
             }
-            ThermalPhase::Propagate(rows) => self.rows(&self.kernels.propagate, rows.clone(), false)?,
-            ThermalPhase::Collide(rows) => self.rows(&self.kernels.collide, rows.clone(), true)?,
-            ThermalPhase::PropagateCollide(rows) => self.rows(&self.kernels.fused, rows.clone(), false)?,
+        }
+        // Peer access between every pair of tiles that exchange.
+        let mut links = Vec::new();
+        let mut pairs: Vec<(usize, usize)> = columns
+            .iter()
+            .chain(rows.iter().map(|(c, _)| c))
+            .map(|c| (c.from.min(c.to), c.from.max(c.to)))
+            .filter(|(a, b)| gpus[*a].device.ordinal() != gpus[*b].device.ordinal())
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup_by_key(|&mut (a, b)| (gpus[a].device.ordinal(), gpus[b].device.ordinal()));
+        for (a, b) in pairs {
+            links.extend(peer::enable_pair(&gpus[a].device, &gpus[b].device, false)?);
+        }
+        for g in &gpus {
+            g.device.stream().synchronize().ctx("waiting for the uploads")?;
+        }
+        Ok(Self { config: config.clone(), tiles, gpus, rows, columns, links })
+    }
+
+    /// Staging buffers and index tables for packing the row halo `c`.
+    fn packed(gpus: &[GpuTile<T>], c: &HaloCopy) -> Result<Packed<T>> {
+        let (from, to) = (gpus[c.from].device.stream(), gpus[c.to].device.stream());
+        let n = c.shape.values();
+        Ok(Packed {
+            send: from.alloc_zeros::<T>(n).ctx("allocating a halo staging buffer")?,
+            gather: from.clone_htod(&c.indices(c.src)).ctx("uploading a halo index table")?,
+            receive: to.alloc_zeros::<T>(n).ctx("allocating a halo staging buffer")?,
+            scatter: to.clone_htod(&c.indices(c.dst)).ctx("uploading a halo index table")?,
+        })
+    }
+
+    /// The halo stream and events of tile `k` (of several).
+    fn sync(&self, k: usize) -> &TileSync {
+        sync_of(&self.gpus, k)
+    }
+
+    /// The halo of the one tile, by the periodic halo kernels.
+    fn own_halo(&mut self) -> Result<()> {
+        let g = &mut self.gpus[0];
+        let s = g.device.stream().clone();
+        let p = ByValue(self.config.params::<T>(&self.tiles[0], 0..self.tiles[0].frame.ny));
+        let frame = p.0.frame;
+        if self.config.walls.is_none() {
+            let mut launch = s.launch_builder(&g.kernels.halo_y);
+            launch.arg(&p).arg(&mut g.f);
+            // SAFETY: `d2q37_halo_y(params, f)`.
+            unsafe { launch.launch(line(HALO_COLUMNS * frame.nx, 1)) }.ctx("launching the y halo")?;
+        }
+        let mut launch = s.launch_builder(&g.kernels.halo_x);
+        launch.arg(&p).arg(&mut g.f);
+        // SAFETY: `d2q37_halo_x(params, f)`.
+        unsafe { launch.launch(line(HALO_COLUMNS * frame.stride, 1)) }.ctx("launching the x halo")?;
+        Ok(())
+    }
+
+    /// Gathers and sends the packed row halos of every tile.
+    fn send_packed(&mut self) -> Result<()> {
+        let elem = std::mem::size_of::<T>();
+        for k in 0..self.gpus.len() {
+            let halo = self.sync(k).halo.clone();
+            halo.wait(&self.sync(k).done).ctx("waiting for a tile's step")?;
+            // The receivers have unpacked the last ones.
+            for (c, _) in self.rows.iter().filter(|(c, _)| c.from == k) {
+                halo.wait(&self.sync(c.to).rows_in).ctx("waiting for a tile's row halos")?;
+            }
+            let gpus = &self.gpus;
+            for (c, packed) in self.rows.iter_mut().filter(|(c, _)| c.from == k) {
+                let p = packed.as_mut().expect("packed row halos");
+                let (from, to) = (&gpus[c.from], &gpus[c.to]);
+                let count = c.shape.values() as u32;
+                exchange_gather(&halo, &from.kernels.gather, &from.f, &p.gather, &mut p.send, count)?;
+                let (src, dst) = (address(&p.send, &halo), address(&p.receive, &halo));
+                // SAFETY: both staging buffers hold the copy's values; the
+                // receiver waits for `sent` before unpacking.
+                unsafe { peer::copy_async((&from.device, src), (&to.device, dst), c.shape.values() * elem, &halo)? };
+            }
+            sync_of(gpus, k).sent.record(&halo).ctx("recording an event")?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuTiles<T> {
+    fn run(&mut self, k: usize, phase: &ThermalPhase) -> Result<()> {
+        let (tile, g) = (&self.tiles[k], &mut self.gpus[k]);
+        let s = g.device.stream().clone();
+        match phase {
             ThermalPhase::Walls => {
-                let (first, columns) = (0u32, frame.nx);
-                let mut launch = s.launch_builder(&self.kernels.wall);
-                launch.arg(&p).arg(&first).arg(&columns).arg(&self.f).arg(&mut self.next);
+                let p = ByValue(self.config.params::<T>(tile, 0..tile.frame.ny));
+                let (first, columns) = (0u32, tile.frame.nx);
+                let mut launch = s.launch_builder(&g.kernels.wall);
+                launch.arg(&p).arg(&first).arg(&columns).arg(&g.f).arg(&mut g.next);
                 // SAFETY: `d2q37_wall(params, first, columns, src, dst)`, two sides.
-                unsafe { launch.launch(Self::line(columns, 2)) }.ctx("launching the walls")?;
+                unsafe { launch.launch(line(columns, 2)) }.ctx("launching the walls")?;
             }
+            ThermalPhase::Propagate(w) | ThermalPhase::Collide(w) | ThermalPhase::PropagateCollide(w) => {
+                let p = ByValue(self.config.params::<T>(tile, w.rows.clone()));
+                let cfg = launch_config(&p.0.frame, w.columns.len() as u32, ROW_THREADS);
+                let first = w.columns.start;
+                let kernel = match phase {
+                    ThermalPhase::Propagate(_) => &g.kernels.propagate,
+                    ThermalPhase::Collide(_) => &g.kernels.collide,
+                    _ => &g.kernels.fused,
+                };
+                let mut launch = s.launch_builder(kernel);
+                launch.arg(&p).arg(&first);
+                if matches!(phase, ThermalPhase::Collide(_)) {
+                    launch.arg(&mut g.next);
+                } else {
+                    launch.arg(&g.f).arg(&mut g.next);
+                }
+                // SAFETY: the argument lists of `d2q37_{propagate,propagate_collide}`
+                // (params, first, src, dst) and `d2q37_collide` (params, first, f).
+                unsafe { launch.launch(cfg) }.ctx("launching a thermal kernel")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self, k: usize) -> Result<()> {
+        if self.gpus.len() == 1 {
+            return Ok(());
+        }
+        // The last copies out of the buffer this step writes are done.
+        let compute = self.gpus[k].device.stream().clone();
+        let mut around = self.tiles[k].neighbours.to_vec();
+        around.push(k);
+        around.sort_unstable();
+        around.dedup();
+        for m in around {
+            compute.wait(&self.sync(m).halo_in).ctx("waiting for a neighbour's halo copies")?;
+        }
+        Ok(())
+    }
+
+    fn exchange(&mut self) -> Result<()> {
+        if self.gpus.len() == 1 {
+            return self.own_halo();
+        }
+        if self.config.tiling.rows == RowHalo::Packed {
+            self.send_packed()?;
+        }
+        let gpus = &mut self.gpus;
+        for k in 0..gpus.len() {
+            let halo = sync_of(gpus, k).halo.clone();
+            halo.wait(&sync_of(gpus, k).done).ctx("waiting for a tile's step")?;
+            for (c, packed) in self.rows.iter().filter(|(c, _)| c.to == k) {
+                match packed {
+                    None => {
+                        halo.wait(&sync_of(gpus, c.from).done).ctx("waiting for a tile's step")?;
+                        copy(gpus, c, &halo)?;
+                    }
+                    Some(p) => {
+                        halo.wait(&sync_of(gpus, c.from).sent).ctx("waiting for a packed halo")?;
+                        let GpuTile { kernels, f, .. } = &mut gpus[k];
+                        exchange_scatter(&halo, &kernels.scatter, f, &p.scatter, &p.receive, c.shape.values() as u32)?;
+                    }
+                }
+            }
+            sync_of(gpus, k).rows_in.record(&halo).ctx("recording an event")?;
+        }
+        for k in 0..gpus.len() {
+            let halo = sync_of(gpus, k).halo.clone();
+            for c in self.columns.iter().filter(|c| c.to == k) {
+                halo.wait(&sync_of(gpus, c.from).rows_in).ctx("waiting for a tile's row halos")?;
+                copy(gpus, c, &halo)?;
+            }
+            sync_of(gpus, k).halo_in.record(&halo).ctx("recording an event")?;
+        }
+        Ok(())
+    }
+
+    fn await_halo(&mut self, k: usize) -> Result<()> {
+        if self.gpus.len() > 1 {
+            let compute = self.gpus[k].device.stream();
+            compute.wait(&self.sync(k).halo_in).ctx("waiting for a tile's halo")?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, k: usize) -> Result<()> {
+        let g = &mut self.gpus[k];
+        std::mem::swap(&mut g.f, &mut g.next);
+        if let Some(sync) = &g.sync {
+            sync.done.record(g.device.stream()).ctx("recording an event")?;
         }
         Ok(())
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.device.stream().synchronize().ctx("waiting for the thermal steps")
+        for g in &self.gpus {
+            g.device.stream().synchronize().ctx("waiting for the thermal steps")?;
+            if let Some(sync) = &g.sync {
+                sync.halo.synchronize().ctx("waiting for the halo copies")?;
+            }
+        }
+        Ok(())
     }
 
     fn kernel_report(&self) -> Option<KernelReport> {
-        self.device.kernel_resources(&self.kernels.fused, ROW_THREADS)
+        let g = &self.gpus[0];
+        g.device.kernel_resources(&g.kernels.fused, ROW_THREADS)
     }
 
     fn peak_flops(&self) -> Result<Option<f64>> {
-        self.device.peak_flops(std::mem::size_of::<T>() == 8)
+        self.gpus[0].device.peak_flops(std::mem::size_of::<T>() == 8)
+    }
+
+    fn links(&self) -> Vec<String> {
+        self.links.clone()
     }
 
     fn populations(&self) -> Result<Vec<f64>> {
-        let host = self.device.stream().clone_dtoh(&self.f).ctx("reading the thermal populations back")?;
-        Ok(interior(&self.config.frame(), &host))
+        self.synchronize()?;
+        let mut host = Vec::with_capacity(self.gpus.len());
+        for g in &self.gpus {
+            host.push(g.device.stream().clone_dtoh(&g.f).ctx("reading the thermal populations back")?);
+        }
+        Ok(interior(&self.config, &self.tiles, &host))
     }
 }

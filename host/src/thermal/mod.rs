@@ -1,12 +1,15 @@
 //! The thermal D2Q37 model on the host: a box periodic along x, with walls
 //! at fixed temperatures at its bottom and top or periodic along y, on the
-//! CPU or one GPU (the per-cell functions are `kernels_gpu::thermal`'s).
+//! CPU, one GPU or several (the per-cell functions are
+//! `kernels_gpu::thermal`'s).
 //!
-//! A step is a plan of phases ([`plan`]) that each backend runs in order:
-//! fill the halos, then either propagate, the walls and collide over every
-//! row (Calore et al. 2016's three kernels), or the fused propagate-collide
-//! over the rows no wall reaches and the three kernels over the three rows
-//! next to each wall. Both orders give the same populations bit for bit.
+//! The box is cut into tiles ([`tiles`]; one, unless asked otherwise), each
+//! run by a plan of phases ([`tiles::tile_plan`]) that every backend runs in
+//! order: either propagate, the walls and collide (Calore et al. 2016's
+//! three kernels), or the fused propagate-collide over the rows no wall
+//! reaches and the three kernels over the three rows next to each wall. A
+//! step fills the halos between the plan's bulk and its edges. Every order
+//! and every tiling gives the same populations bit for bit.
 
 pub mod bench;
 pub mod case;
@@ -14,6 +17,8 @@ mod cpu;
 mod gpu;
 #[cfg(test)]
 mod tests;
+pub mod tiles;
+pub mod validation;
 
 use crate::error::{Error, Result};
 use crate::solver::{BackendKind, KernelReport};
@@ -24,6 +29,7 @@ use kernels_gpu::thermal::{Frame, ThermalBgk, ThermalParams};
 use kernels_gpu::Real;
 use rayon::prelude::*;
 use std::ops::Range;
+use tiles::{Tile, TilePlan, Tiling, Window};
 
 /// Floating-point type of the populations and the arithmetic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +59,8 @@ pub struct ThermalConfig {
     pub fused: bool,
     /// Floating-point type.
     pub precision: ThermalPrecision,
+    /// How the box is cut into tiles (one per GPU when run on several).
+    pub tiling: Tiling,
 }
 
 impl ThermalConfig {
@@ -83,6 +91,7 @@ impl ThermalConfig {
                 return fail(format!("wall temperatures must be positive, got {t:?}"));
             }
         }
+        tiles::validate(self)?;
         let cells = self.frame().plane() as u64;
         if cells >= 1 << 31 {
             return fail(format!(
@@ -93,12 +102,12 @@ impl ThermalConfig {
         Ok(())
     }
 
-    /// The kernels' parameters in precision `T`, for the launch window `rows`.
-    pub(crate) fn params<T: Real>(&self, rows: Range<u32>) -> ThermalParams<T> {
+    /// The kernels' parameters in precision `T` for `tile`, launch window `rows`.
+    pub(crate) fn params<T: Real>(&self, tile: &Tile, rows: Range<u32>) -> ThermalParams<T> {
         let walls = self.walls.unwrap_or([THETA0; 2]);
         ThermalParams {
-            frame: self.frame().rows(rows),
-            walls: self.walls.is_some() as u32,
+            frame: tile.frame.rows(rows),
+            walls: tile.walls,
             reserved: 0,
             collision: ThermalBgk::new(self.tau, self.gravity),
             wall_temperature: [T::from_f64(walls[0]), T::from_f64(walls[1])],
@@ -106,50 +115,36 @@ impl ThermalConfig {
     }
 }
 
-/// One phase of a thermal step.
+/// One phase of a tile's step, over a window of its sites.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ThermalPhase {
-    /// Fill the halo frame of the current buffer: the y halo when y is
-    /// periodic, then the x halo over every stored row (so its corners
-    /// copy the y halo).
-    Halo,
-    /// Pull the rows `rows` of every column into the other buffer.
-    Propagate(Range<u32>),
-    /// The walls' entering populations in the other buffer.
+    /// Pull the window into the other buffer.
+    Propagate(Window),
+    /// The walls' entering populations in the other buffer, on the sides
+    /// of the tile that are walls.
     Walls,
-    /// Collide the rows `rows` of the other buffer in place.
-    Collide(Range<u32>),
-    /// Pull and collide the rows `rows` into the other buffer.
-    PropagateCollide(Range<u32>),
-    /// The other buffer becomes the current one.
-    Swap,
+    /// Collide the window of the other buffer in place.
+    Collide(Window),
+    /// Pull and collide the window into the other buffer.
+    PropagateCollide(Window),
 }
 
-/// The phases of one step of `config`.
-pub fn plan(config: &ThermalConfig) -> Vec<ThermalPhase> {
-    use ThermalPhase::*;
-    let ny = config.ny;
-    let mut phases = vec![Halo];
-    match (config.walls.is_some(), config.fused) {
-        (false, true) => phases.push(PropagateCollide(0..ny)),
-        (false, false) => phases.extend([Propagate(0..ny), Collide(0..ny)]),
-        (true, false) => phases.extend([Propagate(0..ny), Walls, Collide(0..ny)]),
-        (true, true) => {
-            let (bottom, top) = (0..WALL_ROWS, ny - WALL_ROWS..ny);
-            if ny > 2 * WALL_ROWS {
-                phases.push(PropagateCollide(WALL_ROWS..ny - WALL_ROWS));
-            }
-            phases.extend([Propagate(bottom.clone()), Propagate(top.clone()), Walls, Collide(bottom), Collide(top)]);
-        }
-    }
-    phases.push(Swap);
-    phases
-}
-
-/// What runs a plan's phases: the CPU or a GPU.
+/// What runs the tiles' plans: the CPU, one GPU or several.
 trait Executor: Send {
-    /// Runs one phase.
-    fn run(&mut self, phase: &ThermalPhase) -> Result<()>;
+    /// Queues `phase` of tile `tile`.
+    fn run(&mut self, tile: usize, phase: &ThermalPhase) -> Result<()>;
+    /// Before tile `tile`'s step: what it must wait for.
+    fn begin(&mut self, _tile: usize) -> Result<()> {
+        Ok(())
+    }
+    /// Fills every tile's halo from its neighbours.
+    fn exchange(&mut self) -> Result<()>;
+    /// Before tile `tile`'s edges: waits for its halo.
+    fn await_halo(&mut self, _tile: usize) -> Result<()> {
+        Ok(())
+    }
+    /// After tile `tile`'s step: its other buffer becomes the current one.
+    fn finish(&mut self, tile: usize) -> Result<()>;
     /// The interior sites' current populations, `i (nx ny) + x ny + y`.
     fn populations(&self) -> Result<Vec<f64>>;
     /// Waits until queued work is done.
@@ -164,6 +159,10 @@ trait Executor: Send {
     /// where known.
     fn peak_flops(&self) -> Result<Option<f64>> {
         Ok(None)
+    }
+    /// How tiles' devices exchange data, one line per neighbouring pair.
+    fn links(&self) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -188,7 +187,7 @@ pub struct ThermalFields {
 /// A thermal simulation.
 pub struct ThermalSolver {
     config: ThermalConfig,
-    plan: Vec<ThermalPhase>,
+    plans: Vec<TilePlan>,
     executor: Box<dyn Executor>,
     time: u64,
 }
@@ -196,25 +195,58 @@ pub struct ThermalSolver {
 impl ThermalSolver {
     /// A solver on `backend` (a GPU loads its kernels from `ptx`) whose
     /// sites start at the density, hydrodynamic velocity and temperature
-    /// `initial(x, y)` gives.
+    /// `initial(x, y)` gives. On a GPU every tile runs on that GPU; on the
+    /// CPU the tiles are run one after the other.
     pub fn new(
         config: ThermalConfig,
         backend: BackendKind,
         ptx: &str,
         initial: impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync,
     ) -> Result<Self> {
+        match backend {
+            BackendKind::Cpu => Self::build(config, None, ptx, initial),
+            BackendKind::Gpu(o) => {
+                let ordinals = vec![o; config.tiling.count()];
+                Self::build(config, Some(&ordinals), ptx, initial)
+            }
+        }
+    }
+
+    /// A solver whose tile `k` runs on GPU `ordinals[k]` (one per tile;
+    /// a GPU may hold several), tiles exchanging halos by peer copies.
+    pub fn on_gpus(
+        config: ThermalConfig,
+        ordinals: &[usize],
+        ptx: &str,
+        initial: impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync,
+    ) -> Result<Self> {
+        if ordinals.len() != config.tiling.count() {
+            return Err(Error::Setup(format!(
+                "{} GPUs for {} tiles ({}): give one GPU per tile",
+                ordinals.len(),
+                config.tiling.count(),
+                config.tiling.name()
+            )));
+        }
+        Self::build(config, Some(ordinals), ptx, initial)
+    }
+
+    fn build(
+        config: ThermalConfig,
+        ordinals: Option<&[usize]>,
+        ptx: &str,
+        initial: impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync,
+    ) -> Result<Self> {
         config.validate()?;
-        let executor: Box<dyn Executor> = match (backend, config.precision) {
-            (BackendKind::Cpu, ThermalPrecision::F32) => Box::new(cpu::CpuThermal::<f32>::new(&config, &initial)),
-            (BackendKind::Cpu, ThermalPrecision::F64) => Box::new(cpu::CpuThermal::<f64>::new(&config, &initial)),
-            (BackendKind::Gpu(o), ThermalPrecision::F32) => {
-                Box::new(gpu::GpuThermal::<f32>::new(&config, o, ptx, &initial)?)
-            }
-            (BackendKind::Gpu(o), ThermalPrecision::F64) => {
-                Box::new(gpu::GpuThermal::<f64>::new(&config, o, ptx, &initial)?)
-            }
+        let tiles = tiles::tiles(&config);
+        let plans = tiles.iter().map(|t| tiles::tile_plan(&config, t)).collect();
+        let executor: Box<dyn Executor> = match (ordinals, config.precision) {
+            (None, ThermalPrecision::F32) => Box::new(cpu::CpuTiles::<f32>::new(&config, tiles, &initial)),
+            (None, ThermalPrecision::F64) => Box::new(cpu::CpuTiles::<f64>::new(&config, tiles, &initial)),
+            (Some(o), ThermalPrecision::F32) => Box::new(gpu::GpuTiles::<f32>::new(&config, tiles, o, ptx, &initial)?),
+            (Some(o), ThermalPrecision::F64) => Box::new(gpu::GpuTiles::<f64>::new(&config, tiles, o, ptx, &initial)?),
         };
-        Ok(Self { plan: plan(&config), config, executor, time: 0 })
+        Ok(Self { plans, config, executor, time: 0 })
     }
 
     /// The set-up.
@@ -229,13 +261,43 @@ impl ThermalSolver {
 
     /// Advances `steps` time steps.
     pub fn step(&mut self, steps: u64) -> Result<()> {
+        let e = &mut self.executor;
         for _ in 0..steps {
-            for phase in &self.plan {
-                self.executor.run(phase)?;
+            for (k, plan) in self.plans.iter().enumerate() {
+                e.begin(k)?;
+                for phase in &plan.bulk {
+                    e.run(k, phase)?;
+                }
+            }
+            e.exchange()?;
+            for (k, plan) in self.plans.iter().enumerate() {
+                e.await_halo(k)?;
+                for phase in &plan.edges {
+                    e.run(k, phase)?;
+                }
+                e.finish(k)?;
             }
             self.time += 1;
         }
         Ok(())
+    }
+
+    /// How the tiles' GPUs exchange data, one line per neighbouring pair.
+    pub fn links(&self) -> Vec<String> {
+        self.executor.links()
+    }
+
+    /// Seconds one halo exchange takes alone (no kernels), averaged over
+    /// `reps` exchanges after one untimed.
+    pub fn time_exchange(&mut self, reps: u32) -> Result<f64> {
+        self.executor.exchange()?;
+        self.executor.synchronize()?;
+        let t0 = std::time::Instant::now();
+        for _ in 0..reps {
+            self.executor.exchange()?;
+        }
+        self.executor.synchronize()?;
+        Ok(t0.elapsed().as_secs_f64() / reps.max(1) as f64)
     }
 
     /// Waits until queued steps are done.
@@ -287,38 +349,50 @@ impl ThermalSolver {
     }
 }
 
-/// The populations of every stored cell of `config`'s frame in precision
-/// `T`, interior sites at `initial`'s state (halo cells zero).
+/// The populations of every stored cell of `tile` in precision `T`,
+/// interior sites at `initial`'s state (halo cells zero).
 fn initial_populations<T: Real>(
     config: &ThermalConfig,
+    tile: &Tile,
     initial: &(impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync),
 ) -> Vec<T> {
-    let frame = config.frame();
+    let frame = tile.frame;
     let op = ThermalBgk::<f64>::new(config.tau, config.gravity);
     let mut f = vec![T::ZERO; Q * frame.plane()];
-    for x in 0..config.nx {
-        for y in 0..config.ny {
-            let (rho, u, t) = initial(x, y);
+    let out = crate::cpu::Shared::new(f.as_mut_ptr());
+    // Column by column in parallel (a large box has billions of values).
+    (0..frame.nx).into_par_iter().for_each(|x| {
+        for y in 0..frame.ny {
+            let (rho, u, t) = initial(tile.origin[0] + x, tile.origin[1] + y);
             let feq = op.initial(rho, u, t);
             let cell = frame.site(x as i32, y as i32);
-            for i in 0..Q {
-                f[frame.population_index(i, cell)] = T::from_f64(feq[i]);
+            for (i, &v) in feq.iter().enumerate() {
+                // SAFETY: each task writes the cells of its own column.
+                unsafe { *out.get().add(frame.population_index(i, cell)) = T::from_f64(v) };
             }
         }
-    }
+    });
     f
 }
 
-/// The interior populations of a frame's buffer, as [`Executor::populations`] lays them out.
-fn interior<T: Real>(frame: &Frame, f: &[T]) -> Vec<f64> {
-    let (nx, ny) = (frame.nx as usize, frame.ny as usize);
+/// The interior populations of the whole box, as
+/// [`Executor::populations`] lays them out, from each tile's buffer.
+fn interior<T: Real, B: AsRef<[T]> + Sync>(config: &ThermalConfig, tiles: &[Tile], buffers: &[B]) -> Vec<f64> {
+    let (nx, ny) = (config.nx as usize, config.ny as usize);
     let mut out = vec![0.0; Q * nx * ny];
     // A column's sites are contiguous in both layouts.
     out.par_chunks_mut(ny).enumerate().for_each(|(k, column)| {
-        let (i, x) = (k / nx, k % nx);
-        let first = frame.population_index(i, frame.site(x as i32, 0));
-        for (y, v) in column.iter_mut().enumerate() {
-            *v = f[first + y].to_f64();
+        let (i, x) = (k / nx, (k % nx) as u32);
+        for (tile, f) in tiles.iter().zip(buffers) {
+            let frame = tile.frame;
+            if x < tile.origin[0] || x >= tile.origin[0] + frame.nx {
+                continue;
+            }
+            let first = frame.population_index(i, frame.site((x - tile.origin[0]) as i32, 0));
+            let rows = tile.origin[1] as usize..tile.origin[1] as usize + frame.ny as usize;
+            for (v, y) in column[rows].iter_mut().zip(0..) {
+                *v = f.as_ref()[first + y].to_f64();
+            }
         }
     });
     out

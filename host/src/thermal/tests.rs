@@ -1,12 +1,22 @@
 //! The thermal model's physics on the CPU: conservation, the force's
 //! work, the sound speed and the thermal diffusivity against theory.
 
+use super::validation::slope;
 use super::*;
 use kernels_gpu::thermal::d2q37::GAMMA;
 use std::f64::consts::PI;
 
 fn config(nx: u32, ny: u32, tau: f64) -> ThermalConfig {
-    ThermalConfig { nx, ny, tau, gravity: [0.0; 2], walls: None, fused: true, precision: ThermalPrecision::F64 }
+    ThermalConfig {
+        nx,
+        ny,
+        tau,
+        gravity: [0.0; 2],
+        walls: None,
+        fused: true,
+        precision: ThermalPrecision::F64,
+        tiling: Tiling::ONE,
+    }
 }
 
 fn cpu(c: ThermalConfig, initial: impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync) -> ThermalSolver {
@@ -27,16 +37,6 @@ fn mode(n: usize, k: f64, values: impl Fn(usize) -> f64) -> (f64, f64) {
         let v = values(x);
         (re + v * (k * x as f64).cos(), im - v * (k * x as f64).sin())
     })
-}
-
-/// Slope of the least-squares line through `(t, y)`.
-fn slope(points: &[(f64, f64)]) -> f64 {
-    let n = points.len() as f64;
-    let (st, sy) = points.iter().fold((0.0, 0.0), |(a, b), &(t, y)| (a + t, b + y));
-    let (mt, my) = (st / n, sy / n);
-    let num: f64 = points.iter().map(|&(t, y)| (t - mt) * (y - my)).sum();
-    let den: f64 = points.iter().map(|&(t, _)| (t - mt) * (t - mt)).sum();
-    num / den
 }
 
 #[test]
@@ -179,4 +179,27 @@ fn set_ups_that_cannot_run_are_refused_with_the_fix() {
     bad(config(2, 8, 0.8), "nx >= 3");
     bad(config(8, 8, 0.5), "tau must be above 1/2");
     bad(ThermalConfig { walls: Some([1.0, -1.0]), ..config(8, 8, 0.8) }, "positive");
+}
+
+/// Tiles along x, along y and in a mesh, with walls or periodic, fused or
+/// separate, give the one-domain populations bit for bit: every site runs
+/// the same arithmetic on the same values, whichever tile holds it.
+#[test]
+fn tiles_give_the_one_domain_populations_bit_for_bit() {
+    for (walls, fused) in [(true, true), (false, true), (true, false)] {
+        let mut c = config(29, 26, 0.7);
+        c.gravity = [1e-5, -2e-4];
+        c.walls = walls.then_some([1.05 * THETA0, 0.95 * THETA0]);
+        c.fused = fused;
+        let mut one = cpu(c.clone(), lumpy(29, 26));
+        one.step(7).unwrap();
+        let expected = one.populations().unwrap();
+        for (x, y) in [(2, 1), (4, 1), (1, 2), (3, 2), (2, 4)] {
+            let mut tiled = cpu(ThermalConfig { tiling: Tiling::new(x, y), ..c.clone() }, lumpy(29, 26));
+            tiled.step(7).unwrap();
+            let got = tiled.populations().unwrap();
+            let differ = expected.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+            assert_eq!(differ, 0, "walls {walls} fused {fused} tiles {x}x{y}: {differ} populations differ");
+        }
+    }
 }

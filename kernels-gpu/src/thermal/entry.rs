@@ -43,11 +43,12 @@ macro_rules! thermal_entries {
             }
         }
 
-        /// The walls: a thread per column (`first + x`), `blockIdx.y` 0 for the bottom, 1 for the top.
+        /// The walls: a thread per column (`first + x`), `blockIdx.y` 0 for
+        /// the bottom, 1 for the top, where `p.walls` says that side is one.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $wall(p: ThermalParams<$real>, first: u32, columns: u32, src: *const $real, dst: *mut $real) {
             let (x, side) = thread_and_side();
-            if x < columns {
+            if x < columns && (p.walls >> side) & 1 != 0 {
                 // SAFETY: as above.
                 unsafe { step::wall(&p.frame, src, dst, first + x, side == 1, p.wall_temperature[side as usize]) }
             }

@@ -114,7 +114,8 @@ impl<T: Real> ThermalCollision<T> for ThermalBgk<T> {
 pub struct ThermalParams<T> {
     /// The box and the rows a launch covers.
     pub frame: Frame,
-    /// Whether the box has walls at its bottom and top (1) or is periodic along y (0).
+    /// Which sides of the box are walls: [`WALL_BOTTOM`], [`WALL_TOP`]
+    /// (a tile of a larger box may have one, both or none).
     pub walls: u32,
     /// Zero: no implicit padding.
     pub reserved: u32,
@@ -123,6 +124,11 @@ pub struct ThermalParams<T> {
     /// Temperatures of the bottom and top walls.
     pub wall_temperature: [T; 2],
 }
+
+/// [`ThermalParams::walls`]: the box's bottom (`y = 0`) side is a wall.
+pub const WALL_BOTTOM: u32 = 1;
+/// [`ThermalParams::walls`]: the box's top (`y = ny - 1`) side is a wall.
+pub const WALL_TOP: u32 = 2;
 
 /// Pulls the populations of `cell` from `src` into `dst`.
 ///
