@@ -55,6 +55,35 @@ fn thermal_case_runs_and_draws_temperature_maps() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// A case cut into tiles (run in turn on the CPU) draws the same maps, byte
+/// for byte, as the one-domain run; tiles that do not match the devices are
+/// refused with the fix.
+#[test]
+fn a_tiled_thermal_case_draws_the_one_domain_maps() {
+    let dir = scratch("thermal-tiles");
+    let text = std::fs::read_to_string("cases/rayleigh_taylor.toml").unwrap();
+    let run = |name: &str, extra: &str| {
+        let case = dir.join(format!("{name}.toml"));
+        std::fs::write(&case, text.replace("[simulation]\n", &format!("[simulation]\n{extra}"))).unwrap();
+        let out = dir.join(name);
+        let o = lbm().arg("run").arg(&case).args(["--backend", "cpu", "--steps", "3", "--output"]).arg(&out).output();
+        (o.unwrap(), out)
+    };
+    let (o, one) = run("one", "");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (o, tiled) = run("tiled", "devices = [0, 0, 0, 0]\ntiles = [2, 2]\nrow_halo = \"packed\"\n");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("2x2 tiles"), "{stdout}");
+    let map = |dir: &std::path::Path| std::fs::read(dir.join("temperature_00000003.png")).unwrap();
+    assert!(map(&one) == map(&tiled), "the tiled run's map differs");
+    let (o, _) = run("bad", "devices = [0, 1]\ntiles = [2, 2]\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("one device per tile"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn every_example_case_is_valid() {
     for entry in std::fs::read_dir("cases").unwrap() {

@@ -77,7 +77,7 @@ impl Tiling {
         (self.x * self.y) as usize
     }
 
-    /// `1d` for tiles along one axis, `2d` for a mesh.
+    /// `XxY`: tiles along x by tiles along y, e.g. `4x1` (1D along x) or `2x2`.
     pub fn name(&self) -> String {
         format!("{}x{}", self.x, self.y)
     }
