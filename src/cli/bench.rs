@@ -614,6 +614,23 @@ pub fn scaling_multires(o: BenchOptions, gpus: &[usize]) -> Result<()> {
     Ok(())
 }
 
+/// The precisions of `precisions` the thermal model runs in (it has no
+/// 16-bit storage; f16 is skipped, and said so).
+fn thermal_precisions(precisions: &[Precision]) -> Vec<lbm::host::thermal::ThermalPrecision> {
+    use lbm::host::thermal::ThermalPrecision;
+    precisions
+        .iter()
+        .filter_map(|p| match p {
+            Precision::F64 => Some(ThermalPrecision::F64),
+            Precision::F32 => Some(ThermalPrecision::F32),
+            Precision::F16 => {
+                println!("f16: the thermal model runs in f32 and f64; skipped");
+                None
+            }
+        })
+        .collect()
+}
+
 /// `lbm bench --model d2q37`: the thermal model on square boxes of side
 /// `sizes`, fused bulk, in the precisions asked for (f32, f64).
 pub fn thermal(
@@ -624,7 +641,6 @@ pub fn thermal(
     json: Option<PathBuf>,
 ) -> Result<()> {
     use lbm::host::thermal::bench::{bench_config, measure_thermal};
-    use lbm::host::thermal::ThermalPrecision;
     let BackendKind::Gpu(ordinal) = backend else {
         return Err(Error::Setup(
             "lbm bench --model d2q37 times the GPU kernels: run it with a GPU (--backend gpu)".into(),
@@ -641,15 +657,7 @@ pub fn thermal(
         "sites", "prec", "MLUPS", "copy%", "FLOP/site", "GFLOP/s", "peak%", "roofline", "binds", "regs", "occup"
     );
     let mut results = Vec::new();
-    for &precision in precisions {
-        let p = match precision {
-            Precision::F64 => ThermalPrecision::F64,
-            Precision::F32 => ThermalPrecision::F32,
-            Precision::F16 => {
-                println!("f16: the thermal model runs in f32 and f64; skipped");
-                continue;
-            }
-        };
+    for p in thermal_precisions(precisions) {
         for &n in sizes {
             let r = measure_thermal(bench_config(n, p, true), ordinal, &ptx, steps, Some(copy))?;
             let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1}", 100.0 * v));
@@ -724,7 +732,6 @@ pub fn thermal_scaling(
     json: Option<PathBuf>,
 ) -> Result<()> {
     use lbm::host::thermal::bench::{bench_config, measure_tiled, model_step_ms, TiledBenchResult};
-    use lbm::host::thermal::ThermalPrecision;
     let available = lbm::host::gpu::device_count()?;
     let most = gpus.iter().copied().max().unwrap_or(1);
     if most > available {
@@ -764,12 +771,7 @@ pub fn thermal_scaling(
         model_without_overlap_ms: f64,
     }
     let mut rows = Vec::new();
-    for &precision in precisions {
-        let p = match precision {
-            Precision::F64 => ThermalPrecision::F64,
-            Precision::F32 => ThermalPrecision::F32,
-            Precision::F16 => continue,
-        };
+    for p in thermal_precisions(precisions) {
         for &n in sizes {
             // Seconds per site and MLUPS on one GPU, for the model and the efficiency.
             let mut one: Option<(f64, f64)> = None;

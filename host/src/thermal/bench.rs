@@ -92,10 +92,10 @@ pub fn measure_thermal(
     let (s, seconds) = timed_run(&config, &[ordinal], ptx, steps)?;
     let sites = config.nx as f64 * config.ny as f64;
     let mlups = sites * steps as f64 / seconds / 1e6;
-    let size = if config.precision == ThermalPrecision::F64 { 8 } else { 4 };
+    let size = config.precision.bytes();
     let bytes_per_site = (2 * Q * size) as u32;
     let gb_per_s = mlups * 1e6 * bytes_per_site as f64 / 1e9;
-    let name = if size == 8 { "f64" } else { "f32" };
+    let name = config.precision.name();
     let flops_per_site = ptx_flops(ptx, &format!("d2q37_propagate_collide_{name}"), name);
     let peak_gflops = s.peak_flops()?.map(|p| p / 1e9);
     let gflops = flops_per_site.map(|n| mlups * 1e6 * n as f64 / 1e9);
@@ -172,7 +172,7 @@ pub fn measure_tiled(
     let exchange = s.time_exchange(20)?;
     let sites = config.nx as f64 * config.ny as f64;
     let mlups = sites * steps as f64 / seconds / 1e6;
-    let size = if config.precision == ThermalPrecision::F64 { 8 } else { 4 };
+    let size = config.precision.bytes();
     let tiles = tiles::tiles(&config);
     let n = tiles.len();
     let halo_values: usize = if n > 1 {
@@ -208,7 +208,7 @@ pub fn measure_tiled(
         gpus: n,
         nx: config.nx,
         ny: config.ny,
-        precision: if size == 8 { "f64" } else { "f32" },
+        precision: config.precision.name(),
         steps,
         step_ms: seconds / steps as f64 * 1e3,
         mlups,

@@ -24,6 +24,7 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
     CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
+use kernels_gpu::storage::Storage;
 use kernels_gpu::thermal::step::HALO_COLUMNS;
 use kernels_gpu::Real;
 use std::sync::Arc;
@@ -45,18 +46,9 @@ struct Kernels {
     scatter: CudaFunction,
 }
 
-/// Name of precision `T` in kernel names.
-fn precision<T>() -> &'static str {
-    if std::mem::size_of::<T>() == 8 {
-        "f64"
-    } else {
-        "f32"
-    }
-}
-
 impl Kernels {
-    fn load<T>(device: &GpuDevice) -> Result<Self> {
-        let name = |k: &str| device.function(&format!("d2q37_{k}_{}", precision::<T>()));
+    fn load<T: Storage>(device: &GpuDevice) -> Result<Self> {
+        let name = |k: &str| device.function(&format!("d2q37_{k}_{}", T::NAME));
         let (gather, scatter) = kernels_gpu::exchange::kernels_for(std::mem::size_of::<T>())
             .ok_or_else(|| Error::Setup("no halo pack kernels for this precision".into()))?;
         Ok(Self {
@@ -129,6 +121,9 @@ pub(super) struct GpuTiles<T: DeviceRepr> {
     rows: Vec<(HaloCopy, Option<Packed<T>>)>,
     /// Every tile's column halo copies.
     columns: Vec<HaloCopy>,
+    /// Each tile's neighbours and itself, once each: whose last halo
+    /// copies read the buffer its step writes.
+    around: Vec<Vec<usize>>,
     links: Vec<String>,
 }
 
@@ -162,7 +157,7 @@ fn address<T>(buffer: &CudaSlice<T>, s: &CudaStream) -> u64 {
     ptr
 }
 
-impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
+impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
     pub(super) fn new(
         config: &ThermalConfig,
         tiles: Vec<Tile>,
@@ -200,23 +195,36 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
                 columns.extend(column_copies(&tiles, k));
             }
         }
-        // Peer access between every pair of tiles that exchange.
-        let mut links = Vec::new();
-        let mut pairs: Vec<(usize, usize)> = columns
+        // Peer access between every pair of GPUs whose tiles exchange, once.
+        let ordinal = |k: usize| gpus[k].device.ordinal();
+        let mut pairs: Vec<(usize, usize, usize, usize)> = columns
             .iter()
             .chain(rows.iter().map(|(c, _)| c))
-            .map(|c| (c.from.min(c.to), c.from.max(c.to)))
-            .filter(|(a, b)| gpus[*a].device.ordinal() != gpus[*b].device.ordinal())
+            .filter(|c| ordinal(c.from) != ordinal(c.to))
+            .map(|c| {
+                let (a, b) = if ordinal(c.from) < ordinal(c.to) { (c.from, c.to) } else { (c.to, c.from) };
+                (ordinal(a), ordinal(b), a, b)
+            })
             .collect();
         pairs.sort_unstable();
-        pairs.dedup_by_key(|&mut (a, b)| (gpus[a].device.ordinal(), gpus[b].device.ordinal()));
-        for (a, b) in pairs {
+        pairs.dedup_by_key(|p| (p.0, p.1));
+        let mut links = Vec::new();
+        for (_, _, a, b) in pairs {
             links.extend(peer::enable_pair(&gpus[a].device, &gpus[b].device, false)?);
         }
+        let around = (0..n)
+            .map(|k| {
+                let mut m = tiles[k].neighbours.to_vec();
+                m.push(k);
+                m.sort_unstable();
+                m.dedup();
+                m
+            })
+            .collect();
         for g in &gpus {
             g.device.stream().synchronize().ctx("waiting for the uploads")?;
         }
-        Ok(Self { config: config.clone(), tiles, gpus, rows, columns, links })
+        Ok(Self { config: config.clone(), tiles, gpus, rows, columns, around, links })
     }
 
     /// Staging buffers and index tables for packing the row halo `c`.
@@ -282,7 +290,7 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
     }
 }
 
-impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuTiles<T> {
+impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuTiles<T> {
     fn run(&mut self, k: usize, phase: &ThermalPhase) -> Result<()> {
         let (tile, g) = (&self.tiles[k], &mut self.gpus[k]);
         let s = g.device.stream().clone();
@@ -324,12 +332,8 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuTiles<T> {
             return Ok(());
         }
         // The last copies out of the buffer this step writes are done.
-        let compute = self.gpus[k].device.stream().clone();
-        let mut around = self.tiles[k].neighbours.to_vec();
-        around.push(k);
-        around.sort_unstable();
-        around.dedup();
-        for m in around {
+        let compute = self.gpus[k].device.stream();
+        for &m in &self.around[k] {
             compute.wait(&self.sync(m).halo_in).ctx("waiting for a neighbour's halo copies")?;
         }
         Ok(())

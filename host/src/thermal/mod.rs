@@ -25,7 +25,7 @@ use crate::solver::{BackendKind, KernelReport};
 use kernels_gpu::thermal::d2q37::{Q, THETA0};
 use kernels_gpu::thermal::frame::HALO;
 use kernels_gpu::thermal::step::WALL_ROWS;
-use kernels_gpu::thermal::{Frame, ThermalBgk, ThermalParams};
+use kernels_gpu::thermal::{ThermalBgk, ThermalParams};
 use kernels_gpu::Real;
 use rayon::prelude::*;
 use std::ops::Range;
@@ -38,6 +38,24 @@ pub enum ThermalPrecision {
     F32,
     /// Double precision, as Calore et al. run the model.
     F64,
+}
+
+impl ThermalPrecision {
+    /// The name in kernels and reports (`f32`, `f64`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ThermalPrecision::F32 => <f32 as kernels_gpu::storage::Storage>::NAME,
+            ThermalPrecision::F64 => <f64 as kernels_gpu::storage::Storage>::NAME,
+        }
+    }
+
+    /// Bytes of one value.
+    pub fn bytes(self) -> usize {
+        match self {
+            ThermalPrecision::F32 => 4,
+            ThermalPrecision::F64 => 8,
+        }
+    }
 }
 
 /// What a thermal run is: the box, the fluid and its boundaries.
@@ -64,11 +82,6 @@ pub struct ThermalConfig {
 }
 
 impl ThermalConfig {
-    /// The framed box.
-    pub fn frame(&self) -> Frame {
-        Frame::new(self.nx, self.ny)
-    }
-
     /// Checks that the set-up can run, with what to change if not.
     pub fn validate(&self) -> Result<()> {
         let fail = |m: String| Err(Error::Setup(m));
@@ -92,11 +105,15 @@ impl ThermalConfig {
             }
         }
         tiles::validate(self)?;
-        let cells = self.frame().plane() as u64;
+        // Each tile's buffer is indexed in 32 bits.
+        let cells = tiles::tiles(self).iter().map(|t| t.frame.plane() as u64).max().unwrap_or(0);
         if cells >= 1 << 31 {
             return fail(format!(
-                "{} x {} sites is too large for one thermal box: the frame holds {cells} cells, at most 2^31",
-                self.nx, self.ny
+                "{} x {} sites in {} tiles is too large: a tile's frame holds {cells} cells, at most 2^31 \
+                 (cut the box into more tiles)",
+                self.nx,
+                self.ny,
+                self.tiling.count()
             ));
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! The thermal model's physics on the CPU: conservation, the force's
 //! work, the sound speed and the thermal diffusivity against theory.
 
-use super::validation::slope;
+use super::validation::{mode, slope};
 use super::*;
 use kernels_gpu::thermal::d2q37::GAMMA;
 use std::f64::consts::PI;
@@ -29,14 +29,6 @@ fn lumpy(nx: u32, ny: u32) -> impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync {
         let (a, b) = (2.0 * PI * x as f64 / nx as f64, 2.0 * PI * y as f64 / ny as f64);
         (1.0 + 0.05 * a.sin() * b.cos(), [0.02 * b.sin(), -0.01 * a.cos()], THETA0 * (1.0 + 0.1 * (a + b).cos()))
     }
-}
-
-/// Complex amplitude of wave number `k` of `values(x)`, `x` in `0..n`.
-fn mode(n: usize, k: f64, values: impl Fn(usize) -> f64) -> (f64, f64) {
-    (0..n).fold((0.0, 0.0), |(re, im), x| {
-        let v = values(x);
-        (re + v * (k * x as f64).cos(), im - v * (k * x as f64).sin())
-    })
 }
 
 #[test]

@@ -181,6 +181,14 @@ impl LinearMode {
     }
 }
 
+/// Complex amplitude of wave number `k` of `values(x)`, `x` in `0..n`.
+pub(super) fn mode(n: usize, k: f64, values: impl Fn(usize) -> f64) -> (f64, f64) {
+    (0..n).fold((0.0, 0.0), |(re, im), x| {
+        let v = values(x);
+        (re + v * (k * x as f64).cos(), im - v * (k * x as f64).sin())
+    })
+}
+
 /// Root mean square over the rows of the amplitude of the mode `cos(k x +
 /// phase)` of the vertical velocity: `[sum_y |(2 / nx) sum_x uy e^{-i k
 /// x}|^2 / ny]^(1/2)`.
@@ -188,10 +196,7 @@ fn uy_mode_amplitude(f: &ThermalFields, k: f64) -> f64 {
     let (nx, ny) = (f.nx as usize, f.ny as usize);
     let sum: f64 = (0..ny)
         .map(|y| {
-            let (re, im) = (0..nx).fold((0.0, 0.0), |(re, im), x| {
-                let (v, a) = (f.uy[y * nx + x], k * x as f64);
-                (re + v * a.cos(), im - v * a.sin())
-            });
+            let (re, im) = mode(nx, k, |x| f.uy[y * nx + x]);
             (re * re + im * im) * (2.0 / nx as f64).powi(2)
         })
         .sum();
