@@ -847,3 +847,98 @@ fn schaefer_turek_3d1z_drag_on_the_gpu() {
     assert!((drag / 6.18533 - 1.0).abs() < 0.02, "c_D = {drag}");
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// `ranks` processes of `lbm` with `args`, as a launcher starts an NCCL
+/// job (fresh file rendezvous), and what each printed; every rank must
+/// succeed.
+fn nccl_job(name: &str, ranks: usize, args: &[&str]) -> Vec<String> {
+    let id = scratch(name).join("id");
+    let rendezvous = format!("file:{}", id.display());
+    let children: Vec<_> = (0..ranks)
+        .map(|r| {
+            lbm()
+                .args(args)
+                .args(["--rendezvous", &rendezvous])
+                .envs([("RANK", r.to_string()), ("WORLD_SIZE", ranks.to_string()), ("LOCAL_RANK", r.to_string())])
+                .env("LBM_NCCL_TIMEOUT", "120")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Each rank's output is read on a thread of its own (a full pipe would
+    // stall that rank and so the job); a job past its deadline is killed.
+    let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
+    let readers: Vec<_> = children.into_iter().map(|c| std::thread::spawn(move || c.wait_with_output())).collect();
+    let start = std::time::Instant::now();
+    while !readers.iter().all(|r| r.is_finished()) {
+        if start.elapsed().as_secs() > 240 {
+            for pid in &pids {
+                Command::new("kill").args(["-9", &pid.to_string()]).status().ok();
+            }
+            panic!("the NCCL job {args:?} did not finish within 240 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    readers
+        .into_iter()
+        .enumerate()
+        .map(|(r, reader)| {
+            let o = reader.join().unwrap().unwrap();
+            let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            assert!(o.status.success(), "rank {r} of {args:?} failed: {out}{err}");
+            out.into_owned()
+        })
+        .collect()
+}
+
+/// The thermal model over NCCL ranks, one tile each: `lbm nccl --model
+/// d2q37` matches one GPU bit for bit in 1D and 2D tilings (one rank: its
+/// halos to itself; two: along x and along y), and `lbm run --rendezvous`
+/// of a thermal case draws the maps of a one-domain run on the CPU byte for
+/// byte. Needs a GPU and NCCL (two GPUs for the two-rank jobs).
+#[test]
+fn thermal_tiles_over_nccl_ranks_match_one_domain() {
+    let gpus = lbm::host::gpu::device_count().unwrap_or(0);
+    if gpus == 0 || !lbm::host::nccl::library_present() {
+        if std::env::var("LBM_REQUIRE_GPU").as_deref() == Ok("1") {
+            panic!("thermal_tiles_over_nccl_ranks_match_one_domain: LBM_REQUIRE_GPU=1 but no GPU or no NCCL");
+        }
+        eprintln!("SKIPPED thermal_tiles_over_nccl_ranks_match_one_domain: needs a GPU and NCCL ({gpus} GPUs)");
+        return;
+    }
+    let mut jobs = vec![(1, "1,1", "f64")];
+    if gpus >= 2 {
+        jobs.extend([(2, "2,1", "f64"), (2, "1,2", "f64"), (2, "2,1", "f32")]);
+    } else {
+        eprintln!("SKIPPED the two-rank thermal NCCL jobs: one GPU");
+    }
+    for (k, (ranks, tiles, precision)) in jobs.into_iter().enumerate() {
+        let args =
+            ["nccl", "--model", "d2q37", "--size", "96", "--steps", "60", "--tiles", tiles, "--precision", precision];
+        let out = nccl_job(&format!("thermal-nccl-{k}"), ranks, &args);
+        assert!(out[0].contains(" 0 of ") && out[0].contains("populations differ from one GPU"), "{}", out[0]);
+        assert!(out[1..].iter().all(String::is_empty), "only rank 0 reports: {out:?}");
+    }
+    if gpus < 2 {
+        return;
+    }
+    let dir = scratch("thermal-nccl-run");
+    let (cpu, ranks) = (dir.join("cpu"), dir.join("ranks"));
+    let o = lbm()
+        .args(["run", "cases/rayleigh_taylor.toml", "--backend", "cpu", "--steps", "3", "--output"])
+        .arg(&cpu)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = nccl_job(
+        "thermal-nccl-run",
+        2,
+        &["run", "cases/rayleigh_taylor.toml", "--steps", "3", "--output", ranks.to_str().unwrap()],
+    );
+    assert!(out[0].contains("2 NCCL ranks"), "{}", out[0]);
+    let map = |dir: &std::path::Path| std::fs::read(dir.join("temperature_00000003.png")).unwrap();
+    assert!(map(&cpu) == map(&ranks), "the NCCL run's map differs from the CPU's");
+    std::fs::remove_dir_all(&dir).ok();
+}

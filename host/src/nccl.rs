@@ -181,6 +181,16 @@ pub fn library_present() -> bool {
     unsafe { nccl::is_culib_present() }
 }
 
+/// An error unless the NCCL library can be loaded.
+pub(crate) fn require_library() -> Result<()> {
+    if library_present() {
+        return Ok(());
+    }
+    Err(Error::Setup(
+        "the NCCL library (libnccl.so.2) was not found: install NCCL or add its directory to LD_LIBRARY_PATH".into(),
+    ))
+}
+
 pub(crate) fn nccl_result(r: nccl::ncclResult_t, what: &str) -> Result<()> {
     if r == nccl::ncclResult_t::ncclSuccess {
         Ok(())
@@ -226,18 +236,58 @@ impl Comm {
         })
     }
 
+    /// Joins the job of `ranks` on the device of `ctx`, the NCCL id shared
+    /// through `rendezvous`, and starts the dead-peer watchdog (which names
+    /// `peers`, the ranks this one exchanges with).
+    pub(crate) fn connect(
+        ranks: Ranks,
+        rendezvous: &str,
+        ctx: &Arc<cudarc::driver::CudaContext>,
+        peers: &[usize],
+    ) -> Result<Self> {
+        require_library()?;
+        let id = share_id(ranks, rendezvous)?;
+        ctx.bind_to_thread().ctx("binding the device")?;
+        // ncclCommInitRank blocks until every rank joins: a rank that failed
+        // would leave the others waiting forever, so a watchdog ends them.
+        let joined = Arc::new(AtomicBool::new(false));
+        let watch = joined.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(RENDEZVOUS_TIMEOUT);
+            if !watch.load(Ordering::SeqCst) {
+                eprintln!(
+                    "error: rank {} of {}: not every rank joined NCCL within {} s; another rank has probably failed (see its messages)",
+                    ranks.rank,
+                    ranks.world,
+                    RENDEZVOUS_TIMEOUT.as_secs()
+                );
+                std::process::exit(1);
+            }
+        });
+        let comm = Self::join(ranks, id);
+        joined.store(true, Ordering::SeqCst);
+        let comm = comm?;
+        comm.watch(ranks, peers);
+        if ranks.rank == 0 {
+            if let Some(path) = rendezvous.strip_prefix("file:") {
+                std::fs::remove_file(path).ok();
+            }
+        }
+        Ok(comm)
+    }
+
     /// Starts the watchdog's clock until the guard drops: around every call
     /// that may block on NCCL work (a launch into a full queue behind an
     /// exchange, a synchronisation, a message). Healthy calls return within
     /// a step; one blocked past the limit means a peer is gone.
-    fn busy(&self) -> Busy {
+    pub(crate) fn busy(&self) -> Busy {
         let now = self.started.elapsed().as_millis() as u64;
         self.waiting_since.store(now.max(1), Ordering::SeqCst);
         Busy(self.waiting_since.clone())
     }
 
     /// Runs `wait` under the watchdog's clock.
-    fn waiting<T>(&self, wait: impl FnOnce() -> T) -> T {
+    pub(crate) fn waiting<T>(&self, wait: impl FnOnce() -> T) -> T {
         let _busy = self.busy();
         wait()
     }
@@ -247,8 +297,11 @@ impl Comm {
     /// completes, while this rank is blocked waiting for it. The watchdog
     /// then aborts the communicator, which ends the wait, and the process
     /// (exit status 3), naming this rank and the neighbours it exchanges with.
-    fn watch(&self, ranks: Ranks) {
+    fn watch(&self, ranks: Ranks, peers: &[usize]) {
         let (raw, aborted) = (RawComm(self.raw), self.aborted.clone());
+        let mut peers: Vec<usize> = peers.iter().copied().filter(|&p| p != ranks.rank).collect();
+        peers.sort_unstable();
+        peers.dedup();
         let (waiting_since, started, limit) = (self.waiting_since.clone(), self.started, wait_limit());
         std::thread::spawn(move || {
             let raw = raw;
@@ -270,18 +323,21 @@ impl Comm {
                 }
                 // SAFETY: aborting ends any NCCL work this rank is blocked in.
                 unsafe { nccl::ncclCommAbort(raw.0) };
-                let w = ranks.world;
                 let why = if failed {
                     format!("NCCL reports {state:?}")
                 } else {
                     format!("no NCCL progress for {} s (LBM_NCCL_TIMEOUT)", waited.as_secs())
                 };
-                let (down, up) = ((ranks.rank + w - 1) % w, (ranks.rank + 1) % w);
-                let peers = if down == up { format!("rank {up}") } else { format!("ranks {down} and {up}") };
+                let names: Vec<String> = peers.iter().map(|p| p.to_string()).collect();
+                let peers = match names.len() {
+                    0 => "no other rank".to_string(),
+                    1 => format!("rank {}", names[0]),
+                    n => format!("ranks {} and {}", names[..n - 1].join(", "), names[n - 1]),
+                };
                 eprintln!(
-                    "error: rank {} of {w}: {why}: a peer rank died or became unreachable \
+                    "error: rank {} of {}: {why}: a peer rank died or became unreachable \
                      (this rank exchanges with {peers}); aborting the job",
-                    ranks.rank
+                    ranks.rank, ranks.world
                 );
                 std::process::exit(3);
             }
@@ -289,7 +345,7 @@ impl Comm {
     }
 
     /// Queues the sends and receives `f` issues as one group.
-    fn group(&self, f: impl FnOnce(&Self) -> Result<()>) -> Result<()> {
+    pub(crate) fn group(&self, f: impl FnOnce(&Self) -> Result<()>) -> Result<()> {
         // SAFETY: plain group markers.
         nccl_result(unsafe { nccl::ncclGroupStart() }, "starting a group")?;
         let queued = f(self);
@@ -303,7 +359,14 @@ impl Comm {
     ///
     /// # Safety
     /// The range must stay valid and unwritten until the stream reaches the send.
-    unsafe fn send(&self, at: u64, bytes: usize, peer: usize, stream: &CudaStream, what: &str) -> Result<()> {
+    pub(crate) unsafe fn send(
+        &self,
+        at: u64,
+        bytes: usize,
+        peer: usize,
+        stream: &CudaStream,
+        what: &str,
+    ) -> Result<()> {
         let s = stream.cu_stream() as nccl::cudaStream_t;
         nccl_result(unsafe { nccl::ncclSend(at as *const _, bytes, BYTES, peer as i32, self.raw, s) }, what)
     }
@@ -312,7 +375,14 @@ impl Comm {
     ///
     /// # Safety
     /// The range must stay valid and untouched until the stream reaches the receive.
-    unsafe fn recv(&self, at: u64, bytes: usize, peer: usize, stream: &CudaStream, what: &str) -> Result<()> {
+    pub(crate) unsafe fn recv(
+        &self,
+        at: u64,
+        bytes: usize,
+        peer: usize,
+        stream: &CudaStream,
+        what: &str,
+    ) -> Result<()> {
         let s = stream.cu_stream() as nccl::cudaStream_t;
         nccl_result(unsafe { nccl::ncclRecv(at as *mut _, bytes, BYTES, peer as i32, self.raw, s) }, what)
     }
@@ -336,8 +406,65 @@ impl Comm {
         nccl_result(sent, "broadcasting a message")
     }
 
+    /// Sends host bytes to `peer` on `stream`, staged through the device in chunks.
+    pub(crate) fn send_bytes(&self, stream: &Arc<CudaStream>, peer: usize, bytes: &[u8]) -> Result<()> {
+        for chunk in bytes.chunks(CHUNK_BYTES) {
+            let buf = stream.clone_htod(chunk).ctx("staging data")?;
+            let (ptr, _guard) = buf.device_ptr(stream);
+            // SAFETY: `buf` holds the chunk until the stream is synchronised below.
+            unsafe { self.send(ptr, chunk.len(), peer, stream, "sending data")? };
+            self.waiting(|| stream.synchronize()).ctx("sending data")?;
+        }
+        Ok(())
+    }
+
+    /// Receives `len` host bytes from `peer` on `stream` (sent by [`Self::send_bytes`]).
+    pub(crate) fn recv_bytes(&self, stream: &Arc<CudaStream>, peer: usize, len: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        let mut buf = stream.alloc_zeros::<u8>(CHUNK_BYTES.min(len).max(1)).ctx("staging data")?;
+        while out.len() < len {
+            let n = (len - out.len()).min(CHUNK_BYTES);
+            {
+                let (ptr, _guard) = buf.device_ptr_mut(stream);
+                // SAFETY: `buf` holds at least `n` bytes; the stream is synchronised by the read below.
+                unsafe { self.recv(ptr, n, peer, stream, "receiving data")? };
+            }
+            let staged = self.waiting(|| stream.clone_dtoh(&buf.slice(..n))).ctx("reading received data")?;
+            out.extend_from_slice(&staged);
+        }
+        Ok(out)
+    }
+
+    /// Every rank's `mine` on rank 0 (`len(r)` bytes from rank `r`); an
+    /// empty list on the others.
+    pub(crate) fn gather_bytes(
+        &self,
+        ranks: Ranks,
+        stream: &Arc<CudaStream>,
+        mine: Vec<u8>,
+        len: impl Fn(usize) -> usize,
+    ) -> Result<Vec<Vec<u8>>> {
+        if ranks.rank != 0 {
+            self.send_bytes(stream, 0, &mine)?;
+            return Ok(Vec::new());
+        }
+        let mut all = vec![mine];
+        for r in 1..ranks.world {
+            all.push(self.recv_bytes(stream, r, len(r))?);
+        }
+        Ok(all)
+    }
+
+    /// Rank 0's two words reach every rank through the staging of `stream`.
+    pub(crate) fn broadcast_words(&self, stream: &Arc<CudaStream>, words: [u64; 2]) -> Result<[u64; 2]> {
+        let mut buf = stream.clone_htod(&words).ctx("staging a message")?;
+        self.broadcast(&mut buf, stream)?;
+        let got = self.waiting(|| stream.clone_dtoh(&buf)).ctx("reading a message")?;
+        Ok([got[0], got[1]])
+    }
+
     /// Ends this rank's part at once: pending NCCL work is abandoned.
-    fn abort(&self) {
+    pub(crate) fn abort(&self) {
         if !self.aborted.swap(true, Ordering::SeqCst) {
             // SAFETY: the communicator is valid until `Drop`, which skips an aborted one.
             unsafe { nccl::ncclCommAbort(self.raw) };
@@ -346,7 +473,7 @@ impl Comm {
 }
 
 /// Stops the watchdog's clock when dropped (see [`Comm::busy`]).
-struct Busy(Arc<std::sync::atomic::AtomicU64>);
+pub(crate) struct Busy(Arc<std::sync::atomic::AtomicU64>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
@@ -457,12 +584,7 @@ pub fn join<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
     }
     let slabs = Slab::split_grid(&config, ranks.world as u32, kernels_gpu::grid::halo_width::<L, Q>())?;
     let device = GpuDevice::open(ranks.local, ptx)?;
-    if !library_present() {
-        return Err(Error::Setup(
-            "the NCCL library (libnccl.so.2) was not found: install NCCL or add its directory to LD_LIBRARY_PATH"
-                .into(),
-        ));
-    }
+    require_library()?;
     let gpu = GpuPart::<L, Q, S>::new(&config, slabs[ranks.rank].clone(), device.clone())
         .map_err(|e| crate::multi_gpu::in_partition(e, format!("rank {} on GPU {}", ranks.rank, ranks.local)))?;
     let packed = match gpu.grid() {
@@ -477,33 +599,8 @@ pub fn join<L: Lattice<Q>, const Q: usize, S: DeviceStorage>(
     let copies = ctx.new_stream_with_priority(highest).ctx("creating the NCCL stream")?;
     let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING)).ctx("creating an event");
     let (split, exchanged) = (SplitStep::new(&ctx)?, event()?);
-    let id = share_id(ranks, rendezvous)?;
-    ctx.bind_to_thread().ctx("binding the device")?;
-    // ncclCommInitRank blocks until every rank joins: a rank that failed
-    // would leave the others waiting forever, so a watchdog ends them.
-    let joined = Arc::new(AtomicBool::new(false));
-    let watch = joined.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(RENDEZVOUS_TIMEOUT);
-        if !watch.load(Ordering::SeqCst) {
-            eprintln!(
-                "error: rank {} of {}: not every rank joined NCCL within {} s; another rank has probably failed (see its messages)",
-                ranks.rank,
-                ranks.world,
-                RENDEZVOUS_TIMEOUT.as_secs()
-            );
-            std::process::exit(1);
-        }
-    });
-    let comm = Comm::join(ranks, id);
-    joined.store(true, Ordering::SeqCst);
-    let comm = comm?;
-    comm.watch(ranks);
-    if ranks.rank == 0 {
-        if let Some(path) = rendezvous.strip_prefix("file:") {
-            std::fs::remove_file(path).ok();
-        }
-    }
+    let w = ranks.world;
+    let comm = Comm::connect(ranks, rendezvous, &ctx, &[(ranks.rank + w - 1) % w, (ranks.rank + 1) % w])?;
     let exec = NcclParts { config: config.clone(), ranks, slabs, gpu, comm, copies, split, exchanged, packed };
     Ok(Simulation::from_parts(config, exec, Plan::split(1, Schedule::Overlapped)))
 }
@@ -518,10 +615,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
     /// small messages that keep the ranks in step.
     pub fn broadcast(&mut self, words: [u64; 2]) -> Result<[u64; 2]> {
         Partitions::synchronize(self)?;
-        let mut buf = self.copies.clone_htod(&words).ctx("staging a message")?;
-        self.comm.broadcast(&mut buf, &self.copies)?;
-        let got = self.comm.waiting(|| self.copies.clone_dtoh(&buf)).ctx("reading a message")?;
-        Ok([got[0], got[1]])
+        self.comm.broadcast_words(&self.copies, words)
     }
 
     /// Ends this rank's part in the job at once, after an error: pending
@@ -530,38 +624,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
         self.comm.abort();
     }
 
-    /// Sends host bytes to `peer`, staged through the device in chunks.
-    fn send_bytes(&self, peer: usize, bytes: &[u8]) -> Result<()> {
-        for chunk in bytes.chunks(CHUNK_BYTES) {
-            let buf = self.copies.clone_htod(chunk).ctx("staging data")?;
-            let (ptr, _guard) = buf.device_ptr(&self.copies);
-            // SAFETY: `buf` holds the chunk until the stream is synchronised below.
-            unsafe { self.comm.send(ptr, chunk.len(), peer, &self.copies, "sending data")? };
-            self.comm.waiting(|| self.copies.synchronize()).ctx("sending data")?;
-        }
-        Ok(())
-    }
-
-    /// Receives `len` host bytes from `peer` (sent by [`Self::send_bytes`]).
-    fn recv_bytes(&self, peer: usize, len: usize) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(len);
-        let mut buf = self.copies.alloc_zeros::<u8>(CHUNK_BYTES.min(len).max(1)).ctx("staging data")?;
-        while out.len() < len {
-            let n = (len - out.len()).min(CHUNK_BYTES);
-            {
-                let (ptr, _guard) = buf.device_ptr_mut(&self.copies);
-                // SAFETY: `buf` holds at least `n` bytes; the stream is synchronised by the read below.
-                unsafe { self.comm.recv(ptr, n, peer, &self.copies, "receiving data")? };
-            }
-            let staged = self.comm.waiting(|| self.copies.clone_dtoh(&buf.slice(..n))).ctx("reading received data")?;
-            out.extend_from_slice(&staged);
-        }
-        Ok(out)
-    }
-
-    /// Every rank's `mine` on rank 0 (`len(r)` bytes from rank `r`); an
-    /// empty list on the others.
-    /// [`Self::gather_bytes`] of messages whose sizes only their senders
+    /// [`Comm::gather_bytes`] of messages whose sizes only their senders
     /// know (a sparse partition's stored cells): each size goes first.
     fn gather_sized(&self, mine: Vec<u8>) -> Result<Vec<Vec<u8>>> {
         let sizes = self.gather_bytes((mine.len() as u64).to_ne_bytes().to_vec(), |_| 8)?;
@@ -570,15 +633,15 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> NcclParts<L, Q, S> {
     }
 
     fn gather_bytes(&self, mine: Vec<u8>, len: impl Fn(usize) -> usize) -> Result<Vec<Vec<u8>>> {
-        if self.ranks.rank != 0 {
-            self.send_bytes(0, &mine)?;
-            return Ok(Vec::new());
-        }
-        let mut all = vec![mine];
-        for r in 1..self.ranks.world {
-            all.push(self.recv_bytes(r, len(r))?);
-        }
-        Ok(all)
+        self.comm.gather_bytes(self.ranks, &self.copies, mine, len)
+    }
+
+    fn send_bytes(&self, peer: usize, bytes: &[u8]) -> Result<()> {
+        self.comm.send_bytes(&self.copies, peer, bytes)
+    }
+
+    fn recv_bytes(&self, peer: usize, len: usize) -> Result<Vec<u8>> {
+        self.comm.recv_bytes(&self.copies, peer, len)
     }
 }
 

@@ -80,8 +80,9 @@ enum Command {
         full: bool,
     },
     /// One partition per process over NCCL (launch one process per GPU with
-    /// mpirun, srun or scripts/nccl-local.sh): times a 3D cavity and checks,
-    /// on rank 0, its populations against one GPU bit for bit.
+    /// mpirun, srun or scripts/nccl-local.sh): times a 3D cavity, or the
+    /// thermal D2Q37 box tiled one tile per rank, and checks, on rank 0, its
+    /// populations against one GPU bit for bit.
     Nccl {
         /// Where ranks find rank 0's NCCL id: file:PATH (must not exist yet) or tcp:HOST:PORT.
         #[arg(long)]
@@ -92,12 +93,23 @@ enum Command {
         streaming: String,
         #[arg(long, default_value = GridLayout::Dense.name(), help = help("Grid", GridLayout::all()))]
         grid: String,
-        /// Cube side, cells.
+        /// Cube side, cells (with d2q37: the square box's side).
         #[arg(long, default_value_t = 64)]
         size: u32,
         /// Time steps.
         #[arg(long, default_value_t = 1000)]
         steps: u64,
+        /// isothermal (the lattice above), or d2q37, the thermal model
+        /// between walls under gravity, one tile per rank.
+        #[arg(long, default_value = "isothermal")]
+        model: String,
+        /// With d2q37: tiles along x and y, as many as ranks [default: the
+        /// ranks side by side along x].
+        #[arg(long, value_delimiter = ',')]
+        tiles: Option<Vec<u32>>,
+        /// With d2q37: f64 or f32.
+        #[arg(long, default_value = "f64")]
+        precision: String,
     },
     /// Measure the device copy bandwidth, then stream-collide MLUPS and the
     /// fraction of copy bandwidth for each lattice, storage, scheme and
@@ -267,7 +279,21 @@ pub fn execute(cli: Cli) -> Result<()> {
             println!("all {} checks passed", checks.len());
             Ok(())
         }
-        Command::Nccl { rendezvous, lattice, streaming, grid, size, steps } => {
+        Command::Nccl { rendezvous, model, tiles, precision, size, steps, .. }
+            if model.eq_ignore_ascii_case("d2q37") =>
+        {
+            let precision = names::parse(&[precision], &[Precision::F64, Precision::F32])?[0];
+            let ranks = run::launcher_ranks()?;
+            thermal::nccl(ranks, &rendezvous, tiles, precision, size, steps)
+        }
+        Command::Nccl { rendezvous, lattice, streaming, grid, size, steps, model, .. } => {
+            if !model.eq_ignore_ascii_case("isothermal") {
+                return Err(lbm::Error::UnknownName {
+                    what: "model",
+                    name: model,
+                    choices: "isothermal, d2q37".into(),
+                });
+            }
             // Names first: a typo is reported before the launcher is looked for.
             let lattice = LatticeKind::from_name_in(&lattice, &lattices_3d())?;
             let streaming = lbm::host::case::parse_streaming(&streaming)?;

@@ -48,6 +48,17 @@ pub struct RunOptions {
     pub rendezvous: Option<String>,
 }
 
+/// This process's place in the NCCL job its launcher started, for `--rendezvous`.
+pub fn launcher_ranks() -> Result<lbm::host::nccl::Ranks> {
+    lbm::host::nccl::Ranks::from_env()?.ok_or_else(|| {
+        Error::Setup(
+            "--rendezvous needs launcher variables: start one process per GPU with mpirun, srun or \
+             scripts/nccl-local.sh (or set RANK, WORLD_SIZE and LOCAL_RANK)"
+                .into(),
+        )
+    })
+}
+
 /// How a run ended without error.
 pub enum Outcome {
     Finished,
@@ -76,13 +87,7 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     // In an NCCL job only rank 0 reports and writes; the others serve it.
     let ranks = match &o.rendezvous {
         None => None,
-        Some(_) => Some(lbm::host::nccl::Ranks::from_env()?.ok_or_else(|| {
-            Error::Setup(
-                "--rendezvous needs launcher variables: start one process per GPU with mpirun, srun or \
-                 scripts/nccl-local.sh (or set RANK, WORLD_SIZE and LOCAL_RANK)"
-                    .into(),
-            )
-        })?),
+        Some(_) => Some(launcher_ranks()?),
     };
     let root = ranks.is_none_or(|r| r.rank == 0);
     let say = |line: String| {

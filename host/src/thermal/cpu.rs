@@ -118,7 +118,7 @@ unsafe fn column_fma<T: Real>(phase: &ThermalPhase, p: &ThermalParams<T>, f: Sha
 impl<T: Real> Executor for CpuTiles<T> {
     fn run(&mut self, k: usize, phase: &ThermalPhase) -> Result<()> {
         let tile = &self.tiles[k];
-        let p = self.config.params::<T>(tile, 0..tile.frame.ny);
+        let p = self.config.params::<T>(tile, 0..tile.frame.nx, 0..tile.frame.ny);
         let (f, next) = (Shared::new(self.f[k].as_ptr()), Shared::new(self.next[k].as_ptr()));
         let (columns, rows) = match phase {
             ThermalPhase::Walls => (0..tile.frame.nx, 2 * WALL_ROWS),
@@ -162,7 +162,7 @@ impl<T: Real> Executor for CpuTiles<T> {
         Ok(())
     }
 
-    fn populations(&self) -> Result<Vec<f64>> {
-        Ok(interior(&self.config, &self.tiles, &self.f))
+    fn populations(&self) -> Result<Option<Vec<f64>>> {
+        Ok(Some(interior(&self.config, &self.tiles, &self.f)))
     }
 }

@@ -35,19 +35,19 @@ const ROW_THREADS: u32 = 128;
 const LINE_THREADS: u32 = 128;
 
 /// The kernels of one precision on one device.
-struct Kernels {
+pub(super) struct Kernels {
     propagate: CudaFunction,
     collide: CudaFunction,
     fused: CudaFunction,
     wall: CudaFunction,
     halo_x: CudaFunction,
     halo_y: CudaFunction,
-    gather: CudaFunction,
-    scatter: CudaFunction,
+    pub(super) gather: CudaFunction,
+    pub(super) scatter: CudaFunction,
 }
 
 impl Kernels {
-    fn load<T: Storage>(device: &GpuDevice) -> Result<Self> {
+    pub(super) fn load<T: Storage>(device: &GpuDevice) -> Result<Self> {
         let name = |k: &str| device.function(&format!("d2q37_{k}_{}", T::NAME));
         let (gather, scatter) = kernels_gpu::exchange::kernels_for(std::mem::size_of::<T>())
             .ok_or_else(|| Error::Setup("no halo pack kernels for this precision".into()))?;
@@ -65,21 +65,21 @@ impl Kernels {
 }
 
 /// The halo stream and events of a tile of several.
-struct TileSync {
+pub(super) struct TileSync {
     /// Where its halo copies (and packing) run.
-    halo: Arc<CudaStream>,
+    pub(super) halo: Arc<CudaStream>,
     /// Its step is done (its current buffer final).
-    done: CudaEvent,
+    pub(super) done: CudaEvent,
     /// Its row halos are in.
     rows_in: CudaEvent,
     /// Its whole halo is in.
-    halo_in: CudaEvent,
+    pub(super) halo_in: CudaEvent,
     /// Its packed row halos are sent.
     sent: CudaEvent,
 }
 
 impl TileSync {
-    fn new(device: &GpuDevice) -> Result<Self> {
+    pub(super) fn new(device: &GpuDevice) -> Result<Self> {
         let ctx = device.context();
         ctx.bind_to_thread().ctx("binding the device")?;
         // Copies first: the edges of every tile wait for them.
@@ -91,13 +91,15 @@ impl TileSync {
 }
 
 /// One tile in device memory.
-struct GpuTile<T: DeviceRepr> {
-    device: GpuDevice,
-    kernels: Kernels,
-    f: CudaSlice<T>,
-    next: CudaSlice<T>,
+pub(super) struct GpuTile<T: DeviceRepr> {
+    pub(super) device: GpuDevice,
+    pub(super) kernels: Kernels,
+    /// The current populations.
+    pub(super) f: CudaSlice<T>,
+    /// Where the step writes.
+    pub(super) next: CudaSlice<T>,
     /// With several tiles.
-    sync: Option<TileSync>,
+    pub(super) sync: Option<TileSync>,
 }
 
 /// A packed row halo: gathered on the sender, sent, scattered on the receiver.
@@ -152,9 +154,85 @@ fn copy<T: DeviceRepr>(gpus: &[GpuTile<T>], c: &HaloCopy, stream: &CudaStream) -
 }
 
 /// The device address of `buffer`.
-fn address<T>(buffer: &CudaSlice<T>, s: &CudaStream) -> u64 {
+pub(super) fn address<T>(buffer: &CudaSlice<T>, s: &CudaStream) -> u64 {
     let (ptr, _sync) = buffer.device_ptr(s);
     ptr
+}
+
+impl<T: Real + Storage + DeviceRepr> GpuTile<T> {
+    /// Tile `tile` of `config` on `device`, its sites at `initial`'s state;
+    /// with a halo stream and events when `several` tiles exchange halos.
+    pub(super) fn new(
+        config: &ThermalConfig,
+        tile: &Tile,
+        device: GpuDevice,
+        several: bool,
+        initial: &(impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync),
+    ) -> Result<Self> {
+        let kernels = Kernels::load::<T>(&device)?;
+        let host = initial_populations::<T>(config, tile, initial);
+        let s = device.stream();
+        let f = s.clone_htod(&host).ctx("uploading the thermal populations")?;
+        let next = s.clone_htod(&host).ctx("allocating the second thermal buffer")?;
+        let sync = several.then(|| TileSync::new(&device)).transpose()?;
+        Ok(Self { device, kernels, f, next, sync })
+    }
+
+    /// Queues `phase` of `tile` (this tile of `config`) on the device's stream.
+    pub(super) fn run(&mut self, config: &ThermalConfig, tile: &Tile, phase: &ThermalPhase) -> Result<()> {
+        let s = self.device.stream().clone();
+        match phase {
+            ThermalPhase::Walls => {
+                let p = ByValue(config.params::<T>(tile, 0..tile.frame.nx, 0..tile.frame.ny));
+                let (first, columns) = (0u32, tile.frame.nx);
+                let mut launch = s.launch_builder(&self.kernels.wall);
+                launch.arg(&p).arg(&first).arg(&columns).arg(&self.f).arg(&mut self.next);
+                // SAFETY: `d2q37_wall(params, first, columns, src, dst)`, two sides.
+                unsafe { launch.launch(line(columns, 2)) }.ctx("launching the walls")?;
+            }
+            ThermalPhase::Propagate(w) | ThermalPhase::Collide(w) | ThermalPhase::PropagateCollide(w) => {
+                let p = ByValue(config.params::<T>(tile, w.columns.clone(), w.rows.clone()));
+                let cfg = launch_config(&p.0.frame, w.columns.len() as u32, ROW_THREADS);
+                let first = w.columns.start;
+                let kernel = match phase {
+                    ThermalPhase::Propagate(_) => &self.kernels.propagate,
+                    ThermalPhase::Collide(_) => &self.kernels.collide,
+                    _ => &self.kernels.fused,
+                };
+                let mut launch = s.launch_builder(kernel);
+                launch.arg(&p).arg(&first);
+                if matches!(phase, ThermalPhase::Collide(_)) {
+                    launch.arg(&mut self.next);
+                } else {
+                    launch.arg(&self.f).arg(&mut self.next);
+                }
+                // SAFETY: the argument lists of `d2q37_{propagate,propagate_collide}`
+                // (params, first, src, dst) and `d2q37_collide` (params, first, f).
+                unsafe { launch.launch(cfg) }.ctx("launching a thermal kernel")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The step is done: the other buffer becomes the current one (and,
+    /// with several tiles, `done` marks it).
+    pub(super) fn finish(&mut self) -> Result<()> {
+        std::mem::swap(&mut self.f, &mut self.next);
+        if let Some(sync) = &self.sync {
+            sync.done.record(self.device.stream()).ctx("recording an event")?;
+        }
+        Ok(())
+    }
+
+    /// Registers and occupancy of the fused kernel.
+    pub(super) fn kernel_report(&self) -> Option<KernelReport> {
+        self.device.kernel_resources(&self.kernels.fused, ROW_THREADS)
+    }
+
+    /// The device's peak arithmetic rate in `T`.
+    pub(super) fn peak_flops(&self) -> Result<Option<f64>> {
+        self.device.peak_flops(std::mem::size_of::<T>() == 8)
+    }
 }
 
 impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
@@ -173,13 +251,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
                 Some(g) => g.device.clone(),
                 None => GpuDevice::open(ordinal, ptx)?,
             };
-            let kernels = Kernels::load::<T>(&device)?;
-            let host = initial_populations::<T>(config, tile, initial);
-            let s = device.stream();
-            let f = s.clone_htod(&host).ctx("uploading the thermal populations")?;
-            let next = s.clone_htod(&host).ctx("allocating the second thermal buffer")?;
-            let sync = several.then(|| TileSync::new(&device)).transpose()?;
-            gpus.push(GpuTile { device, kernels, f, next, sync });
+            gpus.push(GpuTile::new(config, tile, device, several, initial)?);
         }
         let n = tiles.len();
         let (mut rows, mut columns) = (Vec::new(), Vec::new());
@@ -248,7 +320,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
     fn own_halo(&mut self) -> Result<()> {
         let g = &mut self.gpus[0];
         let s = g.device.stream().clone();
-        let p = ByValue(self.config.params::<T>(&self.tiles[0], 0..self.tiles[0].frame.ny));
+        let p = ByValue(self.config.params::<T>(&self.tiles[0], 0..self.tiles[0].frame.nx, 0..self.tiles[0].frame.ny));
         let frame = p.0.frame;
         if self.config.walls.is_none() {
             let mut launch = s.launch_builder(&g.kernels.halo_y);
@@ -292,39 +364,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
 
 impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuTiles<T> {
     fn run(&mut self, k: usize, phase: &ThermalPhase) -> Result<()> {
-        let (tile, g) = (&self.tiles[k], &mut self.gpus[k]);
-        let s = g.device.stream().clone();
-        match phase {
-            ThermalPhase::Walls => {
-                let p = ByValue(self.config.params::<T>(tile, 0..tile.frame.ny));
-                let (first, columns) = (0u32, tile.frame.nx);
-                let mut launch = s.launch_builder(&g.kernels.wall);
-                launch.arg(&p).arg(&first).arg(&columns).arg(&g.f).arg(&mut g.next);
-                // SAFETY: `d2q37_wall(params, first, columns, src, dst)`, two sides.
-                unsafe { launch.launch(line(columns, 2)) }.ctx("launching the walls")?;
-            }
-            ThermalPhase::Propagate(w) | ThermalPhase::Collide(w) | ThermalPhase::PropagateCollide(w) => {
-                let p = ByValue(self.config.params::<T>(tile, w.rows.clone()));
-                let cfg = launch_config(&p.0.frame, w.columns.len() as u32, ROW_THREADS);
-                let first = w.columns.start;
-                let kernel = match phase {
-                    ThermalPhase::Propagate(_) => &g.kernels.propagate,
-                    ThermalPhase::Collide(_) => &g.kernels.collide,
-                    _ => &g.kernels.fused,
-                };
-                let mut launch = s.launch_builder(kernel);
-                launch.arg(&p).arg(&first);
-                if matches!(phase, ThermalPhase::Collide(_)) {
-                    launch.arg(&mut g.next);
-                } else {
-                    launch.arg(&g.f).arg(&mut g.next);
-                }
-                // SAFETY: the argument lists of `d2q37_{propagate,propagate_collide}`
-                // (params, first, src, dst) and `d2q37_collide` (params, first, f).
-                unsafe { launch.launch(cfg) }.ctx("launching a thermal kernel")?;
-            }
-        }
-        Ok(())
+        self.gpus[k].run(&self.config, &self.tiles[k], phase)
     }
 
     fn begin(&mut self, k: usize) -> Result<()> {
@@ -385,12 +425,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuT
     }
 
     fn finish(&mut self, k: usize) -> Result<()> {
-        let g = &mut self.gpus[k];
-        std::mem::swap(&mut g.f, &mut g.next);
-        if let Some(sync) = &g.sync {
-            sync.done.record(g.device.stream()).ctx("recording an event")?;
-        }
-        Ok(())
+        self.gpus[k].finish()
     }
 
     fn synchronize(&self) -> Result<()> {
@@ -404,24 +439,23 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuT
     }
 
     fn kernel_report(&self) -> Option<KernelReport> {
-        let g = &self.gpus[0];
-        g.device.kernel_resources(&g.kernels.fused, ROW_THREADS)
+        self.gpus[0].kernel_report()
     }
 
     fn peak_flops(&self) -> Result<Option<f64>> {
-        self.gpus[0].device.peak_flops(std::mem::size_of::<T>() == 8)
+        self.gpus[0].peak_flops()
     }
 
     fn links(&self) -> Vec<String> {
         self.links.clone()
     }
 
-    fn populations(&self) -> Result<Vec<f64>> {
+    fn populations(&self) -> Result<Option<Vec<f64>>> {
         self.synchronize()?;
         let mut host = Vec::with_capacity(self.gpus.len());
         for g in &self.gpus {
             host.push(g.device.stream().clone_dtoh(&g.f).ctx("reading the thermal populations back")?);
         }
-        Ok(interior(&self.config, &self.tiles, &host))
+        Ok(Some(interior(&self.config, &self.tiles, &host)))
     }
 }

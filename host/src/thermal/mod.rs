@@ -15,6 +15,7 @@ pub mod bench;
 pub mod case;
 mod cpu;
 mod gpu;
+pub mod nccl;
 #[cfg(test)]
 mod tests;
 pub mod tiles;
@@ -119,11 +120,12 @@ impl ThermalConfig {
         Ok(())
     }
 
-    /// The kernels' parameters in precision `T` for `tile`, launch window `rows`.
-    pub(crate) fn params<T: Real>(&self, tile: &Tile, rows: Range<u32>) -> ThermalParams<T> {
+    /// The kernels' parameters in precision `T` for `tile`, launch window
+    /// `columns` x `rows`.
+    pub(crate) fn params<T: Real>(&self, tile: &Tile, columns: Range<u32>, rows: Range<u32>) -> ThermalParams<T> {
         let walls = self.walls.unwrap_or([THETA0; 2]);
         ThermalParams {
-            frame: tile.frame.rows(rows),
+            frame: tile.frame.window(columns, rows),
             walls: tile.walls,
             reserved: 0,
             collision: ThermalBgk::new(self.tau, self.gravity),
@@ -162,8 +164,15 @@ trait Executor: Send {
     }
     /// After tile `tile`'s step: its other buffer becomes the current one.
     fn finish(&mut self, tile: usize) -> Result<()>;
-    /// The interior sites' current populations, `i (nx ny) + x ny + y`.
-    fn populations(&self) -> Result<Vec<f64>>;
+    /// Whether tile `tile` runs here (over NCCL, a rank runs its own).
+    fn owns(&self, _tile: usize) -> bool {
+        true
+    }
+    /// The interior sites' current populations, `i (nx ny) + x ny + y`;
+    /// collective over NCCL ranks, where only rank 0 gets them.
+    fn populations(&self) -> Result<Option<Vec<f64>>>;
+    /// Abandons pending work between processes after an error.
+    fn abort(&mut self) {}
     /// Waits until queued work is done.
     fn synchronize(&self) -> Result<()> {
         Ok(())
@@ -205,6 +214,8 @@ pub struct ThermalFields {
 pub struct ThermalSolver {
     config: ThermalConfig,
     plans: Vec<TilePlan>,
+    /// The tiles run here: all, or an NCCL rank's own.
+    mine: Vec<usize>,
     executor: Box<dyn Executor>,
     time: u64,
 }
@@ -254,16 +265,31 @@ impl ThermalSolver {
         ptx: &str,
         initial: impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync,
     ) -> Result<Self> {
+        Self::with_executor(config, |config, tiles| {
+            Ok(match (ordinals, config.precision) {
+                (None, ThermalPrecision::F32) => Box::new(cpu::CpuTiles::<f32>::new(config, tiles, &initial)),
+                (None, ThermalPrecision::F64) => Box::new(cpu::CpuTiles::<f64>::new(config, tiles, &initial)),
+                (Some(o), ThermalPrecision::F32) => {
+                    Box::new(gpu::GpuTiles::<f32>::new(config, tiles, o, ptx, &initial)?)
+                }
+                (Some(o), ThermalPrecision::F64) => {
+                    Box::new(gpu::GpuTiles::<f64>::new(config, tiles, o, ptx, &initial)?)
+                }
+            })
+        })
+    }
+
+    /// A solver of `config` (checked first) whose tiles `executor` runs.
+    fn with_executor(
+        config: ThermalConfig,
+        executor: impl FnOnce(&ThermalConfig, Vec<Tile>) -> Result<Box<dyn Executor>>,
+    ) -> Result<Self> {
         config.validate()?;
         let tiles = tiles::tiles(&config);
-        let plans = tiles.iter().map(|t| tiles::tile_plan(&config, t)).collect();
-        let executor: Box<dyn Executor> = match (ordinals, config.precision) {
-            (None, ThermalPrecision::F32) => Box::new(cpu::CpuTiles::<f32>::new(&config, tiles, &initial)),
-            (None, ThermalPrecision::F64) => Box::new(cpu::CpuTiles::<f64>::new(&config, tiles, &initial)),
-            (Some(o), ThermalPrecision::F32) => Box::new(gpu::GpuTiles::<f32>::new(&config, tiles, o, ptx, &initial)?),
-            (Some(o), ThermalPrecision::F64) => Box::new(gpu::GpuTiles::<f64>::new(&config, tiles, o, ptx, &initial)?),
-        };
-        Ok(Self { plans, config, executor, time: 0 })
+        let plans: Vec<TilePlan> = tiles.iter().map(|t| tiles::tile_plan(&config, t)).collect();
+        let executor = executor(&config, tiles)?;
+        let mine = (0..plans.len()).filter(|&k| executor.owns(k)).collect();
+        Ok(Self { plans, mine, config, executor, time: 0 })
     }
 
     /// The set-up.
@@ -280,16 +306,16 @@ impl ThermalSolver {
     pub fn step(&mut self, steps: u64) -> Result<()> {
         let e = &mut self.executor;
         for _ in 0..steps {
-            for (k, plan) in self.plans.iter().enumerate() {
+            for &k in &self.mine {
                 e.begin(k)?;
-                for phase in &plan.bulk {
+                for phase in &self.plans[k].bulk {
                     e.run(k, phase)?;
                 }
             }
             e.exchange()?;
-            for (k, plan) in self.plans.iter().enumerate() {
+            for &k in &self.mine {
                 e.await_halo(k)?;
-                for phase in &plan.edges {
+                for phase in &self.plans[k].edges {
                     e.run(k, phase)?;
                 }
                 e.finish(k)?;
@@ -332,14 +358,39 @@ impl ThermalSolver {
         self.executor.peak_flops()
     }
 
+    /// Abandons pending work between processes (NCCL ranks) after an
+    /// error, so that the process can exit rather than wait for its peers.
+    pub fn abort(&mut self) {
+        self.executor.abort();
+    }
+
     /// The interior populations, `i (nx ny) + x ny + y` (exact in f64).
+    /// Over NCCL ranks, every rank must call it, and only rank 0 gets them
+    /// ([`Self::gather_populations`]).
     pub fn populations(&self) -> Result<Vec<f64>> {
+        self.gather_populations()?.ok_or_else(|| {
+            Error::Setup("only rank 0 of an NCCL job holds the whole box: use gather_populations".into())
+        })
+    }
+
+    /// The interior populations on rank 0 of an NCCL job (`None` on the
+    /// other ranks), or in a single process; collective over the ranks.
+    pub fn gather_populations(&self) -> Result<Option<Vec<f64>>> {
         self.executor.populations()
     }
 
-    /// The fields of the current state.
+    /// The fields of the current state (see [`Self::populations`]).
     pub fn fields(&self) -> Result<ThermalFields> {
-        let f = self.populations()?;
+        self.gather_fields()?
+            .ok_or_else(|| Error::Setup("only rank 0 of an NCCL job holds the whole box: use gather_fields".into()))
+    }
+
+    /// The fields on rank 0 of an NCCL job (`None` on the other ranks), or
+    /// in a single process; collective over the ranks.
+    pub fn gather_fields(&self) -> Result<Option<ThermalFields>> {
+        let Some(f) = self.gather_populations()? else {
+            return Ok(None);
+        };
         let (nx, ny) = (self.config.nx as usize, self.config.ny as usize);
         let op = ThermalBgk::<f64>::new(self.config.tau, self.config.gravity);
         let sites = nx * ny;
@@ -362,7 +413,7 @@ impl ThermalSolver {
                 (out.rho[k], out.ux[k], out.uy[k], out.temperature[k]) = (rho, u[0], u[1], t);
             }
         }
-        Ok(out)
+        Ok(Some(out))
     }
 }
 

@@ -41,20 +41,41 @@ pub struct Frame {
     pub row_start: u32,
     /// One past the window's last row.
     pub row_end: u32,
-    /// Zero: keeps the struct a multiple of 8 bytes.
-    pub reserved: u32,
+    /// One past the window's last column (interior numbering).
+    pub column_end: u32,
 }
 
 impl Frame {
     /// The box of `nx * ny` sites, every row in the window.
     pub const fn new(nx: u32, ny: u32) -> Self {
         let stride = PAD + ny.div_ceil(PAD) * PAD + PAD;
-        Self { nx, ny, stride, row_start: 0, row_end: ny, reserved: 0 }
+        Self { nx, ny, stride, row_start: 0, row_end: ny, column_end: nx }
     }
 
-    /// This box with the launch window `rows`.
+    /// This box with the launch window `rows`, every column.
     pub const fn rows(self, rows: Range<u32>) -> Self {
-        Self { row_start: rows.start, row_end: rows.end, ..self }
+        self.window(0..self.nx, rows)
+    }
+
+    /// This box with the launch window `columns` x `rows` (a launch over
+    /// it starts at `columns.start`).
+    pub const fn window(self, columns: Range<u32>, rows: Range<u32>) -> Self {
+        Self { row_start: rows.start, row_end: rows.end, column_end: columns.end, ..self }
+    }
+
+    /// `log2` of the threads a column takes in a launch of `threads` per
+    /// block, when the window's rows are so few that a block holds several
+    /// columns (a power of two at least the rows); `None` when each column
+    /// gets blocks of its own.
+    #[inline(always)]
+    const fn packed_column_shift(&self, threads: u32) -> Option<u32> {
+        let rows = self.row_end - self.row_start;
+        let shift = rows.next_power_of_two().trailing_zeros();
+        if (1 << shift) < threads {
+            Some(shift)
+        } else {
+            None
+        }
     }
 
     /// Stored columns, the halo ones included.
@@ -175,16 +196,30 @@ impl Grid for Frame {
         (region.start + HALO) as usize * s..(region.end + HALO) as usize * s
     }
 
-    /// Blocks of `threads` rows along x, one column each along y.
+    /// Blocks of `threads` rows along x, one column each along y; for a
+    /// window of few rows (a tile's band next to a row halo or a wall),
+    /// blocks of several whole columns along y, so that threads are not
+    /// left idle by the hundred.
     fn launch(&self, units: u32, threads: u32) -> LaunchShape {
         let rows = self.row_end - self.row_start;
-        LaunchShape { blocks: [rows.div_ceil(threads), units, 1], threads }
+        // A power of two, so that `launch_cell` splits a block by shifts.
+        let packed = 1 << threads.max(1).ilog2();
+        match self.packed_column_shift(packed) {
+            Some(shift) => LaunchShape { blocks: [1, units.div_ceil(packed >> shift), 1], threads: packed },
+            None => LaunchShape { blocks: [rows.div_ceil(threads), units, 1], threads },
+        }
     }
 
     #[inline(always)]
     fn launch_cell(&self, first: u32, at: LaunchIndex) -> Option<FrameCell> {
-        let y = self.row_start + at.x;
-        (y < self.row_end).then_some(FrameCell { column: first + at.y + HALO, row: y + PAD })
+        let (column, y) = match self.packed_column_shift(at.threads) {
+            Some(shift) => {
+                let column = first + at.y * (at.threads >> shift) + (at.x >> shift);
+                (column, self.row_start + (at.x & ((1 << shift) - 1)))
+            }
+            None => (first + at.y, self.row_start + at.x),
+        };
+        (y < self.row_end && column < self.column_end).then_some(FrameCell { column: column + HALO, row: y + PAD })
     }
 }
 
@@ -229,5 +264,26 @@ mod tests {
             }
         }
         assert_eq!(seen, 4 * 7);
+    }
+
+    /// A window three rows tall packs whole columns into each block: every
+    /// site of the window once, none beyond its last column.
+    #[test]
+    fn launches_over_few_rows_pack_columns() {
+        let f = Frame::new(40, 13).window(5..35, 10..13);
+        let shape = f.launch(30, 16);
+        assert_eq!((shape.blocks, shape.threads), ([1, 8, 1], 16), "4 columns of 4 threads per block");
+        let mut seen = [false; 40 * 13];
+        for by in 0..shape.blocks[1] {
+            for x in 0..shape.threads {
+                let at = LaunchIndex { x, y: by, z: 0, block: 0, threads: shape.threads };
+                if let Some(c) = f.launch_cell(5, at) {
+                    let [px, py, _] = f.position(c);
+                    assert!((5..35).contains(&px) && (10..13).contains(&py), "({px}, {py})");
+                    assert!(!core::mem::replace(&mut seen[(py * 40 + px) as usize], true), "({px}, {py}) twice");
+                }
+            }
+        }
+        assert_eq!(seen.iter().filter(|&&s| s).count(), 30 * 3);
     }
 }
