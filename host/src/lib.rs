@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod binary;
 pub mod case;
 pub mod cases;
 pub mod cell_blocks;

@@ -16,6 +16,7 @@
 // the index form says so, and unrolls to constants.
 #![allow(clippy::needless_range_loop)]
 
+pub mod binary;
 pub mod cell;
 pub mod collision;
 pub mod curved;
