@@ -14,11 +14,8 @@
 //! them isotropic to the order the lattice is: a force `−φ∇μ` computed so
 //! keeps the spurious currents around a droplet small.
 
-use crate::lattice::Lattice;
+use crate::lattice::{Lattice, CS2};
 use crate::real::Real;
-
-/// `1 / c_s²` of the lattices here.
-const INVERSE_CS2: f64 = 3.0;
 
 /// The symmetric free energy's parameters (lattice units), in the
 /// arithmetic's precision.
@@ -86,7 +83,7 @@ impl FreeEnergy<f64> {
 pub fn gradient<L: Lattice<Q>, const Q: usize, T: Real>(v: &[T; Q]) -> [T; 3] {
     let mut g = [T::ZERO; 3];
     for i in 0..Q {
-        let wv = T::from_f64(L::W[i] * INVERSE_CS2) * v[i];
+        let wv = T::from_f64(L::W[i] / CS2) * v[i];
         for a in 0..3 {
             if L::C[i][a] != 0 {
                 g[a] = T::from_f64(L::C[i][a] as f64).mul_add(wv, g[a]);
@@ -96,32 +93,19 @@ pub fn gradient<L: Lattice<Q>, const Q: usize, T: Real>(v: &[T; Q]) -> [T; 3] {
     g
 }
 
-/// `∇²v` at a site from `v(x + c_i)` as for [`gradient`] (`v[i]` with
-/// `c_i = 0` is the site's own): `2 Σ w_i (v_i − v_0) / c_s²`, exact for
+/// `∇²v` at a site from `v(x + c_i)` as for [`gradient`] (`v[0]`, the
+/// rest velocity's in every lattice, is the site's own): `2 Σ w_i (v_i − v_0) / c_s²`, exact for
 /// fields of degree three.
 #[inline(always)]
 pub fn laplacian<L: Lattice<Q>, const Q: usize, T: Real>(v: &[T; Q]) -> T {
-    let own = v[rest::<L, Q>()];
+    let own = v[0];
     let mut sum = T::ZERO;
     for i in 0..Q {
         if L::C[i] != [0; 3] {
             sum = T::from_f64(L::W[i]).mul_add(v[i] - own, sum);
         }
     }
-    T::from_f64(2.0 * INVERSE_CS2) * sum
-}
-
-/// The direction of the rest velocity `c = 0`.
-#[inline(always)]
-pub const fn rest<L: Lattice<Q>, const Q: usize>() -> usize {
-    let mut i = 0;
-    while i < Q {
-        if L::C[i][0] == 0 && L::C[i][1] == 0 && L::C[i][2] == 0 {
-            return i;
-        }
-        i += 1;
-    }
-    panic!("a lattice has a rest velocity")
+    T::from_f64(2.0 / CS2) * sum
 }
 
 #[cfg(test)]

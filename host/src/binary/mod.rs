@@ -18,9 +18,11 @@
 #[cfg(test)]
 mod tests;
 
+use crate::cpu::Shared;
 use crate::error::{Error, Result};
 use kernels_gpu::binary::{gradient, laplacian, FreeEnergy};
 use kernels_gpu::collision::{Bgk, Collision, Mrt};
+use kernels_gpu::lattice::opposite;
 use kernels_gpu::{Lattice, D2Q9, D3Q19, D3Q27};
 use rayon::prelude::*;
 
@@ -171,12 +173,19 @@ impl BinarySolver {
     }
 }
 
+/// The direction of the unit step `sign` along each axis (0, the rest
+/// velocity, for an axis the lattice lacks).
+fn unit_steps<L: Lattice<Q>, const Q: usize>(sign: i32) -> [usize; 3] {
+    std::array::from_fn(|a| (0..Q).find(|&j| (0..3).all(|b| L::C[j][b] == if a == b { sign } else { 0 })).unwrap_or(0))
+}
+
 /// The state of a box on lattice `L`.
 struct Sites<L: Lattice<Q>, const Q: usize> {
     config: BinaryConfig,
     fe: FreeEnergy<f64>,
     /// Shifted populations `f_i − w_i`, `i N + n`.
     f: Vec<f64>,
+    /// The populations after collision, before they stream.
     next: Vec<f64>,
     phi: Vec<f64>,
     mu: Vec<f64>,
@@ -184,6 +193,11 @@ struct Sites<L: Lattice<Q>, const Q: usize> {
     u: Vec<[f64; 3]>,
     /// Site `n`'s neighbour `n + c_i`, `n Q + i` (periodic).
     neighbour: Vec<u32>,
+    /// The directions of the unit steps along each axis, up and down.
+    up: [usize; 3],
+    down: [usize; 3],
+    /// Each site's fluxes through its faces towards +x, +y, +z.
+    flux: Vec<[f64; 3]>,
     _lattice: std::marker::PhantomData<L>,
 }
 
@@ -222,6 +236,9 @@ impl<L: Lattice<Q>, const Q: usize> Sites<L, Q> {
             rho: vec![1.0; n],
             u: vec![[0.0; 3]; n],
             neighbour,
+            up: unit_steps::<L, Q>(1),
+            down: unit_steps::<L, Q>(-1),
+            flux: vec![[0.0; 3]; n],
             _lattice: std::marker::PhantomData,
         };
         s.chemical_potential();
@@ -245,83 +262,66 @@ impl<L: Lattice<Q>, const Q: usize> Sites<L, Q> {
     }
 
     /// Collides every site with the force `−φ ∇μ` (keeping its density and
-    /// velocity) and streams into `next`.
+    /// velocity) into `next`, then streams (pull) back into `f`.
     fn collide_and_stream(&mut self) {
         let n = self.phi.len();
-        let tau = self.config.tau;
-        let collision = self.config.collision;
-        let mut cells: Vec<([f64; Q], f64, [f64; 3])> = (0..n)
-            .into_par_iter()
-            .map(|k| {
-                let grad = gradient::<L, Q, f64>(&self.around(&self.mu, k));
-                let force = grad.map(|g| -self.phi[k] * g);
-                let mut f: [f64; Q] = std::array::from_fn(|i| self.f[i * n + k]);
-                let (rho, u) = match collision {
-                    BinaryCollision::Bgk => Bgk { omega: 1.0 / tau }.collide::<L, Q, true>(&mut f, force, 1.0),
-                    BinaryCollision::Mrt => {
-                        let omega = 1.0 / tau;
-                        let m = Mrt { shear: omega, bulk: omega, flux: 1.0, fourth: 1.0, ghost: 1.0 };
-                        m.collide::<L, Q, true>(&mut f, force, 1.0)
-                    }
-                };
-                (f, rho, u)
-            })
-            .collect();
-        for (k, (f, rho, u)) in cells.iter_mut().enumerate() {
-            for (i, v) in f.iter().enumerate() {
-                self.f[i * n + k] = *v;
+        let (tau, collision) = (self.config.tau, self.config.collision);
+        let post = Shared::new(self.next.as_ptr());
+        let (phi, mu, f) = (&self.phi, &self.mu, &self.f);
+        let around = |field: &[f64], k: usize| -> [f64; Q] {
+            std::array::from_fn(|i| field[self.neighbour[k * Q + i] as usize])
+        };
+        self.rho.par_iter_mut().zip(self.u.par_iter_mut()).enumerate().for_each(|(k, (rho, u))| {
+            let grad = gradient::<L, Q, f64>(&around(mu, k));
+            let force = grad.map(|g| -phi[k] * g);
+            let mut cell: [f64; Q] = std::array::from_fn(|i| f[i * n + k]);
+            (*rho, *u) = match collision {
+                BinaryCollision::Bgk => Bgk { omega: 1.0 / tau }.collide::<L, Q, true>(&mut cell, force, 1.0),
+                BinaryCollision::Mrt => {
+                    let omega = 1.0 / tau;
+                    let m = Mrt { shear: omega, bulk: omega, flux: 1.0, fourth: 1.0, ghost: 1.0 };
+                    m.collide::<L, Q, true>(&mut cell, force, 1.0)
+                }
+            };
+            for (i, v) in cell.into_iter().enumerate() {
+                // SAFETY: each task writes its own site's value in each plane.
+                unsafe { *post.get().add(i * n + k) = v };
             }
-            self.rho[k] = *rho;
-            self.u[k] = *u;
-        }
-        // Pull: site k's population i comes from k − c_i, the neighbour
+        });
+        // Pull: site k's population i comes from k − c_i, its neighbour
         // along the opposite velocity.
-        let opposite: [usize; Q] = std::array::from_fn(|i| {
-            (0..Q).find(|&j| (0..3).all(|a| L::C[j][a] == -L::C[i][a])).expect("lattices are symmetric")
-        });
-        let (f, neighbour) = (&self.f, &self.neighbour);
-        self.next.par_chunks_mut(n).enumerate().for_each(|(i, plane)| {
+        let (post, neighbour) = (&self.next, &self.neighbour);
+        self.f.par_chunks_mut(n).enumerate().for_each(|(i, plane)| {
             for (k, v) in plane.iter_mut().enumerate() {
-                *v = f[i * n + neighbour[k * Q + opposite[i]] as usize];
+                *v = post[i * n + neighbour[k * Q + opposite(i)] as usize];
             }
         });
-        std::mem::swap(&mut self.f, &mut self.next);
     }
 
     /// `φ ← φ − ∇·J` with the face fluxes `J = φ u − M ∇μ`.
     fn advect_and_diffuse(&mut self) {
         let d = L::D;
         let m = self.config.mobility;
-        // The face towards +x, +y (+z) of each site: its neighbour there.
-        let axis: [usize; 3] = std::array::from_fn(|a| {
-            let mut e = [0; 3];
-            e[a] = 1;
-            (0..Q).find(|&j| L::C[j] == e).unwrap_or(0)
+        let (phi, u, mu, neighbour) = (&self.phi, &self.u, &self.mu, &self.neighbour);
+        let [up, down] = [self.up, self.down];
+        // The flux through the face towards +x, +y (+z) of each site.
+        self.flux.par_iter_mut().enumerate().for_each(|(k, j)| {
+            for a in 0..d {
+                let next = neighbour[k * Q + up[a]] as usize;
+                // Upwind: the face's velocity carries the order parameter of
+                // the site it leaves (central values let the coupled flow and
+                // interface grow unstable under explicit steps).
+                let face = 0.5 * (u[k][a] + u[next][a]);
+                let advected = face * if face > 0.0 { phi[k] } else { phi[next] };
+                j[a] = advected - m * (mu[next] - mu[k]);
+            }
         });
-        let flux = |k: usize, a: usize| {
-            let up = self.neighbour[k * Q + axis[a]] as usize;
-            // Upwind: the face's velocity carries the order parameter of
-            // the site it leaves (central values let the coupled flow and
-            // interface grow unstable under explicit steps).
-            let face = 0.5 * (self.u[k][a] + self.u[up][a]);
-            let advected = face * if face > 0.0 { self.phi[k] } else { self.phi[up] };
-            advected - m * (self.mu[up] - self.mu[k])
-        };
-        let fluxes: Vec<[f64; 3]> = (0..self.phi.len())
-            .into_par_iter()
-            .map(|k| std::array::from_fn(|a| if a < d { flux(k, a) } else { 0.0 }))
-            .collect();
         // The face towards −a of site k is the +a face of its neighbour there.
-        let down: [usize; 3] = std::array::from_fn(|a| {
-            let mut e = [0; 3];
-            e[a] = -1;
-            (0..Q).find(|&j| L::C[j] == e).unwrap_or(0)
-        });
-        let neighbour = &self.neighbour;
+        let flux = &self.flux;
         self.phi.par_iter_mut().enumerate().for_each(|(k, phi)| {
             let mut div = 0.0;
             for a in 0..d {
-                div += fluxes[k][a] - fluxes[neighbour[k * Q + down[a]] as usize][a];
+                div += flux[k][a] - flux[neighbour[k * Q + down[a]] as usize][a];
             }
             *phi -= div;
         });

@@ -20,7 +20,7 @@ use super::{interior, Executor, ThermalConfig, ThermalPhase, ThermalPrecision, T
 use crate::error::{CudaContextExt, Error, Result};
 use crate::gpu::GpuDevice;
 use crate::launch::{exchange_gather, exchange_scatter};
-use crate::nccl::{Comm, Ranks};
+use crate::nccl::{Comm, NcclReport, Ranks};
 use crate::peer;
 use crate::solver::KernelReport;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
@@ -297,24 +297,6 @@ impl ThermalSolver {
     }
 }
 
-/// What `lbm nccl --model d2q37` reports on rank 0.
-#[derive(Clone, Debug)]
-pub struct ThermalNcclReport {
-    /// Processes.
-    pub world: usize,
-    /// Million site updates per second over the whole box.
-    pub mlups: f64,
-    /// Steps timed (after untimed warm-up steps).
-    pub timed_steps: u64,
-    /// Device-to-device copy bandwidth of rank 0's GPU (bytes read plus
-    /// written per second), measured before the run.
-    pub copy_bandwidth: f64,
-    /// Populations that differ from one domain on rank 0's GPU.
-    pub differ: usize,
-    /// Populations compared.
-    pub total: usize,
-}
-
 /// A state that exercises every halo: the two layers of the benchmark box
 /// with a temperature and velocity that vary along x and y.
 pub fn check_state(config: &ThermalConfig) -> impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync {
@@ -328,14 +310,15 @@ pub fn check_state(config: &ThermalConfig) -> impl Fn(u32, u32) -> (f64, [f64; 2
 }
 
 /// Runs `steps` steps of `config` as this rank of the job, times them, and
-/// on rank 0 compares the gathered populations with one domain on its GPU.
+/// on rank 0 compares the gathered populations with one domain on its GPU
+/// (what `lbm nccl --model d2q37` reports; its MLUPS count sites).
 pub fn run_and_check(
     config: ThermalConfig,
     ranks: Ranks,
     rendezvous: &str,
     steps: u64,
     ptx: &str,
-) -> Result<Option<ThermalNcclReport>> {
+) -> Result<Option<NcclReport>> {
     let copy_bandwidth = if ranks.rank == 0 {
         GpuDevice::open(ranks.local, ptx)?.copy_bandwidth(crate::bench::COPY_BYTES, 20)?
     } else {
@@ -369,7 +352,7 @@ pub fn run_and_check(
     reference.step(steps)?;
     let want = reference.populations()?;
     let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
-    Ok(Some(ThermalNcclReport {
+    Ok(Some(NcclReport {
         world: ranks.world,
         mlups: config.nx as f64 * config.ny as f64 * (steps - warm_up) as f64 / seconds / 1e6,
         timed_steps: steps - warm_up,
