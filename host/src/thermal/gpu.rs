@@ -1,7 +1,9 @@
 //! The thermal model on GPUs: the `d2q37_*` entry points.
 //!
-//! One tile fills its halo with the halo kernels on its device's stream,
-//! in order with the steps. Several tiles (one per GPU, or several on one)
+//! One tile fills its halo with the halo kernels on a second stream and
+//! runs its frame there too, while its bulk runs on the device's stream:
+//! the frame's small kernels hide behind the bulk. Several tiles (one per
+//! GPU, or several on one)
 //! copy their halos on a stream of their own per tile while their bulk
 //! runs, ordered by events:
 //!
@@ -64,7 +66,7 @@ impl Kernels {
     }
 }
 
-/// The halo stream and events of a tile of several.
+/// The halo stream and events of a tile.
 pub(super) struct TileSync {
     /// Where its halo copies (and packing) run.
     pub(super) halo: Arc<CudaStream>,
@@ -98,7 +100,8 @@ pub(super) struct GpuTile<T: DeviceRepr> {
     pub(super) f: CudaSlice<T>,
     /// Where the step writes.
     pub(super) next: CudaSlice<T>,
-    /// With several tiles.
+    /// Its halo stream and events, when it exchanges halos or overlaps
+    /// its frame with its bulk.
     pub(super) sync: Option<TileSync>,
 }
 
@@ -127,6 +130,9 @@ pub(super) struct GpuTiles<T: DeviceRepr> {
     /// copies read the buffer its step writes.
     around: Vec<Vec<usize>>,
     links: Vec<String>,
+    /// One tile, between its halo and the end of its step: its phases
+    /// (the frame) go to its halo stream.
+    framing: bool,
 }
 
 /// A one-dimensional launch of `n` threads (`sides` blocks along y).
@@ -138,9 +144,9 @@ fn line(n: u32, sides: u32) -> LaunchConfig {
     }
 }
 
-/// The halo stream and events of tile `k` of several.
+/// The halo stream and events of tile `k`.
 fn sync_of<T: DeviceRepr>(gpus: &[GpuTile<T>], k: usize) -> &TileSync {
-    gpus[k].sync.as_ref().expect("several tiles have halo streams")
+    gpus[k].sync.as_ref().expect("GPU tiles have halo streams")
 }
 
 /// Queues the copy `c` of current-buffer values between `gpus` on `stream`.
@@ -161,12 +167,12 @@ pub(super) fn address<T>(buffer: &CudaSlice<T>, s: &CudaStream) -> u64 {
 
 impl<T: Real + Storage + DeviceRepr> GpuTile<T> {
     /// Tile `tile` of `config` on `device`, its sites at `initial`'s state;
-    /// with a halo stream and events when `several` tiles exchange halos.
+    /// with a halo stream and events when `streams` says so.
     pub(super) fn new(
         config: &ThermalConfig,
         tile: &Tile,
         device: GpuDevice,
-        several: bool,
+        streams: bool,
         initial: &(impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync),
     ) -> Result<Self> {
         let kernels = Kernels::load::<T>(&device)?;
@@ -174,13 +180,19 @@ impl<T: Real + Storage + DeviceRepr> GpuTile<T> {
         let s = device.stream();
         let f = s.clone_htod(&host).ctx("uploading the thermal populations")?;
         let next = s.clone_htod(&host).ctx("allocating the second thermal buffer")?;
-        let sync = several.then(|| TileSync::new(&device)).transpose()?;
+        let sync = streams.then(|| TileSync::new(&device)).transpose()?;
         Ok(Self { device, kernels, f, next, sync })
     }
 
-    /// Queues `phase` of `tile` (this tile of `config`) on the device's stream.
-    pub(super) fn run(&mut self, config: &ThermalConfig, tile: &Tile, phase: &ThermalPhase) -> Result<()> {
-        let s = self.device.stream().clone();
+    /// Queues `phase` of `tile` (this tile of `config`) on `s`, a stream
+    /// of this tile's device.
+    pub(super) fn run(
+        &mut self,
+        config: &ThermalConfig,
+        tile: &Tile,
+        phase: &ThermalPhase,
+        s: &CudaStream,
+    ) -> Result<()> {
         match phase {
             ThermalPhase::Walls => {
                 let p = ByValue(config.params::<T>(tile, 0..tile.frame.nx, 0..tile.frame.ny));
@@ -215,7 +227,7 @@ impl<T: Real + Storage + DeviceRepr> GpuTile<T> {
     }
 
     /// The step is done: the other buffer becomes the current one (and,
-    /// with several tiles, `done` marks it).
+    /// with a halo stream, `done` marks it).
     pub(super) fn finish(&mut self) -> Result<()> {
         std::mem::swap(&mut self.f, &mut self.next);
         if let Some(sync) = &self.sync {
@@ -251,7 +263,8 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
                 Some(g) => g.device.clone(),
                 None => GpuDevice::open(ordinal, ptx)?,
             };
-            gpus.push(GpuTile::new(config, tile, device, several, initial)?);
+            // One tile overlaps its frame with its bulk on its halo stream.
+            gpus.push(GpuTile::new(config, tile, device, true, initial)?);
         }
         let n = tiles.len();
         let (mut rows, mut columns) = (Vec::new(), Vec::new());
@@ -296,7 +309,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
         for g in &gpus {
             g.device.stream().synchronize().ctx("waiting for the uploads")?;
         }
-        Ok(Self { config: config.clone(), tiles, gpus, rows, columns, around, links })
+        Ok(Self { config: config.clone(), tiles, gpus, rows, columns, around, links, framing: false })
     }
 
     /// Staging buffers and index tables for packing the row halo `c`.
@@ -311,15 +324,16 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
         })
     }
 
-    /// The halo stream and events of tile `k` (of several).
+    /// The halo stream and events of tile `k`.
     fn sync(&self, k: usize) -> &TileSync {
         sync_of(&self.gpus, k)
     }
 
-    /// The halo of the one tile, by the periodic halo kernels.
+    /// The halo of the one tile, by the periodic halo kernels on its halo
+    /// stream.
     fn own_halo(&mut self) -> Result<()> {
+        let s = self.sync(0).halo.clone();
         let g = &mut self.gpus[0];
-        let s = g.device.stream().clone();
         let p = ByValue(self.config.params::<T>(&self.tiles[0], 0..self.tiles[0].frame.nx, 0..self.tiles[0].frame.ny));
         let frame = p.0.frame;
         if self.config.walls.is_none() {
@@ -364,12 +378,16 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
 
 impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuTiles<T> {
     fn run(&mut self, k: usize, phase: &ThermalPhase) -> Result<()> {
-        self.gpus[k].run(&self.config, &self.tiles[k], phase)
+        let s = if self.framing { self.sync(k).halo.clone() } else { self.gpus[k].device.stream().clone() };
+        self.gpus[k].run(&self.config, &self.tiles[k], phase, &s)
     }
 
     fn begin(&mut self, k: usize) -> Result<()> {
         if self.gpus.len() == 1 {
-            return Ok(());
+            // The halo stream writes the halo of the buffer the last step
+            // wrote, and reads it: after that step.
+            let sync = self.sync(0);
+            return sync.halo.wait(&sync.done).ctx("waiting for the last step");
         }
         // The last copies out of the buffer this step writes are done.
         let compute = self.gpus[k].device.stream();
@@ -417,7 +435,10 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuT
     }
 
     fn await_halo(&mut self, k: usize) -> Result<()> {
-        if self.gpus.len() > 1 {
+        if self.gpus.len() == 1 {
+            // The frame follows the halo on its stream, beside the bulk.
+            self.framing = true;
+        } else {
             let compute = self.gpus[k].device.stream();
             compute.wait(&self.sync(k).halo_in).ctx("waiting for a tile's halo")?;
         }
@@ -425,6 +446,13 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuT
     }
 
     fn finish(&mut self, k: usize) -> Result<()> {
+        if self.framing {
+            // The next step writes the buffer the frame reads.
+            self.framing = false;
+            let sync = self.sync(k);
+            sync.halo_in.record(&sync.halo).ctx("recording an event")?;
+            self.gpus[k].device.stream().wait(&sync.halo_in).ctx("waiting for the frame")?;
+        }
         self.gpus[k].finish()
     }
 

@@ -170,7 +170,8 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin + bytemuck::Pod> N
 impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin + bytemuck::Pod> Executor for NcclTile<T> {
     fn run(&mut self, k: usize, phase: &ThermalPhase) -> Result<()> {
         let _busy = self.comm.busy();
-        self.gpu.run(&self.config, &self.tiles[k], phase)
+        let s = self.gpu.device.stream().clone();
+        self.gpu.run(&self.config, &self.tiles[k], phase, &s)
     }
 
     fn owns(&self, tile: usize) -> bool {

@@ -206,10 +206,12 @@ fn update(w: Window, fused: bool, out: &mut Vec<ThermalPhase>) {
     }
 }
 
-/// The phases of one step of `tile` of a box run as `config`. A box of one
-/// tile updates every site after its halo is filled (no bulk); a tile of
-/// several runs the sites three or more cells in from its sides as the
-/// bulk. The rows next to a wall run propagate, the walls, collide.
+/// The phases of one step of `tile` of a box run as `config`. The sites
+/// three or more cells in from the tile's sides are its bulk, which reads
+/// no halo; the frame around it runs once the halo is in (on a GPU, one
+/// tile runs its frame beside its bulk). A box under [`MIN_TILE`] sites
+/// along a side has no bulk. The rows next to a wall run propagate, the
+/// walls, collide.
 pub fn tile_plan(config: &ThermalConfig, tile: &Tile) -> TilePlan {
     let (nx, ny, fused) = (tile.frame.nx, tile.frame.ny, config.fused);
     let (bottom, top) = (tile.walls & WALL_BOTTOM != 0, tile.walls & WALL_TOP != 0);
@@ -226,7 +228,7 @@ pub fn tile_plan(config: &ThermalConfig, tile: &Tile) -> TilePlan {
     }
     let low = if bottom { WALL_ROWS } else { 0 };
     let high = if top { ny - WALL_ROWS } else { ny };
-    if config.tiling.count() == 1 {
+    if config.tiling.count() == 1 && (nx < MIN_TILE || ny < MIN_TILE) {
         update(window(all.clone(), low..high), fused, &mut plan.edges);
     } else {
         // The bulk, then the frame around it: the bottom and top bands of
