@@ -55,6 +55,46 @@ fn thermal_case_runs_and_draws_temperature_maps() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// A binary-fluid case prints the interface its free energy gives, logs
+/// its measurements and draws the order parameter; a bad one is refused
+/// with what to change, and nothing is written.
+#[test]
+fn binary_fluid_case_runs_logs_and_draws() {
+    let dir = scratch("binary");
+    // The droplet case in a small box.
+    let text =
+        std::fs::read_to_string("cases/droplet.toml").unwrap().replace("size = [48, 48, 48]", "size = [16, 16, 16]");
+    let text = text.replace("radius = 16", "radius = 5");
+    let case = dir.join("drop.toml");
+    std::fs::write(&case, &text).unwrap();
+    let out = dir.join("drop");
+    let o =
+        lbm().arg("run").arg(&case).args(["--backend", "cpu", "--steps", "6", "--output"]).arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "lbm run failed: {stdout}{}", String::from_utf8_lossy(&o.stderr));
+    for said in
+        ["interface width xi = 2.000", "surface tension sigma = 2.6667e-2", "MLUPS", "droplet radius", "Laplace law"]
+    {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    let csv = std::fs::read_to_string(out.join("binary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "a header, step 0 and step 6:\n{csv}");
+    assert!(csv.lines().nth(2).unwrap().starts_with("6,"), "{csv}");
+    for step in [0, 6] {
+        let png = std::fs::read(out.join(format!("phi_{step:08}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "step {step}");
+    }
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, text.replace("kappa = 0.04", "kappa = -0.04")).unwrap();
+    let nothing = dir.join("nothing");
+    let o = lbm().arg("run").arg(&bad).args(["--backend", "cpu", "--output"]).arg(&nothing).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("kappa > 0"), "{err}");
+    assert!(!nothing.exists(), "a refused case wrote its output folder");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A case cut into tiles (run in turn on the CPU) draws the same maps, byte
 /// for byte, as the one-domain run; tiles that do not match the devices are
 /// refused with the fix.
@@ -93,6 +133,10 @@ fn every_example_case_is_valid() {
         }
         if lbm::host::thermal::case::is_thermal(&path).unwrap() {
             lbm::host::thermal::case::ThermalCase::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            continue;
+        }
+        if lbm::host::binary::case::is_binary(&path).unwrap() {
+            lbm::host::binary::case::BinaryCase::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             continue;
         }
         let case = lbm::host::case::Case::load(&path).unwrap();

@@ -21,9 +21,14 @@ fn entries() -> usize {
                 + LevelKernel::ALL.len() * LevelKernel::GRIDS.len()
         })
         .sum();
-    // The layout check, the exchange kernels of split refined domains and
-    // the thermal model's kernels in two precisions.
-    families + 1 + 2 * lbm::kernels::exchange::KERNELS.len() + 2 * lbm::kernels::thermal::KERNELS.len()
+    // The layout check, the exchange kernels of split refined domains, the
+    // thermal model's kernels in two precisions and the binary fluid's on
+    // three lattices in two precisions.
+    families
+        + 1
+        + 2 * lbm::kernels::exchange::KERNELS.len()
+        + 2 * lbm::kernels::thermal::KERNELS.len()
+        + 6 * lbm::kernels::binary::KERNELS.len()
 }
 
 /// The stream-collide kernels, every scheme and collision operator.
@@ -59,6 +64,14 @@ fn ptx_holds_every_kernel() {
         for p in ["f32", "f64"] {
             let name = format!("d2q37_{kernel}_{p}");
             assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+        }
+    }
+    for kernel in lbm::kernels::binary::KERNELS {
+        for lattice in ["d2q9", "d3q19", "d3q27"] {
+            for p in ["f32", "f64"] {
+                let name = format!("binary_{kernel}_{lattice}_{p}");
+                assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+            }
         }
     }
     // And nothing else: every entry point is one of the table's.

@@ -555,6 +555,16 @@ fn parse_grid(name: &str, block: Option<u32>) -> Result<GridRequest> {
     }
 }
 
+/// Whether the case file at `path` names `model` at its top level (`model
+/// = "d2q37"`, `model = "binary-fluid"`; any case): the models other than
+/// the isothermal one have case files of their own.
+pub fn names_model(path: &Path, model: &str) -> Result<bool> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    let value: toml::Value =
+        toml::from_str(&text).map_err(|e| Error::Case { path: path.into(), message: e.to_string() })?;
+    Ok(value.get("model").and_then(|m| m.as_str()).is_some_and(|m| m.eq_ignore_ascii_case(model)))
+}
+
 /// Parses a streaming-scheme name (any case).
 pub fn parse_streaming(name: &str) -> Result<Streaming> {
     // Short forms users wrote before the names settled.

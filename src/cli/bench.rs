@@ -672,8 +672,8 @@ pub fn thermal(
                 pct(r.fraction_of_peak),
                 pct(r.fraction_of_roofline),
                 r.binding_limit.unwrap_or("-"),
-                r.kernel.as_ref().map_or("-".into(), |k| k.registers.to_string()),
-                r.kernel.as_ref().map_or("-".into(), |k| format!("{:.2}", k.occupancy)),
+                registers(&r.kernel),
+                occupancy(&r.kernel),
             );
             results.push(r);
         }
@@ -838,5 +838,108 @@ fn write_report(path: &std::path::Path, report: &impl serde::Serialize) -> Resul
         serde_json::to_string_pretty(report).map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
     write_atomic(path, text.as_bytes())?;
     println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// A kernel's registers per thread, for a table ("-" where unknown).
+fn registers(k: &Option<lbm::host::solver::KernelReport>) -> String {
+    k.as_ref().map_or("-".into(), |k| k.registers.to_string())
+}
+
+/// A kernel's occupancy, for a table ("-" where unknown).
+fn occupancy(k: &Option<lbm::host::solver::KernelReport>) -> String {
+    k.as_ref().map_or("-".into(), |k| format!("{:.2}", k.occupancy))
+}
+
+/// `lbm bench --model binary-fluid`: the binary fluid on cubes of side
+/// `sizes` (squares for D2Q9), whole steps and each kernel alone.
+pub fn binary(
+    backend: BackendKind,
+    sizes: &[u32],
+    lattices: &[lbm::host::binary::BinaryLattice],
+    precisions: &[Precision],
+    collisions: &[CollisionKind],
+    steps: u64,
+    json: Option<PathBuf>,
+) -> Result<()> {
+    use lbm::host::binary::bench::{bench_config, measure};
+    use lbm::host::binary::BinaryCollision;
+    let BackendKind::Gpu(ordinal) = backend else {
+        return Err(Error::Setup(
+            "lbm bench --model binary-fluid times the GPU kernels: run it with a GPU (--backend gpu)".into(),
+        ));
+    };
+    let collisions: Vec<BinaryCollision> = collisions
+        .iter()
+        .map(|c| match c {
+            CollisionKind::Bgk => Ok(BinaryCollision::Bgk),
+            CollisionKind::Mrt => Ok(BinaryCollision::Mrt),
+            other => Err(Error::Setup(format!("the binary fluid collides with bgk or mrt, not {}", other.name()))),
+        })
+        .collect::<Result<_>>()?;
+    let ptx = lbm::ptx::active();
+    let d = lbm::host::gpu::GpuDevice::open(ordinal, &ptx)?;
+    let copy = d.copy_bandwidth(COPY_BYTES, 20)?;
+    let device = format!("GPU {ordinal} {}", d.info()?.name);
+    drop(d);
+    println!("{device}: copy bandwidth {:.1} GB/s", copy / 1e9);
+    println!("bytes per site: mu 2, fluid 2Q+6, phi 3+D values; copy% of each kernel timed alone");
+    println!(
+        "{:>6} {:>5} {:>4} {:>5} {:>9} {:>6} {:>7} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7} {:>5} {:>6}",
+        "lattice",
+        "size",
+        "prec",
+        "coll",
+        "MLUPS",
+        "B/site",
+        "copy%",
+        "mu ms",
+        "copy%",
+        "fluid ms",
+        "copy%",
+        "phi ms",
+        "copy%",
+        "regs",
+        "occup"
+    );
+    let mut results = Vec::new();
+    for &lattice in lattices {
+        for &p in precisions.iter().filter(|p| matches!(p, Precision::F64 | Precision::F32)) {
+            for &c in &collisions {
+                for &n in sizes {
+                    let r = measure(bench_config(n, lattice, p, c), ordinal, &ptx, steps, copy)?;
+                    let (ms, f) = (&r.kernel_ms, &r.kernel_fraction_of_copy);
+                    println!(
+                        "{:>6} {:>5} {:>4} {:>5} {:>9.1} {:>6} {:>7.1} {:>9.3} {:>7.1} {:>9.3} {:>7.1} {:>9.3} {:>7.1} {:>5} {:>6}",
+                        r.lattice,
+                        n,
+                        r.precision,
+                        r.collision,
+                        r.mlups,
+                        r.bytes_per_site,
+                        100.0 * r.fraction_of_copy,
+                        ms.chemical_potential,
+                        100.0 * f.chemical_potential,
+                        ms.fluid,
+                        100.0 * f.fluid,
+                        ms.order_parameter,
+                        100.0 * f.order_parameter,
+                        registers(&r.kernel),
+                        occupancy(&r.kernel),
+                    );
+                    results.push(r);
+                }
+            }
+        }
+    }
+    if let Some(path) = json {
+        #[derive(serde::Serialize)]
+        struct BinaryReport {
+            device: String,
+            copy_bandwidth_gb_per_s: f64,
+            results: Vec<lbm::host::binary::bench::BinaryBenchResult>,
+        }
+        write_report(&path, &BinaryReport { device, copy_bandwidth_gb_per_s: copy / 1e9, results })?;
+    }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Command-line interface.
 
 mod bench;
+mod binary;
 mod forces;
 mod info;
 mod names;
@@ -10,6 +11,7 @@ mod thermal;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use lbm::host::bench::BenchGeometry;
+use lbm::host::binary::BinaryLattice;
 use lbm::host::groups::BoundaryGroups;
 use lbm::host::levels::Fusion;
 use lbm::host::solver::GridLayout;
@@ -69,7 +71,8 @@ enum Command {
     },
     /// Run the built-in validation cases (Poiseuille, Taylor-Green, lid-driven
     /// cavities against Ghia et al. and Wong & Baker, the thermal model's
-    /// Rayleigh-Taylor growth and Rayleigh-Benard onset) and print their errors.
+    /// Rayleigh-Taylor growth and Rayleigh-Benard onset, the binary fluid's
+    /// planar interface and Laplace law) and print their errors.
     Validate {
         #[command(flatten)]
         backend: BackendArgs,
@@ -176,7 +179,9 @@ enum Command {
         /// thermal model, on square boxes of the --sizes (default
         /// 1024,2048,4096,8192) in f64 and f32; with --gpus, tiled over
         /// that many GPUs along x, along y and in a mesh (default size 4096,
-        /// the whole box, or per GPU with --weak).
+        /// the whole box, or per GPU with --weak); or binary-fluid, the
+        /// symmetric binary fluid on cubes of the --sizes (default 256,512)
+        /// of the --lattices, f64 and f32, bgk or mrt (--collisions).
         #[arg(long, default_value = "isothermal")]
         model: String,
     },
@@ -262,6 +267,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             println!("validating on {}", describe_backend(backend));
             let mut checks = lbm::host::validation::suite(&|c, b| lbm::build_solver(c, b), backend, precision, full)?;
             checks.extend(lbm::host::thermal::validation::checks(backend, &lbm::ptx::active())?);
+            checks.extend(lbm::host::binary::validation::checks(backend, &lbm::ptx::active())?);
             println!("{:<58} {:>11}  {:<10} result", "case", "measured", "criterion");
             for c in &checks {
                 println!(
@@ -369,11 +375,32 @@ pub fn execute(cli: Cli) -> Result<()> {
                 let sizes = sizes.unwrap_or_else(|| vec![1024, 2048, 4096, 8192]);
                 return bench::thermal(backend.resolve()?, &sizes, &precisions, steps, json);
             }
+            if model.eq_ignore_ascii_case(lbm::host::binary::case::MODEL) {
+                if !gpus.is_empty() {
+                    return Err(lbm::Error::Setup(
+                        "lbm bench --model binary-fluid runs on one GPU: leave out --gpus".into(),
+                    ));
+                }
+                let lattices = lattices
+                    .iter()
+                    .map(|l| {
+                        BinaryLattice::from_name(l).ok_or_else(|| lbm::Error::UnknownName {
+                            what: "lattice",
+                            name: l.clone(),
+                            choices: "d2q9, d3q19, d3q27".into(),
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let precisions = names::parse(&precisions, Precision::all())?;
+                let collisions = names::parse(&collisions, CollisionKind::all())?;
+                let sizes = sizes.unwrap_or_else(|| vec![256, 512]);
+                return bench::binary(backend.resolve()?, &sizes, &lattices, &precisions, &collisions, steps, json);
+            }
             if !model.eq_ignore_ascii_case("isothermal") {
                 return Err(lbm::Error::UnknownName {
                     what: "model",
                     name: model,
-                    choices: "isothermal, d2q37".into(),
+                    choices: "isothermal, d2q37, binary-fluid".into(),
                 });
             }
             // Scaling splits along z, so it takes the 3D lattices only.

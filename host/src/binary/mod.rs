@@ -15,14 +15,20 @@
 //!
 //! The per-site physics is `kernels_gpu::binary`'s.
 
+pub mod bench;
+pub mod case;
+mod gpu;
+pub mod measure;
 #[cfg(test)]
 mod tests;
+pub mod validation;
 
 use crate::cpu::Shared;
 use crate::error::{Error, Result};
-use kernels_gpu::binary::{gradient, laplacian, FreeEnergy};
+use crate::gpu::GpuDevice;
+use crate::solver::{BackendKind, KernelReport, Precision};
+use kernels_gpu::binary::{site, BinaryParams, FreeEnergy};
 use kernels_gpu::collision::{Bgk, Collision, Mrt};
-use kernels_gpu::lattice::opposite;
 use kernels_gpu::{Lattice, D2Q9, D3Q19, D3Q27};
 use rayon::prelude::*;
 
@@ -49,6 +55,34 @@ pub enum BinaryLattice {
     D3Q27,
 }
 
+impl BinaryLattice {
+    /// Every lattice.
+    pub const ALL: [BinaryLattice; 3] = [BinaryLattice::D2Q9, BinaryLattice::D3Q19, BinaryLattice::D3Q27];
+
+    /// The lattice named `name` (any case).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The lattice's name in case files, kernels and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryLattice::D2Q9 => "d2q9",
+            BinaryLattice::D3Q19 => "d3q19",
+            BinaryLattice::D3Q27 => "d3q27",
+        }
+    }
+
+    /// Velocities of the lattice.
+    pub fn q(self) -> usize {
+        match self {
+            BinaryLattice::D2Q9 => 9,
+            BinaryLattice::D3Q19 => 19,
+            BinaryLattice::D3Q27 => 27,
+        }
+    }
+}
+
 /// What a binary-fluid run is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BinaryConfig {
@@ -65,6 +99,8 @@ pub struct BinaryConfig {
     pub free_energy: FreeEnergy<f64>,
     /// The mobility `M` of `∂φ/∂t + ∇·(φu) = M ∇²μ`.
     pub mobility: f64,
+    /// Storage and arithmetic: f64 (the CPU's), or f32 on a GPU.
+    pub precision: Precision,
 }
 
 impl BinaryConfig {
@@ -93,6 +129,9 @@ impl BinaryConfig {
                 if two_d { ", and z = 1 for D2Q9" } else { "" }
             ));
         }
+        if self.precision == Precision::F16 {
+            return fail("the binary fluid runs in f64 or f32 (f32 on a GPU only), not f16".into());
+        }
         if (nx as u64) * (ny as u64) * (nz as u64) > u32::MAX as u64 {
             return fail(format!("size {:?} has more than 2^32 sites", self.size));
         }
@@ -103,6 +142,35 @@ impl BinaryConfig {
     pub fn sites(&self) -> usize {
         self.size.iter().map(|&n| n as usize).product()
     }
+
+    /// The box and the model's parameters, in `T`.
+    pub fn params<T: kernels_gpu::Real>(&self) -> BinaryParams<T> {
+        let fe = &self.free_energy;
+        BinaryParams {
+            size: self.size,
+            free_energy: FreeEnergy::new(fe.a, fe.b, fe.kappa),
+            mobility: T::from_f64(self.mobility),
+        }
+    }
+}
+
+/// The MRT rates Ludwig sets for relaxation time `tau`: the bulk viscosity
+/// equal to the shear viscosity, the non-hydrodynamic moments at rate 1.
+pub fn ludwig_mrt<T: kernels_gpu::Real>(tau: f64) -> Mrt<T> {
+    let omega = T::from_f64(1.0 / tau);
+    Mrt { shear: omega, bulk: omega, flux: T::ONE, fourth: T::ONE, ghost: T::ONE }
+}
+
+/// `phi(x, y, z)` at every site, `x + nx (y + ny z)`.
+pub fn initial_phi(config: &BinaryConfig, phi: &(impl Fn(u32, u32, u32) -> f64 + Sync)) -> Vec<f64> {
+    let [nx, ny, _] = config.size;
+    (0..config.sites())
+        .into_par_iter()
+        .map(|k| {
+            let k = k as u32;
+            phi(k % nx, (k / nx) % ny, k / (nx * ny))
+        })
+        .collect()
 }
 
 /// Density, velocity, order parameter, chemical potential and pressure of
@@ -122,28 +190,88 @@ pub struct BinaryFields {
     pub pressure: Vec<f64>,
 }
 
-/// A binary-fluid simulation on the CPU.
+impl BinaryFields {
+    /// The fields from the solver's arrays (the velocity as three planes
+    /// `a N + n`), with the pressure of `free_energy`.
+    pub fn new(free_energy: &FreeEnergy<f64>, rho: Vec<f64>, u: &[f64], phi: Vec<f64>, mu: Vec<f64>) -> Self {
+        let sites = rho.len();
+        let pressure = (0..sites).map(|k| rho[k] / 3.0 + free_energy.bulk_pressure(phi[k], mu[k])).collect();
+        let u = (0..sites).map(|k| [u[k], u[sites + k], u[2 * sites + k]]).collect();
+        Self { rho, u, phi, mu, pressure }
+    }
+}
+
+/// A binary-fluid simulation on the CPU or a GPU.
 pub struct BinarySolver {
     config: BinaryConfig,
     inner: Box<dyn Box3 + Send>,
     time: u64,
 }
 
-/// The solver of one lattice.
+/// Seconds one launch of each of a step's kernels takes alone.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct KernelSeconds {
+    /// `μ` from `φ`.
+    pub chemical_potential: f64,
+    /// The fluid: pull, collide with the force.
+    pub fluid: f64,
+    /// `φ` by Cahn–Hilliard.
+    pub order_parameter: f64,
+}
+
+/// The solver of one lattice and backend.
 trait Box3 {
-    fn step(&mut self);
-    fn fields(&self) -> BinaryFields;
+    fn step(&mut self) -> Result<()>;
+    fn fields(&self) -> Result<BinaryFields>;
+    /// Waits until queued steps are done.
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    fn kernel_report(&self) -> Option<KernelReport> {
+        None
+    }
+    /// On a GPU: each kernel timed alone over `reps` launches (which leave
+    /// the state mid-step: for benchmarks).
+    fn kernel_seconds(&mut self, _reps: u32) -> Result<Option<KernelSeconds>> {
+        Ok(None)
+    }
 }
 
 impl BinarySolver {
-    /// A solver whose sites start at rest, density 1, with the order
-    /// parameter `phi(x, y, z)`.
+    /// A solver on the CPU whose sites start at rest, density 1, with the
+    /// order parameter `phi(x, y, z)`.
     pub fn new(config: BinaryConfig, phi: impl Fn(u32, u32, u32) -> f64 + Sync) -> Result<Self> {
+        Self::on(config, BackendKind::Cpu, "", phi)
+    }
+
+    /// As [`BinarySolver::new`], on `backend` (a GPU loads the kernels of `ptx`).
+    pub fn on(
+        config: BinaryConfig,
+        backend: BackendKind,
+        ptx: &str,
+        phi: impl Fn(u32, u32, u32) -> f64 + Sync,
+    ) -> Result<Self> {
         config.validate()?;
-        let inner: Box<dyn Box3 + Send> = match config.lattice {
-            BinaryLattice::D2Q9 => Box::new(Sites::<D2Q9, 9>::new(&config, &phi)),
-            BinaryLattice::D3Q19 => Box::new(Sites::<D3Q19, 19>::new(&config, &phi)),
-            BinaryLattice::D3Q27 => Box::new(Sites::<D3Q27, 27>::new(&config, &phi)),
+        let inner: Box<dyn Box3 + Send> = match backend {
+            BackendKind::Cpu => {
+                if config.precision != Precision::F64 {
+                    return Err(Error::Setup(
+                        "the CPU runs the binary fluid in f64: set precision = \"f64\", or run it on a GPU".into(),
+                    ));
+                }
+                match config.lattice {
+                    BinaryLattice::D2Q9 => Box::new(Sites::<D2Q9, 9>::new(&config, &phi)),
+                    BinaryLattice::D3Q19 => Box::new(Sites::<D3Q19, 19>::new(&config, &phi)),
+                    BinaryLattice::D3Q27 => Box::new(Sites::<D3Q27, 27>::new(&config, &phi)),
+                }
+            }
+            BackendKind::Gpu(ordinal) => {
+                let device = GpuDevice::open(ordinal, ptx)?;
+                match config.precision {
+                    Precision::F32 => Box::new(gpu::BinaryGpu::<f32>::new(&config, device, "f32", &phi)?),
+                    _ => Box::new(gpu::BinaryGpu::<f64>::new(&config, device, "f64", &phi)?),
+                }
+            }
         };
         Ok(Self { config, inner, time: 0 })
     }
@@ -158,186 +286,148 @@ impl BinarySolver {
         self.time
     }
 
-    /// Advances `steps` time steps.
-    pub fn step(&mut self, steps: u64) {
+    /// Advances `steps` time steps (queued, on a GPU).
+    pub fn step(&mut self, steps: u64) -> Result<()> {
         for _ in 0..steps {
-            self.inner.step();
+            self.inner.step()?;
             self.time += 1;
         }
+        Ok(())
     }
 
     /// The fields of the current state (the velocity and chemical potential
     /// of the last step; at rest and from `φ` before the first).
-    pub fn fields(&self) -> BinaryFields {
+    pub fn fields(&self) -> Result<BinaryFields> {
         self.inner.fields()
     }
-}
 
-/// The direction of the unit step `sign` along each axis (0, the rest
-/// velocity, for an axis the lattice lacks).
-fn unit_steps<L: Lattice<Q>, const Q: usize>(sign: i32) -> [usize; 3] {
-    std::array::from_fn(|a| (0..Q).find(|&j| (0..3).all(|b| L::C[j][b] == if a == b { sign } else { 0 })).unwrap_or(0))
+    /// Registers and occupancy of the fluid's kernel, on a GPU.
+    pub fn kernel_report(&self) -> Option<KernelReport> {
+        self.inner.kernel_report()
+    }
+
+    /// Waits until queued steps are done.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()
+    }
+
+    /// On a GPU, each of a step's kernels timed alone over `reps`
+    /// launches. The launches leave the state mid-step: for benchmarks.
+    pub fn kernel_seconds(&mut self, reps: u32) -> Result<Option<KernelSeconds>> {
+        self.inner.kernel_seconds(reps)
+    }
 }
 
 /// The state of a box on lattice `L`.
 struct Sites<L: Lattice<Q>, const Q: usize> {
-    config: BinaryConfig,
-    fe: FreeEnergy<f64>,
-    /// Shifted populations `f_i − w_i`, `i N + n`.
+    params: BinaryParams<f64>,
+    collision: BinaryCollision,
+    tau: f64,
+    /// Shifted post-collision populations `f_i − w_i`, `i N + n`, and the
+    /// buffer the next step writes.
     f: Vec<f64>,
-    /// The populations after collision, before they stream.
     next: Vec<f64>,
+    /// The order parameter, and the buffer the next step writes.
     phi: Vec<f64>,
+    phi_next: Vec<f64>,
     mu: Vec<f64>,
     rho: Vec<f64>,
-    u: Vec<[f64; 3]>,
-    /// Site `n`'s neighbour `n + c_i`, `n Q + i` (periodic).
-    neighbour: Vec<u32>,
-    /// The directions of the unit steps along each axis, up and down.
-    up: [usize; 3],
-    down: [usize; 3],
-    /// Each site's fluxes through its faces towards +x, +y, +z.
-    flux: Vec<[f64; 3]>,
+    /// The velocity, `a N + n`.
+    u: Vec<f64>,
     _lattice: std::marker::PhantomData<L>,
 }
 
 impl<L: Lattice<Q>, const Q: usize> Sites<L, Q> {
     fn new(config: &BinaryConfig, phi: &(impl Fn(u32, u32, u32) -> f64 + Sync)) -> Self {
-        let [nx, ny, nz] = config.size;
         let n = config.sites();
-        let at = |k: usize| {
-            let k = k as u32;
-            (k % nx, (k / nx) % ny, k / (nx * ny))
-        };
-        let wrap = |v: u32, c: i32, len: u32| ((v as i64 + c as i64).rem_euclid(len as i64)) as u32;
-        let neighbour = (0..n * Q)
-            .into_par_iter()
-            .map(|k| {
-                let (x, y, z) = at(k / Q);
-                let c = L::C[k % Q];
-                let (x, y, z) = (wrap(x, c[0], nx), wrap(y, c[1], ny), wrap(z, c[2], nz));
-                x + nx * (y + ny * z)
-            })
-            .collect();
-        let phi: Vec<f64> = (0..n)
-            .into_par_iter()
-            .map(|k| {
-                let (x, y, z) = at(k);
-                phi(x, y, z)
-            })
-            .collect();
+        let phi = initial_phi(config, phi);
         let mut s = Self {
-            config: config.clone(),
-            fe: config.free_energy,
+            params: config.params(),
+            collision: config.collision,
+            tau: config.tau,
             f: vec![0.0; Q * n],
             next: vec![0.0; Q * n],
+            phi_next: phi.clone(),
             phi,
             mu: vec![0.0; n],
             rho: vec![1.0; n],
-            u: vec![[0.0; 3]; n],
-            neighbour,
-            up: unit_steps::<L, Q>(1),
-            down: unit_steps::<L, Q>(-1),
-            flux: vec![[0.0; 3]; n],
+            u: vec![0.0; 3 * n],
             _lattice: std::marker::PhantomData,
         };
         s.chemical_potential();
         s
     }
 
-    /// The values of `field` at site `n`'s neighbours, in the order of `L::C`.
-    #[inline(always)]
-    fn around(&self, field: &[f64], n: usize) -> [f64; Q] {
-        std::array::from_fn(|i| field[self.neighbour[n * Q + i] as usize])
-    }
-
     /// `μ` from `φ`.
     fn chemical_potential(&mut self) {
-        let mut mu = std::mem::take(&mut self.mu);
-        mu.par_iter_mut().enumerate().for_each(|(n, mu)| {
-            let lap = laplacian::<L, Q, f64>(&self.around(&self.phi, n));
-            *mu = self.fe.chemical_potential(self.phi[n], lap);
+        let (p, phi) = (&self.params, &self.phi);
+        self.mu.par_iter_mut().enumerate().for_each(|(n, mu)| {
+            *mu = site::chemical_potential::<L, Q, f64>(p, n as u32, |k| phi[k as usize]);
         });
-        self.mu = mu;
     }
 
-    /// Collides every site with the force `−φ ∇μ` (keeping its density and
-    /// velocity) into `next`, then streams (pull) back into `f`.
-    fn collide_and_stream(&mut self) {
-        let n = self.phi.len();
-        let (tau, collision) = (self.config.tau, self.config.collision);
-        let post = Shared::new(self.next.as_ptr());
-        let (phi, mu, f) = (&self.phi, &self.mu, &self.f);
-        let around = |field: &[f64], k: usize| -> [f64; Q] {
-            std::array::from_fn(|i| field[self.neighbour[k * Q + i] as usize])
-        };
-        self.rho.par_iter_mut().zip(self.u.par_iter_mut()).enumerate().for_each(|(k, (rho, u))| {
-            let grad = gradient::<L, Q, f64>(&around(mu, k));
-            let force = grad.map(|g| -phi[k] * g);
-            let mut cell: [f64; Q] = std::array::from_fn(|i| f[i * n + k]);
-            (*rho, *u) = match collision {
-                BinaryCollision::Bgk => Bgk { omega: 1.0 / tau }.collide::<L, Q, true>(&mut cell, force, 1.0),
-                BinaryCollision::Mrt => {
-                    let omega = 1.0 / tau;
-                    let m = Mrt { shear: omega, bulk: omega, flux: 1.0, fourth: 1.0, ghost: 1.0 };
-                    m.collide::<L, Q, true>(&mut cell, force, 1.0)
+    /// Pulls and collides every site with the force `−φ ∇μ` into `next`.
+    fn collide(&mut self) {
+        match self.collision {
+            BinaryCollision::Bgk => self.collide_with(&Bgk { omega: 1.0 / self.tau }),
+            BinaryCollision::Mrt => self.collide_with(&ludwig_mrt(self.tau)),
+        }
+        std::mem::swap(&mut self.f, &mut self.next);
+    }
+
+    fn collide_with<C: Collision<f64>>(&mut self, collision: &C) {
+        let sites = self.phi.len();
+        let out = Shared::new(self.next.as_ptr());
+        let u = Shared::new(self.u.as_ptr());
+        let (p, f, phi, mu) = (&self.params, &self.f, &self.phi, &self.mu);
+        self.rho.par_iter_mut().enumerate().for_each(|(n, rho)| {
+            let (cell, r, v) = site::collide::<L, Q, f64, C>(
+                p,
+                collision,
+                n as u32,
+                |i, k| f[i * sites + k as usize],
+                phi[n],
+                |k| mu[k as usize],
+            );
+            *rho = r;
+            // SAFETY: each task writes its own site's value in each plane.
+            unsafe {
+                for (i, value) in cell.into_iter().enumerate() {
+                    *out.get().add(i * sites + n) = value;
                 }
-            };
-            for (i, v) in cell.into_iter().enumerate() {
-                // SAFETY: each task writes its own site's value in each plane.
-                unsafe { *post.get().add(i * n + k) = v };
-            }
-        });
-        // Pull: site k's population i comes from k − c_i, its neighbour
-        // along the opposite velocity.
-        let (post, neighbour) = (&self.next, &self.neighbour);
-        self.f.par_chunks_mut(n).enumerate().for_each(|(i, plane)| {
-            for (k, v) in plane.iter_mut().enumerate() {
-                *v = post[i * n + neighbour[k * Q + opposite(i)] as usize];
+                for (a, value) in v.into_iter().enumerate() {
+                    *u.get().add(a * sites + n) = value;
+                }
             }
         });
     }
 
-    /// `φ ← φ − ∇·J` with the face fluxes `J = φ u − M ∇μ`.
-    fn advect_and_diffuse(&mut self) {
-        let d = L::D;
-        let m = self.config.mobility;
-        let (phi, u, mu, neighbour) = (&self.phi, &self.u, &self.mu, &self.neighbour);
-        let [up, down] = [self.up, self.down];
-        // The flux through the face towards +x, +y (+z) of each site.
-        self.flux.par_iter_mut().enumerate().for_each(|(k, j)| {
-            for a in 0..d {
-                let next = neighbour[k * Q + up[a]] as usize;
-                // Upwind: the face's velocity carries the order parameter of
-                // the site it leaves (central values let the coupled flow and
-                // interface grow unstable under explicit steps).
-                let face = 0.5 * (u[k][a] + u[next][a]);
-                let advected = face * if face > 0.0 { phi[k] } else { phi[next] };
-                j[a] = advected - m * (mu[next] - mu[k]);
-            }
+    /// `φ ← φ − ∇·J`.
+    fn order_parameter(&mut self) {
+        let sites = self.phi.len();
+        let (p, phi, mu, u) = (&self.params, &self.phi, &self.mu, &self.u);
+        self.phi_next.par_iter_mut().enumerate().for_each(|(n, next)| {
+            *next = site::order_parameter::<L, Q, f64>(
+                p,
+                n as u32,
+                |k| phi[k as usize],
+                |k| mu[k as usize],
+                |k, a| u[a * sites + k as usize],
+            );
         });
-        // The face towards −a of site k is the +a face of its neighbour there.
-        let flux = &self.flux;
-        self.phi.par_iter_mut().enumerate().for_each(|(k, phi)| {
-            let mut div = 0.0;
-            for a in 0..d {
-                div += flux[k][a] - flux[neighbour[k * Q + down[a]] as usize][a];
-            }
-            *phi -= div;
-        });
+        std::mem::swap(&mut self.phi, &mut self.phi_next);
     }
 }
 
 impl<L: Lattice<Q>, const Q: usize> Box3 for Sites<L, Q> {
-    fn step(&mut self) {
+    fn step(&mut self) -> Result<()> {
         self.chemical_potential();
-        self.collide_and_stream();
-        self.advect_and_diffuse();
+        self.collide();
+        self.order_parameter();
+        Ok(())
     }
 
-    fn fields(&self) -> BinaryFields {
-        let pressure =
-            (0..self.phi.len()).map(|k| self.rho[k] / 3.0 + self.fe.bulk_pressure(self.phi[k], self.mu[k])).collect();
-        BinaryFields { rho: self.rho.clone(), u: self.u.clone(), phi: self.phi.clone(), mu: self.mu.clone(), pressure }
+    fn fields(&self) -> Result<BinaryFields> {
+        Ok(BinaryFields::new(&self.params.free_energy, self.rho.clone(), &self.u, self.phi.clone(), self.mu.clone()))
     }
 }

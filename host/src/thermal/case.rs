@@ -127,10 +127,7 @@ impl Default for Output {
 
 /// Whether the case file at `path` is a thermal one (`model = "d2q37"`).
 pub fn is_thermal(path: &Path) -> Result<bool> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
-    let value: toml::Value =
-        toml::from_str(&text).map_err(|e| Error::Case { path: path.into(), message: e.to_string() })?;
-    Ok(value.get("model").and_then(|m| m.as_str()).is_some_and(|m| m.eq_ignore_ascii_case("d2q37")))
+    crate::case::names_model(path, "d2q37")
 }
 
 impl ThermalCase {

@@ -12,10 +12,21 @@
 //!
 //! The stencils weigh the neighbours by the lattice weights, which makes
 //! them isotropic to the order the lattice is: a force `−φ∇μ` computed so
-//! keeps the spurious currents around a droplet small.
+//! keeps the spurious currents around a droplet small. [`site`] puts them
+//! together into a step.
 
 use crate::lattice::{Lattice, CS2};
 use crate::real::Real;
+
+#[cfg(target_arch = "nvptx64")]
+pub(crate) mod entry;
+pub mod site;
+
+pub use site::BinaryParams;
+
+/// The binary fluid's kernels: the entry point of `kernel` on lattice `l`
+/// in precision `p` is `binary_<kernel>_<l>_<p>`.
+pub const KERNELS: [&str; 4] = ["mu", "collide_bgk", "collide_mrt", "phi"];
 
 /// The symmetric free energy's parameters (lattice units), in the
 /// arithmetic's precision.
