@@ -324,25 +324,8 @@ pub fn execute(cli: Cli) -> Result<()> {
             let report = lbm::host::nccl::run_and_check(config, ranks, &rendezvous, steps, &lbm::ptx::active())?;
             if let Some(r) = report {
                 let bytes = lbm::host::bench::bytes_per_cell_update(lattice, Precision::F32) as f64;
-                let per_gpu = r.mlups * 1e6 * bytes / r.world as f64 / r.copy_bandwidth;
-                println!(
-                    "NCCL, {} ranks: {} {} {size}^3 x {steps} steps: {:.0} MLUPS over the last {} steps \
-                     ({:.1}% of {} x {:.0} GB/s copy bandwidth, {bytes} B per cell update); \
-                     {} of {} populations differ from one GPU",
-                    r.world,
-                    lattice.name(),
-                    streaming.name(),
-                    r.mlups,
-                    r.timed_steps,
-                    100.0 * per_gpu,
-                    r.world,
-                    r.copy_bandwidth / 1e9,
-                    r.differ,
-                    r.total
-                );
-                if r.differ > 0 {
-                    return Err(lbm::Error::Setup("the NCCL run differs from one GPU".into()));
-                }
+                let what = format!("{} {} {size}^3", lattice.name(), streaming.name());
+                run::print_nccl_report(&r, &what, steps, bytes, "cell")?;
             }
             Ok(())
         }

@@ -59,6 +59,35 @@ pub fn launcher_ranks() -> Result<lbm::host::nccl::Ranks> {
     })
 }
 
+/// Prints rank 0's report of an `lbm nccl` check (`what` ran `steps` steps,
+/// `bytes` per `unit` update) and fails where the ranks differ from one GPU.
+pub fn print_nccl_report(
+    r: &lbm::host::nccl::NcclReport,
+    what: &str,
+    steps: u64,
+    bytes: f64,
+    unit: &str,
+) -> Result<()> {
+    let per_gpu = r.mlups * 1e6 * bytes / r.world as f64 / r.copy_bandwidth;
+    println!(
+        "NCCL, {} ranks: {what} x {steps} steps: {:.0} MLUPS over the last {} steps \
+         ({:.1}% of {} x {:.0} GB/s copy bandwidth, {bytes} B per {unit} update); \
+         {} of {} populations differ from one GPU",
+        r.world,
+        r.mlups,
+        r.timed_steps,
+        100.0 * per_gpu,
+        r.world,
+        r.copy_bandwidth / 1e9,
+        r.differ,
+        r.total
+    );
+    if r.differ > 0 {
+        return Err(Error::Setup("the NCCL run differs from one GPU".into()));
+    }
+    Ok(())
+}
+
 /// How a run ended without error.
 pub enum Outcome {
     Finished,

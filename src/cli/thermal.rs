@@ -151,24 +151,7 @@ pub fn nccl(
     let Some(r) = nccl::run_and_check(config.clone(), ranks, rendezvous, steps, &lbm::ptx::active())? else {
         return Ok(());
     };
-    let bytes = 2 * kernels::Q * precision.bytes();
-    let per_gpu = r.mlups * 1e6 * bytes as f64 / r.world as f64 / r.copy_bandwidth;
-    println!(
-        "NCCL, {} ranks: D2Q37 {} {size}^2 in {}x{y} tiles x {steps} steps: {:.0} MLUPS over the last {} steps \
-         ({:.1}% of {} x {:.0} GB/s copy bandwidth, {bytes} B per site update); {} of {} populations differ from one GPU",
-        r.world,
-        precision.name(),
-        x,
-        r.mlups,
-        r.timed_steps,
-        100.0 * per_gpu,
-        r.world,
-        r.copy_bandwidth / 1e9,
-        r.differ,
-        r.total
-    );
-    if r.differ > 0 {
-        return Err(Error::Setup("the NCCL run differs from one GPU".into()));
-    }
-    Ok(())
+    let bytes = (2 * kernels::Q * precision.bytes()) as f64;
+    let what = format!("D2Q37 {} {size}^2 in {x}x{y} tiles", precision.name());
+    super::run::print_nccl_report(&r, &what, steps, bytes, "site")
 }
