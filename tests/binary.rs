@@ -6,12 +6,12 @@
 mod common;
 
 use lbm::host::binary::validation::laplace;
-use lbm::host::binary::{BinaryCollision, BinaryConfig, BinaryFields, BinaryLattice, BinarySolver};
-use lbm::host::Precision;
+use lbm::host::binary::{BinaryCollision, BinaryConfig, BinaryFields, BinarySolver};
+use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::binary::FreeEnergy;
 use lbm::BackendKind;
 
-fn config(size: [u32; 3], lattice: BinaryLattice, collision: BinaryCollision, precision: Precision) -> BinaryConfig {
+fn config(size: [u32; 3], lattice: LatticeKind, collision: BinaryCollision, precision: Precision) -> BinaryConfig {
     BinaryConfig {
         size,
         lattice,
@@ -50,8 +50,8 @@ fn values(f: &BinaryFields) -> Vec<f64> {
     v
 }
 
-const BOXES: [(BinaryLattice, [u32; 3]); 3] =
-    [(BinaryLattice::D2Q9, [24, 19, 1]), (BinaryLattice::D3Q19, [12, 9, 10]), (BinaryLattice::D3Q27, [12, 9, 10])];
+const BOXES: [(LatticeKind, [u32; 3]); 3] =
+    [(LatticeKind::D2Q9, [24, 19, 1]), (LatticeKind::D3Q19, [12, 9, 10]), (LatticeKind::D3Q27, [12, 9, 10])];
 
 #[test]
 fn gpu_matches_cpu_bit_for_bit() {
@@ -96,7 +96,7 @@ fn droplets_obey_the_laplace_law_in_3d() {
     let Some(gpu) = common::gpu("binary::droplets_obey_the_laplace_law_in_3d") else { return };
     let ptx = lbm::ptx::active();
     for r in [12.0, 14.0, 16.0, 18.0] {
-        let l = laplace(gpu, &ptx, BinaryLattice::D3Q19, 48, r, 60_000).unwrap();
+        let l = laplace(gpu, &ptx, LatticeKind::D3Q19, 48, r, 60_000).unwrap();
         eprintln!(
             "R {r} -> {:.3}: jump {:.4e}, Laplace {:.4e}, ratio {:.4}, spurious |u| {:.2e}",
             l.radius,
@@ -118,7 +118,7 @@ fn a_mixture_separates_and_coarsens() {
     use lbm::host::binary::measure::{domain_size, growth_exponent, total_phi};
     let Some(gpu) = common::gpu("binary::a_mixture_separates_and_coarsens") else { return };
     let ptx = lbm::ptx::active();
-    let mut c = config([64; 3], BinaryLattice::D3Q19, BinaryCollision::Mrt, Precision::F64);
+    let mut c = config([64; 3], LatticeKind::D3Q19, BinaryCollision::Mrt, Precision::F64);
     c.free_energy = FreeEnergy::new(-0.0625, 0.0625, 0.04);
     c.tau = 1.0;
     c.mobility = 0.15;

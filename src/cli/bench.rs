@@ -856,7 +856,7 @@ fn occupancy(k: &Option<lbm::host::solver::KernelReport>) -> String {
 pub fn binary(
     backend: BackendKind,
     sizes: &[u32],
-    lattices: &[lbm::host::binary::BinaryLattice],
+    lattices: &[LatticeKind],
     precisions: &[Precision],
     collisions: &[CollisionKind],
     steps: u64,

@@ -11,7 +11,6 @@ mod thermal;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use lbm::host::bench::BenchGeometry;
-use lbm::host::binary::BinaryLattice;
 use lbm::host::groups::BoundaryGroups;
 use lbm::host::levels::Fusion;
 use lbm::host::solver::GridLayout;
@@ -364,16 +363,7 @@ pub fn execute(cli: Cli) -> Result<()> {
                         "lbm bench --model binary-fluid runs on one GPU: leave out --gpus".into(),
                     ));
                 }
-                let lattices = lattices
-                    .iter()
-                    .map(|l| {
-                        BinaryLattice::from_name(l).ok_or_else(|| lbm::Error::UnknownName {
-                            what: "lattice",
-                            name: l.clone(),
-                            choices: "d2q9, d3q19, d3q27".into(),
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                let lattices = names::parse(&lattices, LatticeKind::all())?;
                 let precisions = names::parse(&precisions, Precision::all())?;
                 let collisions = names::parse(&collisions, CollisionKind::all())?;
                 let sizes = sizes.unwrap_or_else(|| vec![256, 512]);

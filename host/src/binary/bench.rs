@@ -10,9 +10,9 @@
 //!
 //! The neighbours' `φ` and `μ` the stencils read come from the caches.
 
-use super::{BinaryCollision, BinaryConfig, BinaryLattice, BinarySolver, KernelSeconds};
+use super::{BinaryCollision, BinaryConfig, BinarySolver, KernelSeconds};
 use crate::error::{Error, Result};
-use crate::solver::{BackendKind, KernelReport, Precision};
+use crate::solver::{BackendKind, KernelReport, LatticeKind, Precision};
 use kernels_gpu::binary::FreeEnergy;
 use std::time::Instant;
 
@@ -47,9 +47,9 @@ pub struct BinaryBenchResult {
 
 /// The benchmark box: a cube of side `n` (a square in 2D) holding a
 /// droplet, MRT, the free energy of the Laplace tests.
-pub fn bench_config(n: u32, lattice: BinaryLattice, precision: Precision, collision: BinaryCollision) -> BinaryConfig {
+pub fn bench_config(n: u32, lattice: LatticeKind, precision: Precision, collision: BinaryCollision) -> BinaryConfig {
     BinaryConfig {
-        size: if lattice == BinaryLattice::D2Q9 { [n, n, 1] } else { [n; 3] },
+        size: if lattice == LatticeKind::D2Q9 { [n, n, 1] } else { [n; 3] },
         lattice,
         tau: 1.0,
         collision,
@@ -88,7 +88,7 @@ pub fn measure(
         .ok_or_else(|| Error::Setup("the binary-fluid benchmark times GPU kernels".into()))?;
     let sites = config.sites() as f64;
     let q = config.lattice.q();
-    let d = if config.lattice == BinaryLattice::D2Q9 { 2 } else { 3 };
+    let d = config.lattice.dimension();
     let size = if config.precision == Precision::F32 { 4 } else { 8 };
     let values = [2, 2 * q + 6, 3 + d];
     let bytes_per_site = values.iter().sum::<usize>() * size;

@@ -25,10 +25,10 @@
 //! every = 1000
 //! ```
 
-use super::{BinaryCollision, BinaryConfig, BinaryLattice};
+use super::{BinaryCollision, BinaryConfig};
 use crate::error::{Error, Result};
 use crate::packing::SplitMix;
-use crate::solver::Precision;
+use crate::solver::{LatticeKind, Named, Precision};
 use kernels_gpu::binary::FreeEnergy;
 use std::path::{Path, PathBuf};
 
@@ -247,8 +247,7 @@ impl BinaryCase {
     /// The solver's set-up.
     pub fn config(&self) -> Result<BinaryConfig> {
         let s = &self.simulation;
-        let lattice = BinaryLattice::from_name(&s.lattice)
-            .ok_or_else(|| Error::Setup(format!("lattice = \"{}\": give d2q9, d3q19 or d3q27", s.lattice)))?;
+        let lattice = LatticeKind::from_name(&s.lattice)?;
         let precision = match s.precision.to_ascii_lowercase().as_str() {
             "f64" => Precision::F64,
             "f32" => Precision::F32,
@@ -345,7 +344,7 @@ mod tests {
         let c = case.config().unwrap();
         assert_eq!(
             (c.lattice, c.collision, c.precision, c.tau),
-            (BinaryLattice::D3Q19, BinaryCollision::Mrt, Precision::F64, 1.0)
+            (LatticeKind::D3Q19, BinaryCollision::Mrt, Precision::F64, 1.0)
         );
         let phi = case.initial();
         // Inside, on the interface (the profile's zero), and outside.
@@ -374,7 +373,7 @@ mod tests {
             (DROPLET.replace("radius = 8", "radius = -1"), "positive radius"),
             (DROPLET.replace("kind = \"droplet\"", "kind = \"bubble\""), "bubble"),
             (DROPLET.replace("A = -0.02", "A = 0.02"), "A < 0"),
-            (DROPLET.replace("steps = 10", "steps = 10\n        lattice = \"d3q15\""), "d2q9, d3q19 or d3q27"),
+            (DROPLET.replace("steps = 10", "steps = 10\n        lattice = \"d3q15\""), "d2q9, d3q19, d3q27"),
             (DROPLET.replace("steps = 10", "steps = 10\n        precision = \"f16\""), "f64 or f32"),
             (DROPLET.replace("mobility = 0.5", "mobility = 0.5\n        mobilty = 1"), "mobilty"),
             (DROPLET.replace("size = [32, 32, 32]", "size = [32, 32, 32]\n        lattice = \"d2q9\""), "z = 1"),

@@ -3,7 +3,8 @@
 //! pressure jump against the Laplace law, and the domain size of a
 //! separating mixture with its growth exponent.
 
-use super::{BinaryConfig, BinaryFields, BinaryLattice};
+use super::{BinaryConfig, BinaryFields};
+use crate::solver::LatticeKind;
 
 /// `Σ φ` over the box.
 pub fn total_phi(f: &BinaryFields) -> f64 {
@@ -44,7 +45,7 @@ pub fn droplet(config: &BinaryConfig, f: &BinaryFields) -> Option<Droplet> {
         return None;
     }
     let volume: f64 = f.phi.iter().map(|p| (p - lo) / (hi - lo)).sum();
-    let two_d = config.lattice == BinaryLattice::D2Q9;
+    let two_d = config.lattice == LatticeKind::D2Q9;
     let pi = std::f64::consts::PI;
     let v = pi * pi * fe.width() * fe.width() / 12.0;
     let radius = if two_d {
@@ -81,7 +82,7 @@ pub fn droplet(config: &BinaryConfig, f: &BinaryFields) -> Option<Droplet> {
 /// `None` when no interface is left.
 pub fn domain_size(config: &BinaryConfig, phi: &[f64]) -> Option<f64> {
     let [nx, ny, nz] = config.size.map(|n| n as usize);
-    let two_d = config.lattice == BinaryLattice::D2Q9;
+    let two_d = config.lattice == LatticeKind::D2Q9;
     let at = |x: usize, y: usize, z: usize| phi[x + nx * (y + ny * z)];
     let mut crossings = 0u64;
     for z in 0..nz {
@@ -126,7 +127,7 @@ mod tests {
     use crate::solver::Precision;
     use kernels_gpu::binary::FreeEnergy;
 
-    fn config(size: [u32; 3], lattice: BinaryLattice) -> BinaryConfig {
+    fn config(size: [u32; 3], lattice: LatticeKind) -> BinaryConfig {
         BinaryConfig {
             size,
             lattice,
@@ -142,7 +143,7 @@ mod tests {
     fn lamellae_have_their_width_as_domain_size() {
         // Slabs 8 sites wide across x in 3D: A = 2 yz-planes per 16 sites,
         // crossed by x links only (1 per unit area, not the isotropic 3/2).
-        let c = config([32, 8, 8], BinaryLattice::D3Q19);
+        let c = config([32, 8, 8], LatticeKind::D3Q19);
         let phi: Vec<f64> = (0..32 * 64).map(|k| if (k % 32) / 8 % 2 == 0 { 1.0 } else { -1.0 }).collect();
         let l = domain_size(&c, &phi).unwrap();
         assert!((l - 8.0 * 1.5).abs() < 1e-12, "{l}");
@@ -152,7 +153,7 @@ mod tests {
     #[test]
     fn a_droplet_has_its_radius_and_jump() {
         // A disc of radius 10 in a 64² box, pressure 1 deeper inside.
-        let c = config([64, 64, 1], BinaryLattice::D2Q9);
+        let c = config([64, 64, 1], LatticeKind::D2Q9);
         let phi: Vec<f64> = (0..64 * 64)
             .map(|k| {
                 let (x, y) = ((k % 64) as f64 - 32.0, (k / 64) as f64 - 32.0);

@@ -26,7 +26,7 @@ pub mod validation;
 use crate::cpu::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::GpuDevice;
-use crate::solver::{BackendKind, KernelReport, Precision};
+use crate::solver::{BackendKind, KernelReport, LatticeKind, Precision};
 use kernels_gpu::binary::{site, BinaryParams, FreeEnergy};
 use kernels_gpu::collision::{Bgk, Collision, Mrt};
 use kernels_gpu::{Lattice, D2Q9, D3Q19, D3Q27};
@@ -44,52 +44,13 @@ pub enum BinaryCollision {
     Mrt,
 }
 
-/// The lattice of the fluid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinaryLattice {
-    /// 2D.
-    D2Q9,
-    /// 3D.
-    D3Q19,
-    /// 3D, every neighbour of the cube.
-    D3Q27,
-}
-
-impl BinaryLattice {
-    /// Every lattice.
-    pub const ALL: [BinaryLattice; 3] = [BinaryLattice::D2Q9, BinaryLattice::D3Q19, BinaryLattice::D3Q27];
-
-    /// The lattice named `name` (any case).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|l| l.name().eq_ignore_ascii_case(name))
-    }
-
-    /// The lattice's name in case files, kernels and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryLattice::D2Q9 => "d2q9",
-            BinaryLattice::D3Q19 => "d3q19",
-            BinaryLattice::D3Q27 => "d3q27",
-        }
-    }
-
-    /// Velocities of the lattice.
-    pub fn q(self) -> usize {
-        match self {
-            BinaryLattice::D2Q9 => 9,
-            BinaryLattice::D3Q19 => 19,
-            BinaryLattice::D3Q27 => 27,
-        }
-    }
-}
-
 /// What a binary-fluid run is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BinaryConfig {
     /// Sites along x, y, z (z = 1 for D2Q9); periodic along every axis.
     pub size: [u32; 3],
     /// The lattice.
-    pub lattice: BinaryLattice,
+    pub lattice: LatticeKind,
     /// Relaxation time of the fluid: viscosity `(tau − 1/2) / 3`. With the
     /// forced interface, explicit steps stay stable from about 0.8 up.
     pub tau: f64,
@@ -121,7 +82,7 @@ impl BinaryConfig {
             return fail(format!("tau must be above 1/2, got {}", self.tau));
         }
         let [nx, ny, nz] = self.size;
-        let two_d = self.lattice == BinaryLattice::D2Q9;
+        let two_d = self.lattice == LatticeKind::D2Q9;
         if nx < 2 || ny < 2 || (two_d && nz != 1) || (!two_d && nz < 2) {
             return fail(format!(
                 "size {:?}: at least 2 sites along each axis{}",
@@ -260,9 +221,9 @@ impl BinarySolver {
                     ));
                 }
                 match config.lattice {
-                    BinaryLattice::D2Q9 => Box::new(Sites::<D2Q9, 9>::new(&config, &phi)),
-                    BinaryLattice::D3Q19 => Box::new(Sites::<D3Q19, 19>::new(&config, &phi)),
-                    BinaryLattice::D3Q27 => Box::new(Sites::<D3Q27, 27>::new(&config, &phi)),
+                    LatticeKind::D2Q9 => Box::new(Sites::<D2Q9, 9>::new(&config, &phi)),
+                    LatticeKind::D3Q19 => Box::new(Sites::<D3Q19, 19>::new(&config, &phi)),
+                    LatticeKind::D3Q27 => Box::new(Sites::<D3Q27, 27>::new(&config, &phi)),
                 }
             }
             BackendKind::Gpu(ordinal) => {

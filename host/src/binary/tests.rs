@@ -28,7 +28,7 @@ fn a_planar_interface_has_the_tanh_profile() {
 #[test]
 fn droplets_obey_the_laplace_law() {
     for r in [10.0, 12.0, 16.0, 20.0] {
-        let l = validation::laplace(BackendKind::Cpu, "", BinaryLattice::D2Q9, 64, r, 40_000).unwrap();
+        let l = validation::laplace(BackendKind::Cpu, "", LatticeKind::D2Q9, 64, r, 40_000).unwrap();
         eprintln!(
             "R {r} -> {:.3}: jump {:.4e}, Laplace {:.4e}, spurious |u| {:.2e}",
             l.radius, l.jump, l.laplace, l.spurious
@@ -47,7 +47,7 @@ fn the_order_parameter_is_conserved() {
         let h = (x.wrapping_mul(73_856_093) ^ y.wrapping_mul(19_349_663)) % 1000;
         0.1 * (h as f64 / 500.0 - 1.0)
     };
-    let mut s = BinarySolver::new(config([48, 48, 1], BinaryLattice::D2Q9, fe, 0.5), start).unwrap();
+    let mut s = BinarySolver::new(config([48, 48, 1], LatticeKind::D2Q9, fe, 0.5), start).unwrap();
     let total = |f: &BinaryFields| f.phi.iter().sum::<f64>();
     let before = total(&s.fields().unwrap());
     s.step(10_000).unwrap();
@@ -64,7 +64,7 @@ fn the_order_parameter_is_conserved() {
 
 #[test]
 fn bad_parameters_are_clear_errors() {
-    let mut c = config([8, 8, 1], BinaryLattice::D2Q9, FreeEnergy::new(0.01, 0.01, 0.01), 0.1);
+    let mut c = config([8, 8, 1], LatticeKind::D2Q9, FreeEnergy::new(0.01, 0.01, 0.01), 0.1);
     assert!(BinarySolver::new(c.clone(), |_, _, _| 0.0).err().unwrap().to_string().contains("A < 0"));
     c.free_energy = wide();
     c.size = [8, 8, 2];

@@ -3,9 +3,9 @@
 //! law for a droplet in 2D (and in 3D, on a GPU).
 
 use super::measure::max_speed;
-use super::{BinaryCollision, BinaryConfig, BinaryLattice, BinarySolver};
+use super::{BinaryCollision, BinaryConfig, BinarySolver};
 use crate::error::Result;
-use crate::solver::{BackendKind, Precision};
+use crate::solver::{BackendKind, LatticeKind, Precision};
 use crate::validation::Check;
 use kernels_gpu::binary::FreeEnergy;
 
@@ -17,7 +17,7 @@ pub fn laplace_free_energy() -> FreeEnergy<f64> {
 /// An MRT box at `tau` 1 in f64.
 pub(super) fn config(
     size: [u32; 3],
-    lattice: BinaryLattice,
+    lattice: LatticeKind,
     free_energy: FreeEnergy<f64>,
     mobility: f64,
 ) -> BinaryConfig {
@@ -56,7 +56,7 @@ pub fn planar_interface(backend: BackendKind, ptx: &str) -> Result<Planar> {
         let x = x as f64;
         ((x - 16.0) / (1.25 * xi)).tanh() * ((48.0 - x) / (1.25 * xi)).tanh()
     };
-    let mut s = BinarySolver::on(config([nx, 4, 1], BinaryLattice::D2Q9, fe, 0.2), backend, ptx, start)?;
+    let mut s = BinarySolver::on(config([nx, 4, 1], LatticeKind::D2Q9, fe, 0.2), backend, ptx, start)?;
     s.step(60_000)?;
     let f = s.fields()?;
     let phi: Vec<f64> = (0..nx as usize).map(|x| f.phi[x]).collect();
@@ -98,9 +98,9 @@ pub struct Laplace {
 /// [`laplace_free_energy`]. The droplet shrinks as the phase around it takes
 /// up the order parameter its Laplace pressure shifts it by (`ξ/3R` of `φ*`
 /// in 3D, `ξ/6R` in 2D): a box much larger than the droplet dissolves it.
-pub fn laplace(backend: BackendKind, ptx: &str, lattice: BinaryLattice, n: u32, r: f64, steps: u64) -> Result<Laplace> {
+pub fn laplace(backend: BackendKind, ptx: &str, lattice: LatticeKind, n: u32, r: f64, steps: u64) -> Result<Laplace> {
     let fe = laplace_free_energy();
-    let two_d = lattice == BinaryLattice::D2Q9;
+    let two_d = lattice == LatticeKind::D2Q9;
     let mid = n as f64 / 2.0;
     let start = move |x: u32, y: u32, z: u32| {
         let dz = if two_d { 0.0 } else { z as f64 - mid };
@@ -159,9 +159,9 @@ pub fn checks(backend: BackendKind, ptx: &str) -> Result<Vec<Check>> {
         });
         Ok(())
     };
-    droplet("2D", BinaryLattice::D2Q9, 64, 16.0, 40_000)?;
+    droplet("2D", LatticeKind::D2Q9, 64, 16.0, 40_000)?;
     if matches!(backend, BackendKind::Gpu(_)) {
-        droplet("3D", BinaryLattice::D3Q19, 48, 16.0, 60_000)?;
+        droplet("3D", LatticeKind::D3Q19, 48, 16.0, 60_000)?;
     }
     Ok(checks)
 }

@@ -100,9 +100,9 @@ pub(super) struct GpuTile<T: DeviceRepr> {
     pub(super) f: CudaSlice<T>,
     /// Where the step writes.
     pub(super) next: CudaSlice<T>,
-    /// Its halo stream and events, when it exchanges halos or overlaps
-    /// its frame with its bulk.
-    pub(super) sync: Option<TileSync>,
+    /// Its halo stream and events: halo copies (and, for one tile, the
+    /// frame) run there beside its bulk.
+    pub(super) sync: TileSync,
 }
 
 /// A packed row halo: gathered on the sender, sent, scattered on the receiver.
@@ -144,11 +144,6 @@ fn line(n: u32, sides: u32) -> LaunchConfig {
     }
 }
 
-/// The halo stream and events of tile `k`.
-fn sync_of<T: DeviceRepr>(gpus: &[GpuTile<T>], k: usize) -> &TileSync {
-    gpus[k].sync.as_ref().expect("GPU tiles have halo streams")
-}
-
 /// Queues the copy `c` of current-buffer values between `gpus` on `stream`.
 fn copy<T: DeviceRepr>(gpus: &[GpuTile<T>], c: &HaloCopy, stream: &CudaStream) -> Result<()> {
     let elem = std::mem::size_of::<T>();
@@ -166,13 +161,11 @@ pub(super) fn address<T>(buffer: &CudaSlice<T>, s: &CudaStream) -> u64 {
 }
 
 impl<T: Real + Storage + DeviceRepr> GpuTile<T> {
-    /// Tile `tile` of `config` on `device`, its sites at `initial`'s state;
-    /// with a halo stream and events when `streams` says so.
+    /// Tile `tile` of `config` on `device`, its sites at `initial`'s state.
     pub(super) fn new(
         config: &ThermalConfig,
         tile: &Tile,
         device: GpuDevice,
-        streams: bool,
         initial: &(impl Fn(u32, u32) -> (f64, [f64; 2], f64) + Sync),
     ) -> Result<Self> {
         let kernels = Kernels::load::<T>(&device)?;
@@ -180,7 +173,7 @@ impl<T: Real + Storage + DeviceRepr> GpuTile<T> {
         let s = device.stream();
         let f = s.clone_htod(&host).ctx("uploading the thermal populations")?;
         let next = s.clone_htod(&host).ctx("allocating the second thermal buffer")?;
-        let sync = streams.then(|| TileSync::new(&device)).transpose()?;
+        let sync = TileSync::new(&device)?;
         Ok(Self { device, kernels, f, next, sync })
     }
 
@@ -226,13 +219,11 @@ impl<T: Real + Storage + DeviceRepr> GpuTile<T> {
         Ok(())
     }
 
-    /// The step is done: the other buffer becomes the current one (and,
-    /// with a halo stream, `done` marks it).
+    /// The step is done: the other buffer becomes the current one, and
+    /// `done` marks it.
     pub(super) fn finish(&mut self) -> Result<()> {
         std::mem::swap(&mut self.f, &mut self.next);
-        if let Some(sync) = &self.sync {
-            sync.done.record(self.device.stream()).ctx("recording an event")?;
-        }
+        self.sync.done.record(self.device.stream()).ctx("recording an event")?;
         Ok(())
     }
 
@@ -263,8 +254,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
                 Some(g) => g.device.clone(),
                 None => GpuDevice::open(ordinal, ptx)?,
             };
-            // One tile overlaps its frame with its bulk on its halo stream.
-            gpus.push(GpuTile::new(config, tile, device, true, initial)?);
+            gpus.push(GpuTile::new(config, tile, device, initial)?);
         }
         let n = tiles.len();
         let (mut rows, mut columns) = (Vec::new(), Vec::new());
@@ -324,15 +314,10 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
         })
     }
 
-    /// The halo stream and events of tile `k`.
-    fn sync(&self, k: usize) -> &TileSync {
-        sync_of(&self.gpus, k)
-    }
-
     /// The halo of the one tile, by the periodic halo kernels on its halo
     /// stream.
     fn own_halo(&mut self) -> Result<()> {
-        let s = self.sync(0).halo.clone();
+        let s = self.gpus[0].sync.halo.clone();
         let g = &mut self.gpus[0];
         let p = ByValue(self.config.params::<T>(&self.tiles[0], 0..self.tiles[0].frame.nx, 0..self.tiles[0].frame.ny));
         let frame = p.0.frame;
@@ -353,11 +338,11 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
     fn send_packed(&mut self) -> Result<()> {
         let elem = std::mem::size_of::<T>();
         for k in 0..self.gpus.len() {
-            let halo = self.sync(k).halo.clone();
-            halo.wait(&self.sync(k).done).ctx("waiting for a tile's step")?;
+            let halo = self.gpus[k].sync.halo.clone();
+            halo.wait(&self.gpus[k].sync.done).ctx("waiting for a tile's step")?;
             // The receivers have unpacked the last ones.
             for (c, _) in self.rows.iter().filter(|(c, _)| c.from == k) {
-                halo.wait(&self.sync(c.to).rows_in).ctx("waiting for a tile's row halos")?;
+                halo.wait(&self.gpus[c.to].sync.rows_in).ctx("waiting for a tile's row halos")?;
             }
             let gpus = &self.gpus;
             for (c, packed) in self.rows.iter_mut().filter(|(c, _)| c.from == k) {
@@ -370,7 +355,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
                 // receiver waits for `sent` before unpacking.
                 unsafe { peer::copy_async((&from.device, src), (&to.device, dst), c.shape.values() * elem, &halo)? };
             }
-            sync_of(gpus, k).sent.record(&halo).ctx("recording an event")?;
+            gpus[k].sync.sent.record(&halo).ctx("recording an event")?;
         }
         Ok(())
     }
@@ -378,7 +363,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> GpuTiles<T> {
 
 impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuTiles<T> {
     fn run(&mut self, k: usize, phase: &ThermalPhase) -> Result<()> {
-        let s = if self.framing { self.sync(k).halo.clone() } else { self.gpus[k].device.stream().clone() };
+        let s = if self.framing { self.gpus[k].sync.halo.clone() } else { self.gpus[k].device.stream().clone() };
         self.gpus[k].run(&self.config, &self.tiles[k], phase, &s)
     }
 
@@ -386,13 +371,13 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuT
         if self.gpus.len() == 1 {
             // The halo stream writes the halo of the buffer the last step
             // wrote, and reads it: after that step.
-            let sync = self.sync(0);
+            let sync = &self.gpus[0].sync;
             return sync.halo.wait(&sync.done).ctx("waiting for the last step");
         }
         // The last copies out of the buffer this step writes are done.
         let compute = self.gpus[k].device.stream();
         for &m in &self.around[k] {
-            compute.wait(&self.sync(m).halo_in).ctx("waiting for a neighbour's halo copies")?;
+            compute.wait(&self.gpus[m].sync.halo_in).ctx("waiting for a neighbour's halo copies")?;
         }
         Ok(())
     }
@@ -406,30 +391,30 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuT
         }
         let gpus = &mut self.gpus;
         for k in 0..gpus.len() {
-            let halo = sync_of(gpus, k).halo.clone();
-            halo.wait(&sync_of(gpus, k).done).ctx("waiting for a tile's step")?;
+            let halo = gpus[k].sync.halo.clone();
+            halo.wait(&gpus[k].sync.done).ctx("waiting for a tile's step")?;
             for (c, packed) in self.rows.iter().filter(|(c, _)| c.to == k) {
                 match packed {
                     None => {
-                        halo.wait(&sync_of(gpus, c.from).done).ctx("waiting for a tile's step")?;
+                        halo.wait(&gpus[c.from].sync.done).ctx("waiting for a tile's step")?;
                         copy(gpus, c, &halo)?;
                     }
                     Some(p) => {
-                        halo.wait(&sync_of(gpus, c.from).sent).ctx("waiting for a packed halo")?;
+                        halo.wait(&gpus[c.from].sync.sent).ctx("waiting for a packed halo")?;
                         let GpuTile { kernels, f, .. } = &mut gpus[k];
                         exchange_scatter(&halo, &kernels.scatter, f, &p.scatter, &p.receive, c.shape.values() as u32)?;
                     }
                 }
             }
-            sync_of(gpus, k).rows_in.record(&halo).ctx("recording an event")?;
+            gpus[k].sync.rows_in.record(&halo).ctx("recording an event")?;
         }
         for k in 0..gpus.len() {
-            let halo = sync_of(gpus, k).halo.clone();
+            let halo = gpus[k].sync.halo.clone();
             for c in self.columns.iter().filter(|c| c.to == k) {
-                halo.wait(&sync_of(gpus, c.from).rows_in).ctx("waiting for a tile's row halos")?;
+                halo.wait(&gpus[c.from].sync.rows_in).ctx("waiting for a tile's row halos")?;
                 copy(gpus, c, &halo)?;
             }
-            sync_of(gpus, k).halo_in.record(&halo).ctx("recording an event")?;
+            gpus[k].sync.halo_in.record(&halo).ctx("recording an event")?;
         }
         Ok(())
     }
@@ -440,7 +425,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuT
             self.framing = true;
         } else {
             let compute = self.gpus[k].device.stream();
-            compute.wait(&self.sync(k).halo_in).ctx("waiting for a tile's halo")?;
+            compute.wait(&self.gpus[k].sync.halo_in).ctx("waiting for a tile's halo")?;
         }
         Ok(())
     }
@@ -449,7 +434,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuT
         if self.framing {
             // The next step writes the buffer the frame reads.
             self.framing = false;
-            let sync = self.sync(k);
+            let sync = &self.gpus[k].sync;
             sync.halo_in.record(&sync.halo).ctx("recording an event")?;
             self.gpus[k].device.stream().wait(&sync.halo_in).ctx("waiting for the frame")?;
         }
@@ -459,9 +444,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin> Executor for GpuT
     fn synchronize(&self) -> Result<()> {
         for g in &self.gpus {
             g.device.stream().synchronize().ctx("waiting for the thermal steps")?;
-            if let Some(sync) = &g.sync {
-                sync.halo.synchronize().ctx("waiting for the halo copies")?;
-            }
+            g.sync.halo.synchronize().ctx("waiting for the halo copies")?;
         }
         Ok(())
     }

@@ -73,7 +73,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin + bytemuck::Pod> N
         let me = ranks.rank;
         let device = GpuDevice::open(ranks.local, ptx)?;
         crate::nccl::require_library()?;
-        let gpu = GpuTile::<T>::new(config, &tiles[me], device, true, initial)
+        let gpu = GpuTile::<T>::new(config, &tiles[me], device, initial)
             .map_err(|e| crate::multi_gpu::in_partition(e, format!("rank {me} on GPU {}", ranks.local)))?;
         let s = gpu.device.stream();
         let staging = |c: &HaloCopy, at| -> Result<(CudaSlice<T>, CudaSlice<u64>)> {
@@ -103,7 +103,7 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin + bytemuck::Pod> N
 
     /// The stream the halos travel on.
     fn halo(&self) -> Arc<CudaStream> {
-        self.gpu.sync.as_ref().expect("a rank's tile has a halo stream").halo.clone()
+        self.gpu.sync.halo.clone()
     }
 
     /// Queues the messages of `copies` as one group: packed values from
@@ -181,14 +181,14 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin + bytemuck::Pod> E
     fn begin(&mut self, _tile: usize) -> Result<()> {
         // The last sends out of (and receives into) the buffer this step
         // writes are done: both are on this rank's halo stream.
-        let sync = self.gpu.sync.as_ref().expect("a rank's tile has a halo stream");
+        let sync = &self.gpu.sync;
         self.gpu.device.stream().wait(&sync.halo_in).ctx("waiting for the last halo exchange")
     }
 
     fn exchange(&mut self) -> Result<()> {
         let _busy = self.comm.busy();
         let halo = self.halo();
-        let sync = self.gpu.sync.as_ref().expect("a rank's tile has a halo stream");
+        let sync = &self.gpu.sync;
         halo.wait(&sync.done).ctx("waiting for the tile's step")?;
         let g = &mut self.gpu;
         for (c, part) in &mut self.rows {
@@ -207,12 +207,12 @@ impl<T: Real + Storage + DeviceRepr + ValidAsZeroBits + Unpin + bytemuck::Pod> E
         // Columns carry the corners: after the row halos are in.
         self.messages(&self.columns, &halo)?;
         self.own_copies(&self.columns, &halo)?;
-        let sync = self.gpu.sync.as_ref().expect("a rank's tile has a halo stream");
+        let sync = &self.gpu.sync;
         sync.halo_in.record(&halo).ctx("recording an event")
     }
 
     fn await_halo(&mut self, _tile: usize) -> Result<()> {
-        let sync = self.gpu.sync.as_ref().expect("a rank's tile has a halo stream");
+        let sync = &self.gpu.sync;
         self.gpu.device.stream().wait(&sync.halo_in).ctx("waiting for the tile's halo")
     }
 
