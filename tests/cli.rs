@@ -95,6 +95,58 @@ fn binary_fluid_case_runs_logs_and_draws() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A colloid case prints its set-up, records every colloid and the run at
+/// each `every` steps, and draws the speed; overlapping colloids are
+/// refused with what to change, and nothing is written.
+#[test]
+fn colloid_case_runs_records_and_draws() {
+    let dir = scratch("colloids");
+    let text = r#"
+        model = "colloids"
+        [simulation]
+        size = [20, 20, 20]
+        steps = 30
+        [[colloid]]
+        centre = [10, 10, 10]
+        radius = 3
+        force = [0, 0, -0.01]
+        [output]
+        every = 10
+    "#;
+    let case = dir.join("one.toml");
+    std::fs::write(&case, text).unwrap();
+    let out = dir.join("one");
+    let o = lbm().arg("run").arg(&case).args(["--backend", "cpu", "--output"]).arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "lbm run failed: {stdout}{}", String::from_utf8_lossy(&o.stderr));
+    for said in ["1 colloid of radius 3", "volume fraction 0.0141", "Stokes speed", "MLUPS", "the host's share"] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    let csv = std::fs::read_to_string(out.join("colloids.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "step,id,x,y,z,ux,uy,uz,wx,wy,wz,fx,fy,fz,contact_fx,contact_fy,contact_fz");
+    assert_eq!(lines.len(), 5, "a header and steps 0, 10, 20, 30:\n{csv}");
+    let last: Vec<f64> = lines[4].split(',').map(|v| v.parse().unwrap()).collect();
+    assert_eq!((last.len(), last[0], last[1]), (17, 30.0, 0.0), "{csv}");
+    assert!(last[7] < 0.0 && last[13] > 0.0, "it sinks, and the fluid drags it back up: {csv}");
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 5, "{summary}");
+    for step in [0, 30] {
+        let png = std::fs::read(out.join(format!("speed_{step:08}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "step {step}");
+    }
+    let bad = dir.join("bad.toml");
+    let two = text.replace("[output]", "[[colloid]]\ncentre = [13, 10, 10]\nradius = 3\n[output]");
+    std::fs::write(&bad, two).unwrap();
+    let nothing = dir.join("nothing");
+    let o = lbm().arg("run").arg(&bad).args(["--backend", "cpu", "--output"]).arg(&nothing).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("bad.toml") && err.contains("overlap"), "{err}");
+    assert!(!nothing.exists(), "a refused case wrote its output folder");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A case cut into tiles (run in turn on the CPU) draws the same maps, byte
 /// for byte, as the one-domain run; tiles that do not match the devices are
 /// refused with the fix.
@@ -137,6 +189,10 @@ fn every_example_case_is_valid() {
         }
         if lbm::host::binary::case::is_binary(&path).unwrap() {
             lbm::host::binary::case::BinaryCase::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            continue;
+        }
+        if lbm::host::colloids::case::is_colloids(&path).unwrap() {
+            lbm::host::colloids::case::ColloidCase::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             continue;
         }
         let case = lbm::host::case::Case::load(&path).unwrap();

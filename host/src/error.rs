@@ -30,6 +30,9 @@ pub enum Error {
     /// A set-up that cannot run (bad size, unstable parameters...).
     #[error("invalid set-up: {0}")]
     Setup(String),
+    /// Colloids that cannot go on (overlapping, too fast, at a wall).
+    #[error("colloids: {0}")]
+    Colloid(String),
     /// A name (of a streaming scheme, an exchange, a bench geometry...) that
     /// is not one of the choices.
     #[error("unknown {what} `{name}`: use {choices}")]

@@ -8,6 +8,7 @@ pub mod case;
 pub mod cases;
 pub mod cell_blocks;
 pub mod checkpoint;
+pub mod colloids;
 pub mod cpu;
 pub mod curved;
 pub mod domain;

@@ -19,6 +19,7 @@
 pub mod binary;
 pub mod cell;
 pub mod collision;
+pub mod colloids;
 pub mod curved;
 pub mod exchange;
 mod fetch;

@@ -851,6 +851,84 @@ fn occupancy(k: &Option<lbm::host::solver::KernelReport>) -> String {
     k.as_ref().map_or("-".into(), |k| format!("{:.2}", k.occupancy))
 }
 
+/// `lbm bench --model colloids`: 1,000 free colloids of radius 4 in cubes
+/// of side `sizes`: whole steps, the fluid step alone and each colloid pass.
+pub fn colloids(
+    backend: BackendKind,
+    sizes: &[u32],
+    lattices: &[LatticeKind],
+    precisions: &[Precision],
+    steps: u64,
+    json: Option<PathBuf>,
+) -> Result<()> {
+    use lbm::host::colloids::bench::{bench_config, measure, ColloidBenchResult};
+    let BackendKind::Gpu(ordinal) = backend else {
+        return Err(Error::Setup(
+            "lbm bench --model colloids times the GPU kernels: run it with a GPU (--backend gpu)".into(),
+        ));
+    };
+    let ptx = lbm::ptx::active();
+    let d = lbm::host::gpu::GpuDevice::open(ordinal, &ptx)?;
+    let copy = d.copy_bandwidth(COPY_BYTES, 20)?;
+    let device = format!("GPU {ordinal} {}", d.info()?.name);
+    drop(d);
+    println!("{device}: copy bandwidth {:.1} GB/s", copy / 1e9);
+    println!("fluid bytes per site: 2Q+4 values and the map's 4 bytes; the other columns are ms per step");
+    println!(
+        "{:>6} {:>5} {:>4} {:>9} {:>9} {:>9} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>5} {:>6}",
+        "lattice",
+        "size",
+        "prec",
+        "colloids",
+        "MLUPS",
+        "step ms",
+        "B/site",
+        "copy%",
+        "fluid ms",
+        "links ms",
+        "move ms",
+        "host ms",
+        "regs",
+        "occup"
+    );
+    let mut results: Vec<ColloidBenchResult> = Vec::new();
+    for &lattice in lattices {
+        for &p in precisions.iter().filter(|p| matches!(p, Precision::F64 | Precision::F32)) {
+            for &n in sizes {
+                let r = measure(bench_config(n, lattice, p, 1000, 4.0)?, ordinal, &ptx, steps, copy)?;
+                println!(
+                    "{:>6} {:>5} {:>4} {:>9} {:>9.1} {:>9.3} {:>6} {:>7.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>5} {:>6}",
+                    r.lattice,
+                    n,
+                    r.precision,
+                    r.colloids,
+                    r.mlups,
+                    r.step_ms,
+                    r.fluid_bytes_per_site,
+                    100.0 * r.fluid_fraction_of_copy,
+                    r.fluid_ms,
+                    r.links_ms,
+                    r.move_ms,
+                    r.host_ms,
+                    registers(&r.kernel),
+                    occupancy(&r.kernel),
+                );
+                results.push(r);
+            }
+        }
+    }
+    if let Some(path) = json {
+        #[derive(serde::Serialize)]
+        struct ColloidReport {
+            device: String,
+            copy_bandwidth_gb_per_s: f64,
+            results: Vec<ColloidBenchResult>,
+        }
+        write_report(&path, &ColloidReport { device, copy_bandwidth_gb_per_s: copy / 1e9, results })?;
+    }
+    Ok(())
+}
+
 /// `lbm bench --model binary-fluid`: the binary fluid on cubes of side
 /// `sizes` (squares for D2Q9), whole steps and each kernel alone.
 pub fn binary(

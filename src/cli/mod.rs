@@ -2,6 +2,7 @@
 
 mod bench;
 mod binary;
+mod colloids;
 mod forces;
 mod info;
 mod names;
@@ -71,7 +72,8 @@ enum Command {
     /// Run the built-in validation cases (Poiseuille, Taylor-Green, lid-driven
     /// cavities against Ghia et al. and Wong & Baker, the thermal model's
     /// Rayleigh-Taylor growth and Rayleigh-Benard onset, the binary fluid's
-    /// planar interface and Laplace law) and print their errors.
+    /// planar interface and Laplace law, a colloid's Stokes drag, spin in
+    /// shear and mass) and print their errors.
     Validate {
         #[command(flatten)]
         backend: BackendArgs,
@@ -180,7 +182,9 @@ enum Command {
         /// that many GPUs along x, along y and in a mesh (default size 4096,
         /// the whole box, or per GPU with --weak); or binary-fluid, the
         /// symmetric binary fluid on cubes of the --sizes (default 256,512)
-        /// of the --lattices, f64 and f32, bgk or mrt (--collisions).
+        /// of the --lattices, f64 and f32, bgk or mrt (--collisions); or
+        /// colloids, 1,000 free colloids of radius 4 in cubes of the
+        /// --sizes (default 256), each pass timed against the fluid step.
         #[arg(long, default_value = "isothermal")]
         model: String,
     },
@@ -267,6 +271,7 @@ pub fn execute(cli: Cli) -> Result<()> {
             let mut checks = lbm::host::validation::suite(&|c, b| lbm::build_solver(c, b), backend, precision, full)?;
             checks.extend(lbm::host::thermal::validation::checks(backend, &lbm::ptx::active())?);
             checks.extend(lbm::host::binary::validation::checks(backend, &lbm::ptx::active())?);
+            checks.extend(lbm::host::colloids::validation::checks(backend, &lbm::ptx::active())?);
             println!("{:<58} {:>11}  {:<10} result", "case", "measured", "criterion");
             for c in &checks {
                 println!(
@@ -369,11 +374,22 @@ pub fn execute(cli: Cli) -> Result<()> {
                 let sizes = sizes.unwrap_or_else(|| vec![256, 512]);
                 return bench::binary(backend.resolve()?, &sizes, &lattices, &precisions, &collisions, steps, json);
             }
+            if model.eq_ignore_ascii_case("colloids") {
+                if !gpus.is_empty() {
+                    return Err(lbm::Error::Setup(
+                        "lbm bench --model colloids runs on one GPU: leave out --gpus".into(),
+                    ));
+                }
+                let lattices = names::parse(&lattices, &lattices_3d())?;
+                let precisions = names::parse(&precisions, Precision::all())?;
+                let sizes = sizes.unwrap_or_else(|| vec![256]);
+                return bench::colloids(backend.resolve()?, &sizes, &lattices, &precisions, steps, json);
+            }
             if !model.eq_ignore_ascii_case("isothermal") {
                 return Err(lbm::Error::UnknownName {
                     what: "model",
                     name: model,
-                    choices: "isothermal, d2q37, binary-fluid".into(),
+                    choices: "isothermal, d2q37, binary-fluid, colloids".into(),
                 });
             }
             // Scaling splits along z, so it takes the 3D lattices only.

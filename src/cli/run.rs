@@ -101,6 +101,9 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     if lbm::host::binary::case::is_binary(path)? {
         return super::binary::run(path, o);
     }
+    if lbm::host::colloids::case::is_colloids(path)? {
+        return super::colloids::run(path, o);
+    }
     let case = Case::load(path)?;
     let mut setup = case.setup(path, o.size)?;
     if let Some(s) = o.steps {
