@@ -22,13 +22,16 @@ fn entries() -> usize {
         })
         .sum();
     // The layout check, the exchange kernels of split refined domains, the
-    // thermal model's kernels in two precisions and the binary fluid's on
-    // three lattices in two precisions.
+    // thermal model's kernels in two precisions, the binary fluid's on
+    // three lattices in two precisions, and the colloids' on two lattices in
+    // two precisions with their three shared ones.
     families
         + 1
         + 2 * lbm::kernels::exchange::KERNELS.len()
         + 2 * lbm::kernels::thermal::KERNELS.len()
         + 6 * lbm::kernels::binary::KERNELS.len()
+        + 4 * lbm::kernels::colloids::KERNELS.len()
+        + lbm::kernels::colloids::SHARED_KERNELS.len()
 }
 
 /// The stream-collide kernels, every scheme and collision operator.
@@ -73,6 +76,17 @@ fn ptx_holds_every_kernel() {
                 assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
             }
         }
+    }
+    for kernel in lbm::kernels::colloids::KERNELS {
+        for lattice in ["d3q19", "d3q27"] {
+            for p in ["f32", "f64"] {
+                let name = format!("colloids_{kernel}_{lattice}_{p}");
+                assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+            }
+        }
+    }
+    for name in lbm::kernels::colloids::SHARED_KERNELS {
+        assert!(lbm::ptx::PTX.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
     }
     // And nothing else: every entry point is one of the table's.
     let found = lbm::ptx::PTX.matches(".entry ").count();

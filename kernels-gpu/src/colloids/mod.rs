@@ -30,6 +30,13 @@
 pub(crate) mod entry;
 pub mod site;
 
+/// The colloids' kernels on each 3D lattice and precision: the entry point
+/// of `kernel` on lattice `l` in precision `p` is `colloids_<kernel>_<l>_<p>`.
+pub const KERNELS: [&str; 4] = ["fluid_bgk", "fluid_mrt", "links", "cover"];
+
+/// The colloids' kernels that touch no populations, one each.
+pub const SHARED_KERNELS: [&str; 3] = ["colloids_sum", "colloids_paint", "colloids_clear"];
+
 /// The map entry of a fluid site.
 pub const FLUID: u32 = u32::MAX;
 
