@@ -1,7 +1,7 @@
 //! The colloids' fluid on the CPU: the per-site and per-lane functions of
 //! `kernels_gpu::colloids::site`, in the GPU's order, in f64.
 
-use super::{owner, Fluid, Operator, SuspensionConfig, SuspensionFields};
+use super::{lane_totals, owner, Fluid, Operator, SuspensionConfig, SuspensionFields};
 use crate::cpu::Shared;
 use crate::error::Result;
 use kernels_gpu::colloids::{site, Colloid, FluidParams, Space, Sums, FLUID, LANES};
@@ -54,19 +54,6 @@ impl<L: Lattice<Q>, const Q: usize> CpuFluid<L, Q> {
         s
     }
 
-    /// Each colloid's lanes added in order.
-    fn totals(&self, count: usize) -> Vec<Sums> {
-        (0..count)
-            .map(|c| {
-                let mut total = Sums::default();
-                for p in &self.partials[c * LANES as usize..(c + 1) * LANES as usize] {
-                    total.add(p);
-                }
-                total
-            })
-            .collect()
-    }
-
     fn fluid_with<C: Collision<f64>>(&mut self, collision: &C, colloids: &[Colloid], force: [f64; 3]) {
         let sites = self.rho.len();
         let p = FluidParams { space: self.space, wall_velocity: self.walls, force };
@@ -116,11 +103,11 @@ impl<L: Lattice<Q>, const Q: usize> Fluid for CpuFluid<L, Q> {
                 partial,
             );
         });
-        Ok(self.totals(colloids.len()))
+        Ok(lane_totals(&self.partials[..colloids.len() * LANES as usize]))
     }
 
     fn pending(&self, count: usize) -> Result<Vec<Sums>> {
-        Ok(self.totals(count))
+        Ok(lane_totals(&self.partials[..count * LANES as usize]))
     }
 
     fn fluid(&mut self, colloids: &[Colloid], force: [f64; 3]) -> Result<()> {

@@ -2,7 +2,7 @@
 //! the same per-site and per-lane functions as the CPU's, on one stream.
 //! Colloids and sums cross as f64 arrays (each a `repr(C)` struct of f64).
 
-use super::{owner, Fluid, Operator, SuspensionConfig, SuspensionFields};
+use super::{lane_totals, owner, Fluid, Operator, SuspensionConfig, SuspensionFields};
 use crate::error::{CudaContextExt, Result};
 use crate::gpu::GpuDevice;
 use crate::launch::ByValue;
@@ -18,9 +18,9 @@ const THREADS: u32 = 128;
 const COLLOID: usize = std::mem::size_of::<Colloid>() / 8;
 
 /// The colloids as f64 values.
-fn colloid_values(colloids: &[Colloid]) -> Vec<f64> {
+fn colloid_values(colloids: &[Colloid]) -> &[f64] {
     // SAFETY: `Colloid` is `repr(C)` of f64 only, so its bytes are `COLLOID` f64 each.
-    unsafe { std::slice::from_raw_parts(colloids.as_ptr() as *const f64, colloids.len() * COLLOID) }.to_vec()
+    unsafe { std::slice::from_raw_parts(colloids.as_ptr() as *const f64, colloids.len() * COLLOID) }
 }
 
 /// Sums from f64 values.
@@ -106,7 +106,7 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> GpuFluid<T> {
             rho: s.clone_htod(&vec![T::ONE; sites]).ctx("uploading the density")?,
             u: s.alloc_zeros::<T>(3 * sites).ctx("allocating the velocity")?,
             colloids: s
-                .clone_htod(&colloid_values(&[Colloid::default()]).repeat(at_least(count)))
+                .clone_htod(colloid_values(&vec![Colloid::default(); at_least(count)]))
                 .ctx("allocating the colloids")?,
             partials: s.alloc_zeros::<f64>(at_least(count * LANES as usize * SUMS)).ctx("allocating the sums")?,
             sums: s.alloc_zeros::<f64>(at_least(count * SUMS)).ctx("allocating the sums")?,
@@ -142,7 +142,7 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> GpuFluid<T> {
     }
 
     fn upload(&mut self, colloids: &[Colloid]) -> Result<()> {
-        self.device.stream().memcpy_htod(&colloid_values(colloids), &mut self.colloids).ctx("uploading the colloids")
+        self.device.stream().memcpy_htod(colloid_values(colloids), &mut self.colloids).ctx("uploading the colloids")
     }
 
     /// Queues the links' sums into the partial sums, and their totals.
@@ -248,15 +248,7 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> Fluid for GpuFluid<T> {
             return Ok(Vec::new());
         }
         let values = self.device.stream().clone_dtoh(&self.partials).ctx("reading the colloids' sums back")?;
-        let lanes = sums_of(&values[..count * LANES as usize * SUMS]);
-        Ok(lanes
-            .chunks_exact(LANES as usize)
-            .map(|l| {
-                let mut total = Sums::default();
-                l.iter().for_each(|p| total.add(p));
-                total
-            })
-            .collect())
+        Ok(lane_totals(&sums_of(&values[..count * LANES as usize * SUMS])))
     }
 
     fn fluid(&mut self, colloids: &[Colloid], force: [f64; 3]) -> Result<()> {

@@ -31,7 +31,7 @@ use crate::binary::{ludwig_mrt, BinaryCollision};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDevice;
 use crate::solver::{BackendKind, KernelReport, LatticeKind, Precision};
-use kernels_gpu::colloids::{Colloid, Space, Sums, FLUID};
+use kernels_gpu::colloids::{Colloid, Space, Sums, FLUID, LANES};
 use kernels_gpu::{D3Q19, D3Q27};
 
 pub use dynamics::{ColloidState, Interactions, Lubrication, SoftSphere};
@@ -363,6 +363,19 @@ impl<T: kernels_gpu::Real> Operator<T> {
             BinaryCollision::Mrt => Operator::Mrt(ludwig_mrt(config.tau)),
         }
     }
+}
+
+/// Each colloid's total of its [`LANES`] partial sums (`c LANES + lane`),
+/// added in lane order, as the `colloids_sum` kernel adds them.
+fn lane_totals(partials: &[Sums]) -> Vec<Sums> {
+    partials
+        .chunks_exact(LANES as usize)
+        .map(|lanes| {
+            let mut total = Sums::default();
+            lanes.iter().for_each(|p| total.add(p));
+            total
+        })
+        .collect()
 }
 
 /// The map entry as an option.
