@@ -268,15 +268,7 @@ struct ScalingReport {
 /// the model of Mahmoud et al. 2025, Eq. 1: `t = n_copies t_setup + bytes / bandwidth`.
 pub fn scaling(o: ScalingOptions) -> Result<()> {
     use lbm::host::multi_gpu::{measure as measure_multi, Exchange};
-    let ptx = lbm::ptx::active();
-    let available = lbm::host::gpu::device_count()?;
-    let most = o.gpus.iter().copied().max().unwrap_or(1);
-    if most > available {
-        return Err(Error::Setup(format!("--gpus asks for {most} GPUs, this machine has {available}")));
-    }
-    let d0 = lbm::host::gpu::GpuDevice::open(0, &ptx)?;
-    let copy = d0.copy_bandwidth(COPY_BYTES, 20)?;
-    let device = format!("{available} x {}", d0.info()?.name);
+    let (ptx, copy, device) = scaling_devices(&o.gpus)?;
     println!("devices: {device}; copy bandwidth of GPU 0: {:.1} GB/s", copy / 1e9);
     println!(
         "{} scaling; f32, Esoteric Pull, BGK; efficiency = MLUPS on N GPUs / (N x MLUPS of the one-GPU solver); \
@@ -299,6 +291,7 @@ pub fn scaling(o: ScalingOptions) -> Result<()> {
         "halo MB",
         "copies"
     );
+    let most = o.gpus.iter().copied().max().unwrap_or(1);
     let devices: Vec<_> = (0..most).map(|i| lbm::host::gpu::GpuDevice::open(i, &ptx)).collect::<Result<_>>()?;
     let (mut singles, mut results) = (Vec::new(), Vec::new());
     let mut links_shown = false;
@@ -562,16 +555,7 @@ struct RefinedScalingReport {
 pub fn scaling_multires(o: BenchOptions, gpus: &[usize]) -> Result<()> {
     let m = o.multires.as_ref().expect("refined scaling asks for --grids multires");
     let geometries = refined_geometries(&o)?;
-    let ptx = lbm::ptx::active();
-    let available = lbm::host::gpu::device_count()?;
-    let most = gpus.iter().copied().max().unwrap_or(1);
-    if most > available {
-        return Err(Error::Setup(format!("--gpus asks for {most} GPUs, this machine has {available}")));
-    }
-    let d0 = lbm::host::gpu::GpuDevice::open(0, &ptx)?;
-    let copy = d0.copy_bandwidth(COPY_BYTES, 20)?;
-    let device = format!("{available} x {}", d0.info()?.name);
-    drop(d0);
+    let (ptx, copy, device) = scaling_devices(gpus)?;
     println!("devices: {device}; copy bandwidth of GPU 0: {:.1} GB/s", copy / 1e9);
     println!(
         "refined strong scaling: every level split along z over GPUs 0 .. N-1; MLUPS counts cell updates summed over \
@@ -697,6 +681,22 @@ pub fn thermal(
     Ok(())
 }
 
+/// What a scaling benchmark over GPUs 0 .. N-1 needs, once the largest N
+/// of `gpus` is checked against this machine: the embedded PTX, the copy
+/// bandwidth of GPU 0 (bytes/s) and the devices in words.
+fn scaling_devices(gpus: &[usize]) -> Result<(std::borrow::Cow<'static, str>, f64, String)> {
+    let available = lbm::host::gpu::device_count()?;
+    let most = gpus.iter().copied().max().unwrap_or(1);
+    if most > available {
+        return Err(Error::Setup(format!("--gpus asks for {most} GPUs, this machine has {available}")));
+    }
+    let ptx = lbm::ptx::active();
+    let d0 = lbm::host::gpu::GpuDevice::open(0, &ptx)?;
+    let copy = d0.copy_bandwidth(COPY_BYTES, 20)?;
+    let device = format!("{available} x {}", d0.info()?.name);
+    Ok((ptx, copy, device))
+}
+
 /// The tilings `lbm bench --model d2q37 --gpus` compares on `n` GPUs:
 /// along x (contiguous column halos), along y and, for 4 or more, a mesh
 /// (row halos strided and packed).
@@ -732,16 +732,7 @@ pub fn thermal_scaling(
     json: Option<PathBuf>,
 ) -> Result<()> {
     use lbm::host::thermal::bench::{bench_config, measure_tiled, model_step_ms, TiledBenchResult};
-    let available = lbm::host::gpu::device_count()?;
-    let most = gpus.iter().copied().max().unwrap_or(1);
-    if most > available {
-        return Err(Error::Setup(format!("--gpus asks for {most} GPUs, this machine has {available}")));
-    }
-    let ptx = lbm::ptx::active();
-    let d = lbm::host::gpu::GpuDevice::open(0, &ptx)?;
-    let copy = d.copy_bandwidth(COPY_BYTES, 20)?;
-    let device = format!("{} x {}", available, d.info()?.name);
-    drop(d);
+    let (ptx, copy, device) = scaling_devices(gpus)?;
     println!(
         "{device}: copy bandwidth of GPU 0 {:.1} GB/s; {} scaling",
         copy / 1e9,
@@ -1018,6 +1009,91 @@ pub fn binary(
             results: Vec<lbm::host::binary::bench::BinaryBenchResult>,
         }
         write_report(&path, &BinaryReport { device, copy_bandwidth_gb_per_s: copy / 1e9, results })?;
+    }
+    Ok(())
+}
+
+/// `lbm bench --model binary-fluid --gpus`: the binary fluid (MRT) on
+/// cubes of `sizes` split along z over GPUs 0 .. N-1 for each N of `gpus`
+/// (strong scaling), with each pass's halo copies overlapping its interior
+/// and after it.
+pub fn binary_scaling(
+    sizes: &[u32],
+    lattices: &[LatticeKind],
+    precisions: &[Precision],
+    gpus: &[usize],
+    steps: u64,
+    json: Option<PathBuf>,
+) -> Result<()> {
+    use lbm::host::binary::bench::{bench_config, measure_split, SplitBenchResult};
+    use lbm::host::binary::BinaryCollision;
+    let (ptx, copy, device) = scaling_devices(gpus)?;
+    println!("{device}: copy bandwidth of GPU 0 {:.1} GB/s; strong scaling, MRT", copy / 1e9);
+    println!(
+        "{:>7} {:>5} {:>4} {:>4} {:>7} {:>9} {:>7} {:>6} {:>9} {:>8}",
+        "lattice", "size", "prec", "gpus", "overlap", "MLUPS", "copy%", "eff%", "ms/step", "halo MB"
+    );
+    #[derive(serde::Serialize)]
+    struct Row {
+        #[serde(flatten)]
+        result: SplitBenchResult,
+        efficiency: f64,
+    }
+    let mut rows = Vec::new();
+    for &lattice in lattices {
+        for &p in precisions.iter().filter(|p| matches!(p, Precision::F64 | Precision::F32)) {
+            for &n in sizes {
+                let config = bench_config(n, lattice, p, BinaryCollision::Mrt);
+                let mut one = None;
+                for g in std::iter::once(1).chain(gpus.iter().copied().filter(|&g| g > 1)) {
+                    let ordinals: Vec<usize> = (0..g).collect();
+                    for overlap in if g == 1 { vec![true] } else { vec![true, false] } {
+                        let r = measure_split(config.clone(), &ordinals, overlap, &ptx, steps, copy)?;
+                        let base = *one.get_or_insert(r.mlups);
+                        let efficiency = r.mlups / (base * g as f64);
+                        println!(
+                            "{:>7} {:>5} {:>4} {:>4} {:>7} {:>9.1} {:>7.1} {:>6.1} {:>9.3} {:>8.2}",
+                            r.lattice,
+                            n,
+                            r.precision,
+                            g,
+                            if g == 1 {
+                                "-"
+                            } else if overlap {
+                                "yes"
+                            } else {
+                                "no"
+                            },
+                            r.mlups,
+                            100.0 * r.fraction_of_copy,
+                            100.0 * efficiency,
+                            r.step_ms,
+                            r.halo_bytes_per_step as f64 / 1e6
+                        );
+                        rows.push(Row { result: r, efficiency });
+                    }
+                }
+            }
+        }
+    }
+    if let Some(link) = rows.iter().flat_map(|r| r.result.links.iter()).next() {
+        println!("links: {link} (and the like)");
+    }
+    if let Some(path) = json {
+        #[derive(serde::Serialize)]
+        struct Report<R> {
+            device: String,
+            copy_bandwidth_gb_per_s: f64,
+            scaling: &'static str,
+            results: Vec<R>,
+        }
+        let report = Report {
+            device,
+            copy_bandwidth_gb_per_s: copy / 1e9,
+            scaling: "strong: the size in all; efficiency against one GPU",
+            results: rows,
+        };
+        write_report(&path, &report)?;
     }
     Ok(())
 }

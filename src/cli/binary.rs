@@ -8,7 +8,7 @@ use super::run::{Outcome, Report, RunOptions};
 use super::BackendChoice;
 use lbm::host::binary::case::{BinaryCase, Initial};
 use lbm::host::binary::measure::{self, Droplet};
-use lbm::host::binary::{BinaryFields, BinarySolver};
+use lbm::host::binary::{BinaryFields, BinarySolver, Devices};
 use lbm::host::files::write_atomic;
 use lbm::host::picture;
 use lbm::{Error, Result};
@@ -20,26 +20,37 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let case = BinaryCase::load(path)?;
     if o.exchange.is_some() || o.resume || o.size.is_some() || o.rendezvous.is_some() {
         return Err(Error::Setup(
-            "a binary-fluid case runs on one device, without --exchange, --resume, --size or --rendezvous: \
-             set the size in [simulation]"
+            "a binary-fluid case runs without --exchange, --resume, --size or --rendezvous: \
+             set the size and devices in [simulation]"
                 .into(),
         ));
     }
     let steps = o.steps.unwrap_or(case.simulation.steps);
     let dir = o.output.clone().unwrap_or_else(|| case.output.directory.clone());
-    let backend = o.backend.unwrap_or(BackendChoice::Auto).resolve(o.device.unwrap_or(case.simulation.device))?;
+    // `--device` runs the case on that one GPU.
+    let gpus = o.device.map_or_else(|| case.simulation.gpus(), |d| vec![d]);
+    let backend = o.backend.unwrap_or(BackendChoice::Auto).resolve(gpus[0])?;
+    let devices = match backend {
+        lbm::BackendKind::Cpu => Devices::Cpu(1),
+        lbm::BackendKind::Gpu(_) => Devices::Gpus { ordinals: gpus, overlap: true },
+    };
     let config = case.config()?;
     let fe = config.free_energy;
     let quiet = o.report != Report::Bar;
     if !quiet {
         let [nx, ny, nz] = config.size;
+        let on = match &devices {
+            Devices::Gpus { ordinals, .. } if ordinals.len() > 1 => {
+                format!("{} GPUs {ordinals:?}, split along z", ordinals.len())
+            }
+            _ => super::describe_backend(backend),
+        };
         println!(
-            "{}: binary fluid, {:?} {nx} x {ny} x {nz} periodic, {:?}, {:?}, {}",
+            "{}: binary fluid, {:?} {nx} x {ny} x {nz} periodic, {:?}, {:?}, {on}",
             path.display(),
             config.lattice,
             config.collision,
             config.precision,
-            super::describe_backend(backend)
         );
         println!(
             "  A {:.4e}, B {:.4e}, kappa {:.4e}: phases at phi = +-{:.4}, interface width xi = {:.3} sites, \
@@ -60,7 +71,12 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
         );
     }
     let ptx = lbm::ptx::active();
-    let mut solver = BinarySolver::on(config, backend, &ptx, case.initial())?;
+    let mut solver = BinarySolver::on_devices(config, &devices, &ptx, case.initial())?;
+    if !quiet {
+        for link in solver.links() {
+            println!("  {link}");
+        }
+    }
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let mut log = Log::new(&case);
     let every = if case.output.every == 0 { steps.max(1) } else { case.output.every };

@@ -182,7 +182,9 @@ enum Command {
         /// that many GPUs along x, along y and in a mesh (default size 4096,
         /// the whole box, or per GPU with --weak); or binary-fluid, the
         /// symmetric binary fluid on cubes of the --sizes (default 256,512)
-        /// of the --lattices, f64 and f32, bgk or mrt (--collisions); or
+        /// of the --lattices, f64 and f32, bgk or mrt (--collisions); with
+        /// --gpus, split along z over that many GPUs (default size 512,
+        /// MRT, halo copies overlapped and not); or
         /// colloids, 1,000 free colloids of radius 4 in cubes of the
         /// --sizes (default 256), each pass timed against the fluid step.
         #[arg(long, default_value = "isothermal")]
@@ -363,13 +365,13 @@ pub fn execute(cli: Cli) -> Result<()> {
                 return bench::thermal(backend.resolve()?, &sizes, &precisions, steps, json);
             }
             if model.eq_ignore_ascii_case(lbm::host::binary::case::MODEL) {
+                let precisions = names::parse(&precisions, Precision::all())?;
                 if !gpus.is_empty() {
-                    return Err(lbm::Error::Setup(
-                        "lbm bench --model binary-fluid runs on one GPU: leave out --gpus".into(),
-                    ));
+                    let lattices = names::parse(&lattices, &lattices_3d())?;
+                    let sizes = sizes.unwrap_or_else(|| vec![512]);
+                    return bench::binary_scaling(&sizes, &lattices, &precisions, &gpus, steps, json);
                 }
                 let lattices = names::parse(&lattices, LatticeKind::all())?;
-                let precisions = names::parse(&precisions, Precision::all())?;
                 let collisions = names::parse(&collisions, CollisionKind::all())?;
                 let sizes = sizes.unwrap_or_else(|| vec![256, 512]);
                 return bench::binary(backend.resolve()?, &sizes, &lattices, &precisions, &collisions, steps, json);

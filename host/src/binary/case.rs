@@ -72,6 +72,21 @@ pub struct Simulation {
     /// GPU ordinal (default 0).
     #[serde(default)]
     pub device: usize,
+    /// GPU ordinals to split the box over along z, a slab each (3D
+    /// lattices; instead of `device`).
+    #[serde(default)]
+    pub devices: Vec<usize>,
+}
+
+impl Simulation {
+    /// The GPUs the case names: `devices`, or else `device`.
+    pub fn gpus(&self) -> Vec<usize> {
+        if self.devices.is_empty() {
+            vec![self.device]
+        } else {
+            self.devices.clone()
+        }
+    }
 }
 
 fn default_lattice() -> String {
@@ -216,6 +231,15 @@ impl BinaryCase {
         if !self.model.eq_ignore_ascii_case(MODEL) {
             return Err(format!("model `{}`: the binary-fluid cases run model = \"{MODEL}\"", self.model));
         }
+        if self.simulation.device != 0 && !self.simulation.devices.is_empty() {
+            return Err("[simulation] names both device and devices: keep devices to split the box over GPUs, \
+                        or device for one"
+                .into());
+        }
+        if self.simulation.devices.len() > 1 {
+            let config = self.config().map_err(|e| e.to_string())?;
+            super::slab::Slab::split(&config, self.simulation.devices.len()).map_err(|e| e.to_string())?;
+        }
         match &self.initial {
             Initial::Droplet { radius, .. } if radius.is_nan() || *radius <= 0.0 => {
                 Err(format!("[initial] radius = {radius}: give a positive radius in sites"))
@@ -354,6 +378,14 @@ mod tests {
     }
 
     #[test]
+    fn devices_split_the_box() {
+        let one = parse(&DROPLET.replace("steps = 10", "steps = 10\n        device = 2")).unwrap();
+        assert_eq!(one.simulation.gpus(), vec![2]);
+        let two = parse(&DROPLET.replace("steps = 10", "steps = 10\n        devices = [0, 1]")).unwrap();
+        assert_eq!(two.simulation.gpus(), vec![0, 1]);
+    }
+
+    #[test]
     fn a_mixture_has_its_mean_and_noise() {
         let text = DROPLET.replace(
             "kind = \"droplet\"\n        radius = 8",
@@ -377,6 +409,14 @@ mod tests {
             (DROPLET.replace("steps = 10", "steps = 10\n        precision = \"f16\""), "f64 or f32"),
             (DROPLET.replace("mobility = 0.5", "mobility = 0.5\n        mobilty = 1"), "mobilty"),
             (DROPLET.replace("size = [32, 32, 32]", "size = [32, 32, 32]\n        lattice = \"d2q9\""), "z = 1"),
+            (DROPLET.replace("steps = 10", "steps = 10\n        device = 1\n        devices = [0, 1]"), "both device"),
+            (
+                DROPLET.replace(
+                    "steps = 10",
+                    "steps = 10\n        devices = [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0]",
+                ),
+                "at most 16",
+            ),
         ];
         for (text, want) in cases {
             let e = parse(&text).unwrap_err();

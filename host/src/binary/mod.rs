@@ -17,20 +17,22 @@
 
 pub mod bench;
 pub mod case;
+mod cpu;
 mod gpu;
+mod gpus;
 pub mod measure;
+pub mod slab;
 #[cfg(test)]
 mod tests;
 pub mod validation;
 
-use crate::cpu::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::GpuDevice;
 use crate::solver::{BackendKind, KernelReport, LatticeKind, Precision};
-use kernels_gpu::binary::{site, BinaryParams, FreeEnergy};
-use kernels_gpu::collision::{Bgk, Collision, Mrt};
-use kernels_gpu::{Lattice, D2Q9, D3Q19, D3Q27};
-use rayon::prelude::*;
+use kernels_gpu::binary::{BinaryParams, FreeEnergy};
+use kernels_gpu::collision::Mrt;
+use kernels_gpu::{D2Q9, D3Q19, D3Q27};
+use slab::Slab;
 
 /// The collision operator of the fluid.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -109,6 +111,7 @@ impl BinaryConfig {
         let fe = &self.free_energy;
         BinaryParams {
             size: self.size,
+            planes: [0, self.size[2]],
             free_energy: FreeEnergy::new(fe.a, fe.b, fe.kappa),
             mobility: T::from_f64(self.mobility),
         }
@@ -120,18 +123,6 @@ impl BinaryConfig {
 pub fn ludwig_mrt<T: kernels_gpu::Real>(tau: f64) -> Mrt<T> {
     let omega = T::from_f64(1.0 / tau);
     Mrt { shear: omega, bulk: omega, flux: T::ONE, fourth: T::ONE, ghost: T::ONE }
-}
-
-/// `phi(x, y, z)` at every site, `x + nx (y + ny z)`.
-pub fn initial_phi(config: &BinaryConfig, phi: &(impl Fn(u32, u32, u32) -> f64 + Sync)) -> Vec<f64> {
-    let [nx, ny, _] = config.size;
-    (0..config.sites())
-        .into_par_iter()
-        .map(|k| {
-            let k = k as u32;
-            phi(k % nx, (k / nx) % ny, k / (nx * ny))
-        })
-        .collect()
 }
 
 /// Density, velocity, order parameter, chemical potential and pressure of
@@ -196,6 +187,36 @@ trait Box3 {
     fn kernel_seconds(&mut self, _reps: u32) -> Result<Option<KernelSeconds>> {
         Ok(None)
     }
+    /// How copies travel between neighbouring devices of a split box.
+    fn links(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Where a box runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Devices {
+    /// The CPU, the box split into this many slabs along z: one for the
+    /// whole box; more run the split as GPUs do, to check it.
+    Cpu(usize),
+    /// These GPUs, a slab each (one: the whole box; an ordinal may repeat).
+    Gpus {
+        /// CUDA ordinals.
+        ordinals: Vec<usize>,
+        /// Whether each pass's halo copies overlap its interior (else they
+        /// follow the whole pass: a baseline for benchmarks).
+        overlap: bool,
+    },
+}
+
+impl Devices {
+    /// One device of `backend`.
+    pub fn one(backend: BackendKind) -> Self {
+        match backend {
+            BackendKind::Cpu => Devices::Cpu(1),
+            BackendKind::Gpu(ordinal) => Devices::Gpus { ordinals: vec![ordinal], overlap: true },
+        }
+    }
 }
 
 impl BinarySolver {
@@ -212,25 +233,68 @@ impl BinarySolver {
         ptx: &str,
         phi: impl Fn(u32, u32, u32) -> f64 + Sync,
     ) -> Result<Self> {
+        Self::on_devices(config, &Devices::one(backend), ptx, phi)
+    }
+
+    /// As [`BinarySolver::new`], on `devices`: split along z into a slab
+    /// per device when there are several.
+    pub fn on_devices(
+        config: BinaryConfig,
+        devices: &Devices,
+        ptx: &str,
+        phi: impl Fn(u32, u32, u32) -> f64 + Sync,
+    ) -> Result<Self> {
         config.validate()?;
-        let inner: Box<dyn Box3 + Send> = match backend {
-            BackendKind::Cpu => {
+        let parts = match devices {
+            Devices::Cpu(n) => *n,
+            Devices::Gpus { ordinals, .. } => ordinals.len(),
+        };
+        let slabs = Slab::split(&config, parts)?;
+        let inner: Box<dyn Box3 + Send> = match devices {
+            Devices::Cpu(_) => {
                 if config.precision != Precision::F64 {
                     return Err(Error::Setup(
                         "the CPU runs the binary fluid in f64: set precision = \"f64\", or run it on a GPU".into(),
                     ));
                 }
+                fn on_cpu<L: kernels_gpu::Lattice<Q>, const Q: usize>(
+                    c: &BinaryConfig,
+                    mut slabs: Vec<Slab>,
+                    phi: &(impl Fn(u32, u32, u32) -> f64 + Sync),
+                ) -> Box<dyn Box3 + Send> {
+                    if slabs.len() == 1 {
+                        Box::new(cpu::Sites::<L, Q>::new(c, slabs.remove(0), phi))
+                    } else {
+                        Box::new(cpu::CpuSlabs::<L, Q>::new(c, slabs, phi))
+                    }
+                }
                 match config.lattice {
-                    LatticeKind::D2Q9 => Box::new(Sites::<D2Q9, 9>::new(&config, &phi)),
-                    LatticeKind::D3Q19 => Box::new(Sites::<D3Q19, 19>::new(&config, &phi)),
-                    LatticeKind::D3Q27 => Box::new(Sites::<D3Q27, 27>::new(&config, &phi)),
+                    LatticeKind::D2Q9 => on_cpu::<D2Q9, 9>(&config, slabs, &phi),
+                    LatticeKind::D3Q19 => on_cpu::<D3Q19, 19>(&config, slabs, &phi),
+                    LatticeKind::D3Q27 => on_cpu::<D3Q27, 27>(&config, slabs, &phi),
                 }
             }
-            BackendKind::Gpu(ordinal) => {
-                let device = GpuDevice::open(ordinal, ptx)?;
+            Devices::Gpus { ordinals, overlap } => {
+                let devices = ordinals.iter().map(|&o| GpuDevice::open(o, ptx)).collect::<Result<Vec<_>>>()?;
+                fn on_gpus<
+                    T: kernels_gpu::Real + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Unpin,
+                >(
+                    c: &BinaryConfig,
+                    mut devices: Vec<GpuDevice>,
+                    mut slabs: Vec<Slab>,
+                    name: &str,
+                    phi: &(impl Fn(u32, u32, u32) -> f64 + Sync),
+                    overlap: bool,
+                ) -> Result<Box<dyn Box3 + Send>> {
+                    Ok(if devices.len() == 1 {
+                        Box::new(gpu::BinaryGpu::<T>::new(c, slabs.remove(0), devices.remove(0), name, phi)?)
+                    } else {
+                        Box::new(gpus::GpuSlabs::<T>::new(c, devices, name, phi, overlap)?)
+                    })
+                }
                 match config.precision {
-                    Precision::F32 => Box::new(gpu::BinaryGpu::<f32>::new(&config, device, "f32", &phi)?),
-                    _ => Box::new(gpu::BinaryGpu::<f64>::new(&config, device, "f64", &phi)?),
+                    Precision::F32 => on_gpus::<f32>(&config, devices, slabs, "f32", &phi, *overlap)?,
+                    _ => on_gpus::<f64>(&config, devices, slabs, "f64", &phi, *overlap)?,
                 }
             }
         };
@@ -272,123 +336,15 @@ impl BinarySolver {
         self.inner.synchronize()
     }
 
+    /// How copies travel between neighbouring GPUs of a split box (none
+    /// for one device).
+    pub fn links(&self) -> Vec<String> {
+        self.inner.links()
+    }
+
     /// On a GPU, each of a step's kernels timed alone over `reps`
     /// launches. The launches leave the state mid-step: for benchmarks.
     pub fn kernel_seconds(&mut self, reps: u32) -> Result<Option<KernelSeconds>> {
         self.inner.kernel_seconds(reps)
-    }
-}
-
-/// The state of a box on lattice `L`.
-struct Sites<L: Lattice<Q>, const Q: usize> {
-    params: BinaryParams<f64>,
-    collision: BinaryCollision,
-    tau: f64,
-    /// Shifted post-collision populations `f_i − w_i`, `i N + n`, and the
-    /// buffer the next step writes.
-    f: Vec<f64>,
-    next: Vec<f64>,
-    /// The order parameter, and the buffer the next step writes.
-    phi: Vec<f64>,
-    phi_next: Vec<f64>,
-    mu: Vec<f64>,
-    rho: Vec<f64>,
-    /// The velocity, `a N + n`.
-    u: Vec<f64>,
-    _lattice: std::marker::PhantomData<L>,
-}
-
-impl<L: Lattice<Q>, const Q: usize> Sites<L, Q> {
-    fn new(config: &BinaryConfig, phi: &(impl Fn(u32, u32, u32) -> f64 + Sync)) -> Self {
-        let n = config.sites();
-        let phi = initial_phi(config, phi);
-        let mut s = Self {
-            params: config.params(),
-            collision: config.collision,
-            tau: config.tau,
-            f: vec![0.0; Q * n],
-            next: vec![0.0; Q * n],
-            phi_next: phi.clone(),
-            phi,
-            mu: vec![0.0; n],
-            rho: vec![1.0; n],
-            u: vec![0.0; 3 * n],
-            _lattice: std::marker::PhantomData,
-        };
-        s.chemical_potential();
-        s
-    }
-
-    /// `μ` from `φ`.
-    fn chemical_potential(&mut self) {
-        let (p, phi) = (&self.params, &self.phi);
-        self.mu.par_iter_mut().enumerate().for_each(|(n, mu)| {
-            *mu = site::chemical_potential::<L, Q, f64>(p, n as u32, |k| phi[k as usize]);
-        });
-    }
-
-    /// Pulls and collides every site with the force `−φ ∇μ` into `next`.
-    fn collide(&mut self) {
-        match self.collision {
-            BinaryCollision::Bgk => self.collide_with(&Bgk { omega: 1.0 / self.tau }),
-            BinaryCollision::Mrt => self.collide_with(&ludwig_mrt(self.tau)),
-        }
-        std::mem::swap(&mut self.f, &mut self.next);
-    }
-
-    fn collide_with<C: Collision<f64>>(&mut self, collision: &C) {
-        let sites = self.phi.len();
-        let out = Shared::new(self.next.as_ptr());
-        let u = Shared::new(self.u.as_ptr());
-        let (p, f, phi, mu) = (&self.params, &self.f, &self.phi, &self.mu);
-        self.rho.par_iter_mut().enumerate().for_each(|(n, rho)| {
-            let (cell, r, v) = site::collide::<L, Q, f64, C>(
-                p,
-                collision,
-                n as u32,
-                |i, k| f[i * sites + k as usize],
-                phi[n],
-                |k| mu[k as usize],
-            );
-            *rho = r;
-            // SAFETY: each task writes its own site's value in each plane.
-            unsafe {
-                for (i, value) in cell.into_iter().enumerate() {
-                    *out.get().add(i * sites + n) = value;
-                }
-                for (a, value) in v.into_iter().enumerate() {
-                    *u.get().add(a * sites + n) = value;
-                }
-            }
-        });
-    }
-
-    /// `φ ← φ − ∇·J`.
-    fn order_parameter(&mut self) {
-        let sites = self.phi.len();
-        let (p, phi, mu, u) = (&self.params, &self.phi, &self.mu, &self.u);
-        self.phi_next.par_iter_mut().enumerate().for_each(|(n, next)| {
-            *next = site::order_parameter::<L, Q, f64>(
-                p,
-                n as u32,
-                |k| phi[k as usize],
-                |k| mu[k as usize],
-                |k, a| u[a * sites + k as usize],
-            );
-        });
-        std::mem::swap(&mut self.phi, &mut self.phi_next);
-    }
-}
-
-impl<L: Lattice<Q>, const Q: usize> Box3 for Sites<L, Q> {
-    fn step(&mut self) -> Result<()> {
-        self.chemical_potential();
-        self.collide();
-        self.order_parameter();
-        Ok(())
-    }
-
-    fn fields(&self) -> Result<BinaryFields> {
-        Ok(BinaryFields::new(&self.params.free_energy, self.rho.clone(), &self.u, self.phi.clone(), self.mu.clone()))
     }
 }

@@ -8,12 +8,12 @@ use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::readonly::ReadOnly;
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _thread_idx_x};
 
-/// This thread's site, if it lies in a box of `sites`.
+/// This thread's site, if it lies in the planes the launch updates.
 #[inline(always)]
-fn site_of(sites: u32) -> Option<u32> {
+fn site_of<T: crate::Real>(p: &BinaryParams<T>) -> Option<u32> {
     // SAFETY: reading special registers has no preconditions.
     let k = unsafe { _block_idx_x() as u64 * _block_dim_x() as u64 + _thread_idx_x() as u64 };
-    (k < sites as u64).then_some(k as u32)
+    p.updated_site(k)
 }
 
 macro_rules! binary_entries {
@@ -21,7 +21,7 @@ macro_rules! binary_entries {
         /// `μ` from `φ`.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $mu(p: BinaryParams<$real>, phi: *const $real, mu: *mut $real) {
-            if let Some(n) = site_of(p.sites()) {
+            if let Some(n) = site_of(&p) {
                 // SAFETY: the host passes fields of `p.sites()` values.
                 let v = site::chemical_potential::<$lattice, $q, $real>(&p, n, |k| unsafe { ReadOnly::load(phi.add(k as usize)) });
                 unsafe { *mu.add(n as usize) = v };
@@ -53,7 +53,7 @@ macro_rules! binary_entries {
         pub unsafe extern "ptx-kernel" fn $phi(
             p: BinaryParams<$real>, phi: *const $real, mu: *const $real, u: *const $real, next: *mut $real,
         ) {
-            if let Some(n) = site_of(p.sites()) {
+            if let Some(n) = site_of(&p) {
                 let sites = p.sites() as usize;
                 // SAFETY: as above.
                 let load = |f: *const $real, k: usize| unsafe { ReadOnly::load(f.add(k)) };
@@ -87,7 +87,7 @@ unsafe fn collide<L: crate::Lattice<Q>, const Q: usize, T: crate::Real + ReadOnl
     rho: *mut T,
     u: *mut T,
 ) {
-    let Some(n) = site_of(p.sites()) else { return };
+    let Some(n) = site_of(p) else { return };
     let sites = p.sites() as usize;
     // SAFETY: the caller's.
     let load = |f: *const T, k: usize| unsafe { ReadOnly::load(f.add(k)) };

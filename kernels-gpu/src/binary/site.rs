@@ -24,6 +24,10 @@ pub struct BinaryParams<T> {
     /// Sites along x, y, z (1 along z in 2D), periodic along each axis;
     /// site `x + nx (y + ny z)`.
     pub size: [u32; 3],
+    /// The planes `z` a pass updates, `[first, end)`: the whole box, or a
+    /// slab of a box split along z, whose first and last planes hold what
+    /// its neighbours sent (so no updated site wraps along z).
+    pub planes: [u32; 2],
     /// `A`, `B`, `κ`.
     pub free_energy: FreeEnergy<T>,
     /// The mobility `M`.
@@ -35,6 +39,24 @@ impl<T: Real> BinaryParams<T> {
     #[inline(always)]
     pub fn sites(&self) -> u32 {
         self.size[0] * self.size[1] * self.size[2]
+    }
+
+    /// Sites in a plane of constant z.
+    #[inline(always)]
+    pub fn plane_sites(&self) -> u32 {
+        self.size[0] * self.size[1]
+    }
+
+    /// Sites a pass updates.
+    #[inline(always)]
+    pub fn updated_sites(&self) -> u32 {
+        (self.planes[1] - self.planes[0]) * self.plane_sites()
+    }
+
+    /// The `k`-th site a pass updates, if there are more than `k`.
+    #[inline(always)]
+    pub fn updated_site(&self, k: u64) -> Option<u32> {
+        (k < self.updated_sites() as u64).then(|| self.planes[0] * self.plane_sites() + k as u32)
     }
 }
 
