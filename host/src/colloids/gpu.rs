@@ -162,7 +162,7 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits + Unpin> GpuFluid<T> {
         let mut launch = s.launch_builder(&self.sum_kernel);
         launch.arg(&self.count).arg(&self.partials).arg(&mut self.sums);
         // SAFETY: `colloids_sum(count, partials, sums)`.
-        unsafe { launch.launch(Self::launch(self.count as usize)) }.ctx("launching the colloids' sums")?;
+        unsafe { launch.launch(Self::launch(self.count as usize * SUMS)) }.ctx("launching the colloids' sums")?;
         Ok(())
     }
 

@@ -7,7 +7,7 @@
 
 use crate::collision::{Bgk, Mrt};
 use crate::colloids::site;
-use crate::colloids::{Colloid, FluidParams, Space, Sums, LANES};
+use crate::colloids::{Colloid, FluidParams, Space, Sums, LANES, SUMS};
 use crate::lattice::{D3Q19, D3Q27};
 use crate::readonly::ReadOnly;
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _thread_idx_x};
@@ -26,20 +26,23 @@ fn colloid_lane(count: u32) -> Option<(u32, u32)> {
     thread_below(count as u64 * LANES as u64).map(|k| ((k / LANES as u64) as u32, (k % LANES as u64) as u32))
 }
 
-/// Sums the lanes of each colloid in order: `sums[c] = Σ_lane partials[c LANES + lane]`.
+/// Sums the lanes of each colloid in order, a thread per value of each
+/// colloid's [`Sums`]: `sums[c] = Σ_lane partials[c LANES + lane]`, value
+/// by value, as [`Sums::add`] adds them.
 ///
 /// # Safety
 /// `partials` holds `count LANES` values, `sums` `count`.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn colloids_sum(count: u32, partials: *const Sums, sums: *mut Sums) {
-    if let Some(c) = thread_below(count as u64) {
-        let mut total = Sums::default();
+pub unsafe extern "ptx-kernel" fn colloids_sum(count: u32, partials: *const f64, sums: *mut f64) {
+    if let Some(k) = thread_below(count as u64 * SUMS as u64) {
+        let (c, v) = (k / SUMS as u64, k % SUMS as u64);
+        let mut total = 0.0;
         for lane in 0..LANES as u64 {
             // SAFETY: the caller's.
-            total.add(unsafe { &*partials.add((c * LANES as u64 + lane) as usize) });
+            total += unsafe { *partials.add(((c * LANES as u64 + lane) * SUMS as u64 + v) as usize) };
         }
         // SAFETY: as above.
-        unsafe { *sums.add(c as usize) = total };
+        unsafe { *sums.add(k as usize) = total };
     }
 }
 
