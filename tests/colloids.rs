@@ -8,10 +8,12 @@
 //!   same functions, the same operations, sums in the same order); f32
 //!   follows; a colloid moving at a set velocity for 10,000 steps keeps the
 //!   fluid's mass to round-off.
+//! - Split along z into slabs on GPUs, the box gives one domain's colloids
+//!   and fields bit for bit.
 
 mod common;
 
-use lbm::host::binary::BinaryCollision;
+use lbm::host::binary::{BinaryCollision, Devices};
 use lbm::host::colloids::validation::{mass_bound, mass_drift, settling, shear_spin};
 use lbm::host::colloids::{ColloidSpec, Interactions, Lubrication, SoftSphere, Suspension, SuspensionConfig};
 use lbm::host::{LatticeKind, Precision};
@@ -108,6 +110,57 @@ fn gpu_matches_cpu_bit_for_bit() {
                 for k in 0..3 {
                     assert!((c.centre[k] - d.centre[k]).abs() < 1e-3, "{:?} {:?}", c.centre, d.centre);
                     assert!((c.velocity[k] - d.velocity[k]).abs() < 1e-3 * 0.05, "{:?} {:?}", c.velocity, d.velocity);
+                }
+            }
+        }
+    }
+}
+
+/// [`busy`] twice as tall, with colloids across the boundaries of two and
+/// of three slabs (z = 20; z = 14 and 27), some driven across them.
+fn tall(lattice: LatticeKind, collision: BinaryCollision, precision: Precision) -> SuspensionConfig {
+    let mut c = busy(lattice, collision, precision);
+    c.size[2] = 40;
+    let mut d = ColloidSpec::at([6.0, 15.0, 20.4], 3.0);
+    d.force = [0.0, 0.05, -0.3];
+    let mut e = ColloidSpec::at([14.0, 14.0, 26.5], 2.8);
+    e.velocity = [0.0, 0.0, 0.04];
+    e.fixed = true;
+    let mut f = ColloidSpec::at([10.0, 4.0, 13.8], 2.5);
+    f.force = [0.0, 0.0, 0.2];
+    c.colloids.extend([d, e, f]);
+    c
+}
+
+/// Slabs on GPUs against one domain, bit for bit: in f64 against the CPU,
+/// in f32 against one GPU, 2 and 3 slabs (uneven: 40 planes in 3). With
+/// one GPU the slabs share it; with more they take GPUs 0, 1, 2.
+#[test]
+fn slabs_on_gpus_give_the_whole_box_bit_for_bit() {
+    let Some(gpu) = common::gpu("colloids::slabs_on_gpus_give_the_whole_box_bit_for_bit") else { return };
+    let available = lbm::host::gpu::device_count().unwrap();
+    let ptx = lbm::ptx::active();
+    let run = |c: &SuspensionConfig, devices: &Devices| {
+        let mut s = Suspension::on_devices(c.clone(), devices, &ptx).unwrap();
+        s.step(60).unwrap();
+        s
+    };
+    let gpus = |n: usize| Devices::Gpus { ordinals: (0..n).map(|k| k % available).collect(), overlap: true };
+    for lattice in [LatticeKind::D3Q19, LatticeKind::D3Q27] {
+        for collision in [BinaryCollision::Bgk, BinaryCollision::Mrt] {
+            for (precision, reference) in [(Precision::F64, Devices::Cpu(1)), (Precision::F32, Devices::one(gpu))] {
+                let c = tall(lattice, collision, precision);
+                let whole = run(&c, &reference);
+                let moved = whole.colloids()[3].centre[2] - 20.4;
+                assert!(moved < -0.5, "the colloid crossed the slabs' boundary ({moved})");
+                let whole = values(&whole);
+                for slabs in [2, 3] {
+                    let split = values(&run(&c, &gpus(slabs)));
+                    let differ = whole.iter().zip(&split).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+                    assert_eq!(
+                        differ, 0,
+                        "{lattice:?} {collision:?} {precision:?}, {slabs} slabs: {differ} values differ"
+                    );
                 }
             }
         }

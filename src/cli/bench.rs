@@ -1025,10 +1025,56 @@ pub fn binary_scaling(
     steps: u64,
     json: Option<PathBuf>,
 ) -> Result<()> {
-    use lbm::host::binary::bench::{bench_config, measure_split, SplitBenchResult};
+    use lbm::host::binary::bench::{bench_config, measure_split};
     use lbm::host::binary::BinaryCollision;
     let (ptx, copy, device) = scaling_devices(gpus)?;
     println!("{device}: copy bandwidth of GPU 0 {:.1} GB/s; strong scaling, MRT", copy / 1e9);
+    let measure = |lattice, p, n, ordinals: &[usize], overlap| {
+        measure_split(bench_config(n, lattice, p, BinaryCollision::Mrt), ordinals, overlap, &ptx, steps, copy)
+    };
+    split_scaling(sizes, lattices, precisions, gpus, &[true, false], measure, (device, copy), json)
+}
+
+/// `lbm bench --model colloids --gpus`: 1,000 free colloids of radius 4
+/// in cubes of `sizes` split along z over GPUs 0 .. N-1 for each N of
+/// `gpus` (strong scaling), whole steps.
+pub fn colloids_scaling(
+    sizes: &[u32],
+    lattices: &[LatticeKind],
+    precisions: &[Precision],
+    gpus: &[usize],
+    steps: u64,
+    json: Option<PathBuf>,
+) -> Result<()> {
+    use lbm::host::colloids::bench::{bench_config, measure_split};
+    let (ptx, copy, device) = scaling_devices(gpus)?;
+    println!(
+        "{device}: copy bandwidth of GPU 0 {:.1} GB/s; strong scaling, 1,000 colloids of radius 4, MRT; \
+         copy% counts the fluid step's bytes against the whole step",
+        copy / 1e9
+    );
+    let measure = |lattice, p, n, ordinals: &[usize], _| {
+        measure_split(bench_config(n, lattice, p, 1000, 4.0)?, ordinals, &ptx, steps, copy)
+    };
+    split_scaling(sizes, lattices, precisions, gpus, &[false], measure, (device, copy), json)
+}
+
+/// Strong scaling of a box split along z: `measure(lattice, precision,
+/// side, ordinals, overlap)` on one GPU, then on GPUs 0 .. N-1 for each N
+/// of `gpus`, with each of `overlaps` (whether halo copies overlap the
+/// passes); a row each, efficiency against one GPU.
+#[allow(clippy::too_many_arguments)]
+fn split_scaling(
+    sizes: &[u32],
+    lattices: &[LatticeKind],
+    precisions: &[Precision],
+    gpus: &[usize],
+    overlaps: &[bool],
+    measure: impl Fn(LatticeKind, Precision, u32, &[usize], bool) -> Result<lbm::host::binary::bench::SplitBenchResult>,
+    (device, copy): (String, f64),
+    json: Option<PathBuf>,
+) -> Result<()> {
+    use lbm::host::binary::bench::SplitBenchResult;
     println!(
         "{:>7} {:>5} {:>4} {:>4} {:>7} {:>9} {:>7} {:>6} {:>9} {:>8}",
         "lattice", "size", "prec", "gpus", "overlap", "MLUPS", "copy%", "eff%", "ms/step", "halo MB"
@@ -1043,12 +1089,11 @@ pub fn binary_scaling(
     for &lattice in lattices {
         for &p in precisions.iter().filter(|p| matches!(p, Precision::F64 | Precision::F32)) {
             for &n in sizes {
-                let config = bench_config(n, lattice, p, BinaryCollision::Mrt);
                 let mut one = None;
                 for g in std::iter::once(1).chain(gpus.iter().copied().filter(|&g| g > 1)) {
                     let ordinals: Vec<usize> = (0..g).collect();
-                    for overlap in if g == 1 { vec![true] } else { vec![true, false] } {
-                        let r = measure_split(config.clone(), &ordinals, overlap, &ptx, steps, copy)?;
+                    for &overlap in if g == 1 { &[true][..] } else { overlaps } {
+                        let r = measure(lattice, p, n, &ordinals, overlap)?;
                         let base = *one.get_or_insert(r.mlups);
                         let efficiency = r.mlups / (base * g as f64);
                         println!(

@@ -8,7 +8,7 @@ use super::run::{Outcome, Report, RunOptions};
 use super::BackendChoice;
 use lbm::host::binary::case::{BinaryCase, Initial};
 use lbm::host::binary::measure::{self, Droplet};
-use lbm::host::binary::{BinaryFields, BinarySolver, Devices};
+use lbm::host::binary::{BinaryFields, BinarySolver};
 use lbm::host::files::write_atomic;
 use lbm::host::picture;
 use lbm::{Error, Result};
@@ -30,21 +30,12 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     // `--device` runs the case on that one GPU.
     let gpus = o.device.map_or_else(|| case.simulation.gpus(), |d| vec![d]);
     let backend = o.backend.unwrap_or(BackendChoice::Auto).resolve(gpus[0])?;
-    let devices = match backend {
-        lbm::BackendKind::Cpu => Devices::Cpu(1),
-        lbm::BackendKind::Gpu(_) => Devices::Gpus { ordinals: gpus, overlap: true },
-    };
+    let (devices, on) = super::split_devices(gpus, backend);
     let config = case.config()?;
     let fe = config.free_energy;
     let quiet = o.report != Report::Bar;
     if !quiet {
         let [nx, ny, nz] = config.size;
-        let on = match &devices {
-            Devices::Gpus { ordinals, .. } if ordinals.len() > 1 => {
-                format!("{} GPUs {ordinals:?}, split along z", ordinals.len())
-            }
-            _ => super::describe_backend(backend),
-        };
         println!(
             "{}: binary fluid, {:?} {nx} x {ny} x {nz} periodic, {:?}, {:?}, {on}",
             path.display(),

@@ -23,23 +23,30 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     let case = ColloidCase::load(path)?;
     if o.exchange.is_some() || o.resume || o.size.is_some() || o.rendezvous.is_some() {
         return Err(Error::Setup(
-            "a colloid case runs on one device, without --exchange, --resume, --size or --rendezvous: \
-             set the size in [simulation]"
+            "a colloid case runs without --exchange, --resume, --size or --rendezvous: \
+             set the size and devices in [simulation]"
                 .into(),
         ));
     }
     let steps = o.steps.unwrap_or(case.simulation.steps);
     let dir = o.output.clone().unwrap_or_else(|| case.output.directory.clone());
-    let backend = o.backend.unwrap_or(BackendChoice::Auto).resolve(o.device.unwrap_or(case.simulation.device))?;
+    // `--device` runs the case on that one GPU.
+    let gpus = o.device.map_or_else(|| case.simulation.gpus(), |d| vec![d]);
+    let backend = o.backend.unwrap_or(BackendChoice::Auto).resolve(gpus[0])?;
+    let (devices, device) = super::split_devices(gpus, backend);
     let config = case.config()?;
-    let device = super::describe_backend(backend);
     if o.report == Report::Bar {
         for line in describe(path, &config, &device) {
             println!("{line}");
         }
     }
     let ptx = lbm::ptx::active();
-    let mut suspension = Suspension::on(config, backend, &ptx)?;
+    let mut suspension = Suspension::on_devices(config, &devices, &ptx)?;
+    if o.report == Report::Bar {
+        for link in suspension.links() {
+            println!("  {link}");
+        }
+    }
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let every = case.every(steps);
     let mut log = Log::new(case.output.pictures);

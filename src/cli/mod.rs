@@ -186,7 +186,8 @@ enum Command {
         /// --gpus, split along z over that many GPUs (default size 512,
         /// MRT, halo copies overlapped and not); or
         /// colloids, 1,000 free colloids of radius 4 in cubes of the
-        /// --sizes (default 256), each pass timed against the fluid step.
+        /// --sizes (default 256), each pass timed against the fluid step;
+        /// with --gpus, whole steps split along z over that many GPUs.
         #[arg(long, default_value = "isothermal")]
         model: String,
     },
@@ -251,6 +252,20 @@ pub fn describe_backend(backend: BackendKind) -> String {
             Ok(info) => format!("GPU {i} ({})", info.name),
             Err(_) => format!("GPU {i}"),
         },
+    }
+}
+
+/// Where a case that may split its box along z over the GPUs `gpus` runs
+/// on `backend` (the first of them, or the CPU), and how to say so.
+pub fn split_devices(gpus: Vec<usize>, backend: BackendKind) -> (lbm::host::binary::Devices, String) {
+    use lbm::host::binary::Devices;
+    match backend {
+        BackendKind::Cpu => (Devices::Cpu(1), describe_backend(backend)),
+        BackendKind::Gpu(_) if gpus.len() > 1 => {
+            let on = format!("{} GPUs {gpus:?}, split along z", gpus.len());
+            (Devices::Gpus { ordinals: gpus, overlap: true }, on)
+        }
+        BackendKind::Gpu(_) => (Devices::Gpus { ordinals: gpus, overlap: true }, describe_backend(backend)),
     }
 }
 
@@ -377,13 +392,12 @@ pub fn execute(cli: Cli) -> Result<()> {
                 return bench::binary(backend.resolve()?, &sizes, &lattices, &precisions, &collisions, steps, json);
             }
             if model.eq_ignore_ascii_case("colloids") {
-                if !gpus.is_empty() {
-                    return Err(lbm::Error::Setup(
-                        "lbm bench --model colloids runs on one GPU: leave out --gpus".into(),
-                    ));
-                }
                 let lattices = names::parse(&lattices, &lattices_3d())?;
                 let precisions = names::parse(&precisions, Precision::all())?;
+                if !gpus.is_empty() {
+                    let sizes = sizes.unwrap_or_else(|| vec![256]);
+                    return bench::colloids_scaling(&sizes, &lattices, &precisions, &gpus, steps, json);
+                }
                 let sizes = sizes.unwrap_or_else(|| vec![256]);
                 return bench::colloids(backend.resolve()?, &sizes, &lattices, &precisions, steps, json);
             }

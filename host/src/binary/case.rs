@@ -81,12 +81,28 @@ pub struct Simulation {
 impl Simulation {
     /// The GPUs the case names: `devices`, or else `device`.
     pub fn gpus(&self) -> Vec<usize> {
-        if self.devices.is_empty() {
-            vec![self.device]
-        } else {
-            self.devices.clone()
-        }
+        named_gpus(self.device, &self.devices)
     }
+}
+
+/// The GPUs a case's `[simulation]` names: `devices` (a slab each), or
+/// else `device`.
+pub(crate) fn named_gpus(device: usize, devices: &[usize]) -> Vec<usize> {
+    if devices.is_empty() {
+        vec![device]
+    } else {
+        devices.to_vec()
+    }
+}
+
+/// Whether a case's `[simulation]` names one GPU or several, not both.
+pub(crate) fn check_gpus(device: usize, devices: &[usize]) -> std::result::Result<(), String> {
+    if device != 0 && !devices.is_empty() {
+        return Err("[simulation] names both device and devices: keep devices to split the box over GPUs, \
+                    or device for one"
+            .into());
+    }
+    Ok(())
 }
 
 fn default_lattice() -> String {
@@ -231,11 +247,7 @@ impl BinaryCase {
         if !self.model.eq_ignore_ascii_case(MODEL) {
             return Err(format!("model `{}`: the binary-fluid cases run model = \"{MODEL}\"", self.model));
         }
-        if self.simulation.device != 0 && !self.simulation.devices.is_empty() {
-            return Err("[simulation] names both device and devices: keep devices to split the box over GPUs, \
-                        or device for one"
-                .into());
-        }
+        check_gpus(self.simulation.device, &self.simulation.devices)?;
         if self.simulation.devices.len() > 1 {
             let config = self.config().map_err(|e| e.to_string())?;
             super::slab::Slab::split(&config, self.simulation.devices.len()).map_err(|e| e.to_string())?;

@@ -8,7 +8,8 @@
 //! scale with the colloids, not the sites.
 
 use super::{ColloidSpec, Interactions, Lubrication, SoftSphere, Suspension, SuspensionConfig};
-use crate::binary::BinaryCollision;
+use crate::binary::bench::SplitBenchResult;
+use crate::binary::{BinaryCollision, Devices};
 use crate::error::{Error, Result};
 use crate::solver::{BackendKind, KernelReport, LatticeKind, Precision};
 use std::time::Instant;
@@ -97,6 +98,61 @@ pub fn bench_config(
     })
 }
 
+/// Bytes the fluid step moves per site in values of `size` bytes (module docs).
+fn fluid_bytes(config: &SuspensionConfig, size: usize) -> usize {
+    (2 * config.lattice.q() + 4) * size + 4
+}
+
+/// Seconds `steps` whole steps of `s` take, after two untimed and then
+/// `before(s)`.
+fn timed_steps(s: &mut Suspension, steps: u64, mut before: impl FnMut(&Suspension)) -> Result<f64> {
+    s.step(2)?;
+    s.synchronize()?;
+    before(s);
+    let t0 = Instant::now();
+    s.step(steps)?;
+    s.synchronize()?;
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+/// Times `steps` whole steps of `config` split over GPUs `ordinals` (one:
+/// the whole box on it), against `copy_bandwidth` (bytes/s) of one GPU.
+/// The fraction of copy counts the fluid step's bytes against the whole
+/// step's time.
+pub fn measure_split(
+    config: SuspensionConfig,
+    ordinals: &[usize],
+    ptx: &str,
+    steps: u64,
+    copy_bandwidth: f64,
+) -> Result<SplitBenchResult> {
+    let devices = Devices::Gpus { ordinals: ordinals.to_vec(), overlap: false };
+    let mut s = Suspension::on_devices(config.clone(), &devices, ptx)?;
+    let seconds = timed_steps(&mut s, steps, |_| ())?;
+    let size = if config.precision == Precision::F32 { 4 } else { 8 };
+    let bytes_per_site = fluid_bytes(&config, size);
+    let mlups = config.sites() as f64 * steps as f64 / seconds / 1e6;
+    let gpus = ordinals.len();
+    // Twice a step (after the fluid step and after the move), the `Q`
+    // populations of a plane each way; the carried lane sums come on top.
+    let plane = (config.size[0] * config.size[1]) as usize;
+    let halo = if gpus > 1 { 4 * plane * config.lattice.q() * size } else { 0 };
+    Ok(SplitBenchResult {
+        lattice: config.lattice.name(),
+        size: config.size,
+        precision: if size == 4 { "f32" } else { "f64" },
+        gpus,
+        overlap: false,
+        steps,
+        step_ms: seconds * 1e3 / steps as f64,
+        mlups,
+        bytes_per_site,
+        fraction_of_copy: mlups * 1e6 * bytes_per_site as f64 / (gpus as f64 * copy_bandwidth),
+        halo_bytes_per_step: halo,
+        links: s.links(),
+    })
+}
+
 /// Times `steps` steps of `config` on GPU `ordinal`, then each pass alone,
 /// against `copy_bandwidth` (bytes/s).
 pub fn measure(
@@ -107,21 +163,15 @@ pub fn measure(
     copy_bandwidth: f64,
 ) -> Result<ColloidBenchResult> {
     let mut s = Suspension::on(config.clone(), BackendKind::Gpu(ordinal), ptx)?;
-    s.step(2)?;
-    s.synchronize()?;
-    let host0 = s.host_seconds();
-    let t0 = Instant::now();
-    s.step(steps)?;
-    s.synchronize()?;
-    let seconds = t0.elapsed().as_secs_f64();
+    let mut host0 = 0.0;
+    let seconds = timed_steps(&mut s, steps, |s| host0 = s.host_seconds())?;
     let host = (s.host_seconds() - host0) / steps as f64;
     let [fluid, links, moves] = s
         .kernel_seconds(steps.clamp(1, 200) as u32)?
         .ok_or_else(|| Error::Setup("the colloid benchmark times GPU kernels".into()))?;
     let sites = config.sites() as f64;
-    let q = config.lattice.q();
     let size = if config.precision == Precision::F32 { 4 } else { 8 };
-    let fluid_bytes = (2 * q + 4) * size + 4;
+    let fluid_bytes = fluid_bytes(&config, size);
     Ok(ColloidBenchResult {
         lattice: config.lattice.name(),
         size: config.size,

@@ -48,7 +48,7 @@ pub const MODEL: &str = "colloids";
 pub struct ColloidCase {
     /// `"colloids"`.
     pub model: String,
-    /// Lattice, box, steps, relaxation, precision, device.
+    /// Lattice, box, steps, relaxation, precision, device(s).
     pub simulation: Simulation,
     /// The body force on the fluid.
     #[serde(default)]
@@ -93,6 +93,17 @@ pub struct Simulation {
     /// GPU ordinal (default 0).
     #[serde(default)]
     pub device: usize,
+    /// GPU ordinals to split the box over along z, a slab each (instead
+    /// of `device`).
+    #[serde(default)]
+    pub devices: Vec<usize>,
+}
+
+impl Simulation {
+    /// The GPUs the case names: `devices`, or else `device`.
+    pub fn gpus(&self) -> Vec<usize> {
+        crate::binary::case::named_gpus(self.device, &self.devices)
+    }
 }
 
 fn default_lattice() -> String {
@@ -272,7 +283,11 @@ impl ColloidCase {
     pub fn parse(text: &str) -> std::result::Result<Self, String> {
         let case: Self = toml::from_str(text).map_err(|e| e.to_string())?;
         case.check()?;
-        case.config().map_err(|e| e.to_string())?.validate().map_err(|e| e.to_string())?;
+        let config = case.config().map_err(|e| e.to_string())?;
+        config.validate().map_err(|e| e.to_string())?;
+        if case.simulation.devices.len() > 1 {
+            super::slabs::split(&config, case.simulation.devices.len()).map_err(|e| e.to_string())?;
+        }
         Ok(case)
     }
 
@@ -283,6 +298,7 @@ impl ColloidCase {
         if self.simulation.size.contains(&0) {
             return Err(format!("[simulation] size = {:?}: every axis needs sites", self.simulation.size));
         }
+        crate::binary::case::check_gpus(self.simulation.device, &self.simulation.devices)?;
         if let Some(r) = &self.random {
             if !(r.radius >= 1.0 && r.radius.is_finite()) {
                 return Err(format!("[random] radius = {}: give a radius of at least 1 site", r.radius));
@@ -364,7 +380,7 @@ impl ColloidCase {
             .collect();
         let walls = self.walls.as_ref().map(|w| [w.bottom_velocity, w.top_velocity]);
         if let Some(r) = &self.random {
-            let space = Space { size: s.size, walls: walls.is_some() as u32 };
+            let space = Space::whole(s.size, walls.is_some());
             let placed = place(&space, &colloids, r).map_err(Error::Setup)?;
             colloids.extend(placed);
         }
@@ -513,6 +529,22 @@ mod tests {
         assert_eq!((case.every(10), case.every(1000), case.output.pictures), (1, 10, true));
         let frac = volume_fraction(&c);
         assert!((frac - 4.0 / 3.0 * std::f64::consts::PI * 64.0 / (24.0 * 24.0 * 32.0)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn devices_split_the_box_if_its_slabs_hold_a_colloid_box() {
+        let two = ColloidCase::parse(&ONE.replace("steps = 10", "steps = 10\n        devices = [0, 1]")).unwrap();
+        assert_eq!(two.simulation.gpus(), vec![0, 1]);
+        let one = ColloidCase::parse(&ONE.replace("steps = 10", "steps = 10\n        device = 2")).unwrap();
+        assert_eq!(one.simulation.gpus(), vec![2]);
+        // A radius-4 colloid's box is 14 planes: 32 make two slabs, not three.
+        for (text, says) in [
+            (ONE.replace("steps = 10", "steps = 10\n        devices = [0, 1, 2]"), "use at most 2 devices"),
+            (ONE.replace("steps = 10", "steps = 10\n        device = 1\n        devices = [0, 1]"), "both device"),
+        ] {
+            let err = ColloidCase::parse(&text).unwrap_err();
+            assert!(err.contains(says), "{err}");
+        }
     }
 
     #[test]

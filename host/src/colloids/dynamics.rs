@@ -487,7 +487,7 @@ mod tests {
 
     #[test]
     fn cell_list_finds_the_pairs_brute_force_finds() {
-        let space = Space { size: [64, 64, 64], walls: 0 };
+        let space = Space::whole([64, 64, 64], false);
         let mut seed = 7u64;
         let mut next = || {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

@@ -25,9 +25,11 @@ pub mod case;
 mod cpu;
 pub mod dynamics;
 mod gpu;
+mod slabs;
 pub mod validation;
 
-use crate::binary::{ludwig_mrt, BinaryCollision};
+use crate::binary::slab;
+use crate::binary::{ludwig_mrt, BinaryCollision, Devices};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDevice;
 use crate::solver::{BackendKind, KernelReport, LatticeKind, Precision};
@@ -109,7 +111,7 @@ impl SuspensionConfig {
 
     /// The box as the kernels see it.
     pub fn space(&self) -> Space {
-        Space { size: self.size, walls: self.walls.is_some() as u32 }
+        Space::whole(self.size, self.walls.is_some())
     }
 
     /// The viscosity `ρ₀ (tau − 1/2)/3`.
@@ -217,18 +219,14 @@ trait Fluid {
     /// The total mass of the fluid's populations (fluid sites only).
     fn fluid_mass(&self) -> Result<f64>;
     /// Waits until queued work is done.
-    fn synchronize(&self) -> Result<()> {
-        Ok(())
-    }
+    fn synchronize(&self) -> Result<()>;
     /// Registers and occupancy of the fluid's kernel, on a GPU.
-    fn kernel_report(&self) -> Option<KernelReport> {
-        None
-    }
+    fn kernel_report(&self) -> Option<KernelReport>;
     /// On a GPU: seconds one fluid launch and one colloid pass (links and
     /// sums, a move) take alone, each over `reps` launches.
-    fn kernel_seconds(&mut self, _colloids: &[Colloid], _reps: u32) -> Result<Option<[f64; 3]>> {
-        Ok(None)
-    }
+    fn kernel_seconds(&mut self, colloids: &[Colloid], reps: u32) -> Result<Option<[f64; 3]>>;
+    /// How neighbouring GPUs of a split box are connected (none for one).
+    fn links(&self) -> Vec<String>;
 }
 
 /// A run with colloids, on the CPU or a GPU.
@@ -249,26 +247,58 @@ impl Suspension {
 
     /// As [`Suspension::new`], on `backend` (a GPU loads the kernels of `ptx`).
     pub fn on(config: SuspensionConfig, backend: BackendKind, ptx: &str) -> Result<Self> {
+        Self::on_devices(config, &Devices::one(backend), ptx)
+    }
+
+    /// As [`Suspension::new`], on `devices`: split along z into a slab per
+    /// device when there are several, bit for bit with one. The slabs'
+    /// copies follow the passes (`overlap` is not used).
+    pub fn on_devices(config: SuspensionConfig, devices: &Devices, ptx: &str) -> Result<Self> {
         config.validate()?;
         let colloids: Vec<ColloidState> = config.colloids.iter().map(ColloidState::new).collect();
         let kernel: Vec<Colloid> = colloids.iter().map(|c| c.kernel(c.centre)).collect();
-        let fluid: Box<dyn Fluid + Send> = match backend {
-            BackendKind::Cpu => {
+        let parts = match devices {
+            Devices::Cpu(n) => *n,
+            Devices::Gpus { ordinals, .. } => ordinals.len(),
+        };
+        let slabs = slabs::split(&config, parts)?;
+        let fluid: Box<dyn Fluid + Send> = match devices {
+            Devices::Cpu(_) => {
                 if config.precision != Precision::F64 {
                     return Err(Error::Setup(
                         "the CPU runs colloids in f64: set precision = \"f64\", or run on a GPU".into(),
                     ));
                 }
+                fn on_cpu<L: kernels_gpu::Lattice<Q>, const Q: usize>(
+                    config: &SuspensionConfig,
+                    slabs: Vec<slab::Slab>,
+                    kernel: &[Colloid],
+                ) -> Result<Box<dyn Fluid + Send>> {
+                    let parts = slabs.iter().map(|s| cpu::CpuFluid::<L, Q>::new(config, s.clone(), kernel)).collect();
+                    Ok(Box::new(slabs::Domains::new(config, slabs, parts, Vec::new(), kernel)?))
+                }
                 match config.lattice {
-                    LatticeKind::D3Q27 => Box::new(cpu::CpuFluid::<D3Q27, 27>::new(&config, &kernel)),
-                    _ => Box::new(cpu::CpuFluid::<D3Q19, 19>::new(&config, &kernel)),
+                    LatticeKind::D3Q27 => on_cpu::<D3Q27, 27>(&config, slabs, &kernel)?,
+                    _ => on_cpu::<D3Q19, 19>(&config, slabs, &kernel)?,
                 }
             }
-            BackendKind::Gpu(ordinal) => {
-                let device = GpuDevice::open(ordinal, ptx)?;
+            Devices::Gpus { ordinals, .. } => {
+                let devices = ordinals.iter().map(|&o| GpuDevice::open(o, ptx)).collect::<Result<Vec<_>>>()?;
+                fn on_gpus<
+                    T: kernels_gpu::Real + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Unpin,
+                >(
+                    config: &SuspensionConfig,
+                    devices: Vec<GpuDevice>,
+                    slabs: Vec<slab::Slab>,
+                    name: &str,
+                    kernel: &[Colloid],
+                ) -> Result<Box<dyn Fluid + Send>> {
+                    let (parts, links) = gpu::slabs::<T>(config, devices, slabs.clone(), name, kernel)?;
+                    Ok(Box::new(slabs::Domains::new(config, slabs, parts, links, kernel)?))
+                }
                 match config.precision {
-                    Precision::F32 => Box::new(gpu::GpuFluid::<f32>::new(&config, device, "f32", &kernel)?),
-                    _ => Box::new(gpu::GpuFluid::<f64>::new(&config, device, "f64", &kernel)?),
+                    Precision::F32 => on_gpus::<f32>(&config, devices, slabs, "f32", &kernel)?,
+                    _ => on_gpus::<f64>(&config, devices, slabs, "f64", &kernel)?,
                 }
             }
         };
@@ -339,6 +369,12 @@ impl Suspension {
     /// Registers and occupancy of the fluid's kernel, on a GPU.
     pub fn kernel_report(&self) -> Option<KernelReport> {
         self.fluid.kernel_report()
+    }
+
+    /// How neighbouring GPUs of a split box are connected (none for one
+    /// device).
+    pub fn links(&self) -> Vec<String> {
+        self.fluid.links()
     }
 
     /// On a GPU, seconds per launch of the fluid step, of the links and

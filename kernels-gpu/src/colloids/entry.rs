@@ -3,11 +3,12 @@
 //! run [`LANES`] threads per colloid, thread `c LANES + lane`
 //! (`colloids_links_*`, `colloids_cover_*`, `colloids_paint`,
 //! `colloids_clear`), and `colloids_sum` a thread per colloid. Populations
-//! are planes `i N + n`, the velocity planes `a N + n`.
+//! are planes `i N + n`, the velocity planes `a N + n`, over the stored
+//! sites; the fluid step updates the own planes' sites.
 
 use crate::collision::{Bgk, Mrt};
 use crate::colloids::site;
-use crate::colloids::{Colloid, FluidParams, Space, Sums, LANES, SUMS};
+use crate::colloids::{Colloid, FluidParams, Share, Space, Sums, LANES, SUMS};
 use crate::lattice::{D3Q19, D3Q27};
 use crate::readonly::ReadOnly;
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _thread_idx_x};
@@ -101,51 +102,75 @@ macro_rules! colloid_entries {
             unsafe { fluid::<$lattice, $q, $real, _>(&p, &collision, colloids, map, src, dst, rho, u) }
         }
 
-        /// Adds each colloid's links to its lanes' partial sums.
+        /// Adds each colloid's links to its lanes' partial sums, for the
+        /// colloids whose share (`shares`) runs in `phase`: from zero, or
+        /// from the carry handed on (`carry_in`); a first share leaves its
+        /// running sums in `carry_out` instead.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $links(
-            space: Space, count: u32, colloids: *const Colloid, map: *const u32, f: *const $real, partials: *mut Sums,
+            space: Space, count: u32, phase: u32, colloids: *const Colloid, shares: *const Share, map: *const u32,
+            f: *const $real, partials: *mut Sums, carry_in: *const Sums, carry_out: *mut Sums,
         ) {
             if let Some((c, lane)) = colloid_lane(count) {
                 let sites = space.sites() as usize;
-                // SAFETY: the host passes `count` colloids, `count LANES` partial
-                // sums, a map value per site and `Q` planes of populations.
+                // SAFETY: the host passes `count` colloids and shares, `count
+                // LANES` partial sums, carries for every slot, a map value per
+                // site and `Q` planes of populations.
                 unsafe {
-                    let colloid = *colloids.add(c as usize);
-                    let out = &mut *partials.add((c * LANES + lane) as usize);
-                    site::link_sums::<$lattice, $q, $real>(
-                        &space, c, &colloid, lane,
-                        |n| ReadOnly::load(map.add(n as usize)),
-                        |i, n| ReadOnly::load(f.add(i * sites + n as usize)),
-                        out,
+                    let partial = partials.add((c * LANES + lane) as usize);
+                    (*shares.add(c as usize)).run(
+                        phase,
+                        lane,
+                        |slot| *carry_in.add(slot),
+                        |start| {
+                            let colloid = *colloids.add(c as usize);
+                            site::link_sums::<$lattice, $q, $real>(
+                                &space, c, &colloid, lane,
+                                |n| ReadOnly::load(map.add(n as usize)),
+                                |i, n| ReadOnly::load(f.add(i * sites + n as usize)),
+                                start,
+                            )
+                        },
+                        |slot, sums| *carry_out.add(slot) = sums,
+                        |sums| (*partial).add(&sums),
                     );
                 }
             }
         }
 
-        /// Settles the sites each colloid's move covered and uncovered; its
-        /// lanes' partial sums start from what that took.
+        /// Settles the sites each colloid's move covered and uncovered, for
+        /// the colloids whose share runs in `phase`; its lanes' partial sums
+        /// (or, for a first share, the carry) start from what that took.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $cover(
-            space: Space, count: u32, colloids: *const Colloid, old: *const u32, new: *const u32, f: *mut $real,
-            partials: *mut Sums,
+            space: Space, count: u32, phase: u32, colloids: *const Colloid, shares: *const Share, old: *const u32,
+            new: *const u32, f: *mut $real, partials: *mut Sums, carry_in: *const Sums, carry_out: *mut Sums,
         ) {
             if let Some((c, lane)) = colloid_lane(count) {
                 let sites = space.sites() as usize;
-                let mut sums = Sums::default();
                 // SAFETY: as above; a site is filled by the one thread whose
                 // colloid uncovered it, and read only where fluid in both maps.
                 unsafe {
-                    let colloid = *colloids.add(c as usize);
-                    site::cover::<$lattice, $q, $real>(
-                        &space, c, &colloid, lane,
-                        |n| ReadOnly::load(old.add(n as usize)),
-                        |n| ReadOnly::load(new.add(n as usize)),
-                        |i, n| *f.add(i * sites + n as usize),
-                        |i, n, v| *f.add(i * sites + n as usize) = v,
-                        &mut sums,
+                    let partial = partials.add((c * LANES + lane) as usize);
+                    (*shares.add(c as usize)).run(
+                        phase,
+                        lane,
+                        |slot| *carry_in.add(slot),
+                        |mut sums| {
+                            let colloid = *colloids.add(c as usize);
+                            site::cover::<$lattice, $q, $real>(
+                                &space, c, &colloid, lane,
+                                |n| ReadOnly::load(old.add(n as usize)),
+                                |n| ReadOnly::load(new.add(n as usize)),
+                                |i, n| *f.add(i * sites + n as usize),
+                                |i, n, v| *f.add(i * sites + n as usize) = v,
+                                &mut sums,
+                            );
+                            sums
+                        },
+                        |slot, sums| *carry_out.add(slot) = sums,
+                        |sums| *partial = sums,
                     );
-                    *partials.add((c * LANES + lane) as usize) = sums;
                 }
             }
         }
@@ -169,9 +194,9 @@ unsafe fn fluid<L: crate::Lattice<Q>, const Q: usize, T: crate::Real + ReadOnly,
     rho: *mut T,
     u: *mut T,
 ) {
-    let Some(n) = thread_below(p.space.sites() as u64) else { return };
+    let Some(n) = thread_below(p.space.own_sites() as u64) else { return };
     let sites = p.space.sites() as usize;
-    let n = n as u32;
+    let n = n as u32 + p.space.own[0] * p.space.plane_sites();
     // SAFETY: the caller's.
     let out = site::fluid::<L, Q, T, C>(
         p,

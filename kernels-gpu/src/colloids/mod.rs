@@ -46,37 +46,165 @@ pub const FLUID: u32 = u32::MAX;
 /// H100): more threads hide more of each lane's memory latency.
 pub const LANES: u32 = 128;
 
+/// How a domain takes part in a colloid's lane sums (its links, and the
+/// sites its move settles). Each lane runs through the colloid's box of
+/// sites in order, z outermost; split along z into slabs at least a box
+/// thick, the sites a domain updates are one run of that order, and a box
+/// reaches the own planes of at most two slabs. The first sums its run and
+/// hands its lanes' running sums on (the *carry*); the second goes on from
+/// them. Each lane adds the same values in the same order as on one domain.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Share {
+    /// [`Share::NONE`], [`Share::ALL`], [`Share::FIRST`] or [`Share::SECOND`].
+    pub part: u32,
+    /// Where its lanes lie in the carry, `slot LANES + lane`.
+    pub slot: u32,
+}
+
+impl Share {
+    /// None of the box's sites are its own.
+    pub const NONE: u32 = 0;
+    /// All of them are.
+    pub const ALL: u32 = 1;
+    /// The first run is: it sums from zero into the carry.
+    pub const FIRST: u32 = 2;
+    /// The second run is: it goes on from the carry.
+    pub const SECOND: u32 = 3;
+
+    /// The share of the one domain of the whole box.
+    pub const WHOLE: Share = Share { part: Share::ALL, slot: 0 };
+
+    /// Whether it runs in `phase`: 0 before the carries are handed on
+    /// (all and first shares), 1 after (second shares).
+    #[inline(always)]
+    pub fn runs_in(&self, phase: u32) -> bool {
+        if phase == 0 {
+            self.part == Share::ALL || self.part == Share::FIRST
+        } else {
+            self.part == Share::SECOND
+        }
+    }
+
+    /// Where lane `lane`'s sums lie in the carry.
+    #[inline(always)]
+    pub fn slot(&self, lane: u32) -> usize {
+        (self.slot * LANES + lane) as usize
+    }
+
+    /// Lane `lane`'s sums in `phase`, if its share runs then: `sum(start)`
+    /// from zero or, for a second share, from the carry handed on
+    /// (`carry_in(slot)`). A first share leaves them in the carry
+    /// (`carry_out(slot, sums)`), the others with the partial sums
+    /// (`keep(sums)`).
+    #[inline(always)]
+    pub fn run(
+        &self,
+        phase: u32,
+        lane: u32,
+        carry_in: impl FnOnce(usize) -> Sums,
+        sum: impl FnOnce(Sums) -> Sums,
+        carry_out: impl FnOnce(usize, Sums),
+        keep: impl FnOnce(Sums),
+    ) {
+        if !self.runs_in(phase) {
+            return;
+        }
+        let slot = self.slot(lane);
+        let start = if self.part == Share::SECOND { carry_in(slot) } else { Sums::default() };
+        let sums = sum(start);
+        if self.part == Share::FIRST {
+            carry_out(slot, sums)
+        } else {
+            keep(sums)
+        }
+    }
+}
+
 /// The rest density `ρ₀` of the bounce-back's moving-wall term.
 pub const RHO0: f64 = 1.0;
 
-/// The box: its size and whether solid walls close it along z.
+/// The box: its size and whether solid walls close it along z, and the
+/// part of it a domain stores and updates: the whole box, or a slab of it
+/// along z (its own planes and a plane received from each neighbour).
+/// Coordinates are the whole box's; sites are indices into the stored
+/// planes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Space {
-    /// Sites along x, y, z; site `x + nx (y + ny z)`. Periodic along x and
-    /// y, and along z without walls.
+    /// Sites along x, y, z of the whole box; stored site `x + nx (y + ny
+    /// z)` with `z` counted from the first stored plane. Periodic along x
+    /// and y, and along z without walls.
     pub size: [u32; 3],
     /// 1: walls half a site below `z = 0` and above `z = nz − 1` (links
     /// through them bounce back), 0: periodic along z.
     pub walls: u32,
+    /// The plane of the box the first stored plane holds.
+    pub origin: u32,
+    /// Stored planes: `nz` for the whole box.
+    pub planes: u32,
+    /// The stored planes it updates, `[first, end)`.
+    pub own: [u32; 2],
 }
 
 impl Space {
-    /// Sites in the box.
-    #[inline(always)]
-    pub fn sites(&self) -> u32 {
-        self.size[0] * self.size[1] * self.size[2]
+    /// The whole box of `size`, closed along z by walls if `walls`.
+    pub const fn whole(size: [u32; 3], walls: bool) -> Self {
+        Self { size, walls: walls as u32, origin: 0, planes: size[2], own: [0, size[2]] }
     }
 
-    /// The coordinates of site `n`.
+    /// Whether it stores a slab of the box (whose own planes' neighbours
+    /// along z are stored, never wrapped).
+    #[inline(always)]
+    pub fn split(&self) -> bool {
+        self.planes != self.size[2]
+    }
+
+    /// Sites of a plane.
+    #[inline(always)]
+    pub fn plane_sites(&self) -> u32 {
+        self.size[0] * self.size[1]
+    }
+
+    /// Stored sites.
+    #[inline(always)]
+    pub fn sites(&self) -> u32 {
+        self.plane_sites() * self.planes
+    }
+
+    /// Sites it updates.
+    #[inline(always)]
+    pub fn own_sites(&self) -> u32 {
+        self.plane_sites() * (self.own[1] - self.own[0])
+    }
+
+    /// The box's plane stored plane `z` holds.
+    #[inline(always)]
+    fn global_z(&self, z: u32) -> u32 {
+        let g = z + self.origin;
+        if g >= self.size[2] {
+            g - self.size[2]
+        } else {
+            g
+        }
+    }
+
+    /// The stored plane that holds the box's plane `z` (in the box), if any.
+    #[inline(always)]
+    fn stored_z(&self, z: u32) -> Option<u32> {
+        let local = if z >= self.origin { z - self.origin } else { z + self.size[2] - self.origin };
+        (local < self.planes).then_some(local)
+    }
+
+    /// The box's coordinates of stored site `n`.
     #[inline(always)]
     pub fn coords(&self, n: u32) -> [i64; 3] {
         let [nx, ny, _] = self.size;
-        [(n % nx) as i64, ((n / nx) % ny) as i64, (n / (nx * ny)) as i64]
+        [(n % nx) as i64, ((n / nx) % ny) as i64, self.global_z(n / (nx * ny)) as i64]
     }
 
-    /// The site at coordinates `x` (any integers: wrapped along periodic
-    /// axes), or `None` beyond a wall.
+    /// The stored site at coordinates `x` (any integers: wrapped along
+    /// periodic axes), or `None` beyond a wall or where not stored.
     #[inline(always)]
     pub fn site(&self, x: [i64; 3]) -> Option<u32> {
         let mut w = [0u32; 3];
@@ -91,12 +219,20 @@ impl Space {
                 w[a] = x[a].rem_euclid(len) as u32;
             }
         }
-        Some(w[0] + self.size[0] * (w[1] + self.size[1] * w[2]))
+        let z = self.stored_z(w[2])?;
+        Some(w[0] + self.size[0] * (w[1] + self.size[1] * z))
     }
 
-    /// The site one lattice step `d` (components −1, 0, 1) from the site at
-    /// `x` (inside the box), or `None` beyond a wall: [`Space::site`]
-    /// without its divisions, for the fluid step's every link.
+    /// Whether stored site `n` lies on a plane it updates.
+    #[inline(always)]
+    pub fn owns(&self, n: u32) -> bool {
+        let z = n / self.plane_sites();
+        self.own[0] <= z && z < self.own[1]
+    }
+
+    /// The stored site one lattice step `d` (components −1, 0, 1) from the
+    /// site at `x` (inside the box), or `None` beyond a wall or where not
+    /// stored: [`Space::site`] without its divisions, for every link.
     #[inline(always)]
     pub fn neighbour(&self, x: [i64; 3], d: [i32; 3]) -> Option<u32> {
         let mut w = [0u32; 3];
@@ -117,7 +253,8 @@ impl Space {
                 v as u32
             };
         }
-        Some(w[0] + self.size[0] * (w[1] + self.size[1] * w[2]))
+        let z = self.stored_z(w[2])?;
+        Some(w[0] + self.size[0] * (w[1] + self.size[1] * z))
     }
 
     /// `x − centre` along each axis, the nearest periodic image (`x` and
@@ -140,33 +277,42 @@ impl Space {
     }
 }
 
-/// A site's neighbourhood: its coordinates one step down, its own and one
-/// step up along each axis, wrapped along periodic axes; along a walled z,
-/// whether each lies inside the box.
+/// A site's neighbourhood: its stored neighbours one step down, its own
+/// and one step up along each axis, wrapped along periodic axes of the
+/// whole box; along a walled z, whether each lies inside the box.
 #[derive(Clone, Copy, Debug)]
 pub struct Around {
     at: [[u32; 3]; 3],
     inside: [bool; 3],
+    /// The site's plane of the box.
+    z: u32,
     nx: u32,
     ny: u32,
 }
 
 impl Around {
-    /// The neighbourhood of site `n` of `space`.
+    /// The neighbourhood of stored site `n` of `space`, a site it updates.
     #[inline(always)]
     pub fn of(space: &Space, n: u32) -> Self {
         let [nx, ny, nz] = space.size;
         let own = [n % nx, (n / nx) % ny, n / (nx * ny)];
+        let split = space.split();
         let at = core::array::from_fn(|a| {
-            let (v, len) = (own[a], space.size[a]);
-            [if v == 0 { len - 1 } else { v - 1 }, v, if v + 1 == len { 0 } else { v + 1 }]
+            let (v, len) = (own[a], [nx, ny, space.planes][a]);
+            if a == 2 && split {
+                // A slab stores its own planes' neighbours.
+                [v - 1, v, v + 1]
+            } else {
+                [if v == 0 { len - 1 } else { v - 1 }, v, if v + 1 == len { 0 } else { v + 1 }]
+            }
         });
+        let z = space.global_z(own[2]);
         let walled = space.walls != 0;
-        let inside = [!walled || own[2] > 0, true, !walled || own[2] + 1 < nz];
-        Self { at, inside, nx, ny }
+        let inside = [!walled || z > 0, true, !walled || z + 1 < nz];
+        Self { at, inside, z, nx, ny }
     }
 
-    /// The site `c` (components −1, 0, 1) away, or `None` beyond a wall.
+    /// The stored site `c` (components −1, 0, 1) away, or `None` beyond a wall.
     #[inline(always)]
     pub fn site(&self, c: [i32; 3]) -> Option<u32> {
         let k = (c[2] + 1) as usize;
@@ -177,10 +323,10 @@ impl Around {
         Some(x + self.nx * (y + self.ny * z))
     }
 
-    /// The site's own coordinates.
+    /// The site's own coordinates in the box.
     #[inline(always)]
     pub fn own(&self) -> [u32; 3] {
-        [self.at[0][1], self.at[1][1], self.at[2][1]]
+        [self.at[0][1], self.at[1][1], self.z]
     }
 }
 

@@ -21,16 +21,20 @@ use crate::real::Real;
 
 /// Calls `each(unwrapped coordinates, site)` for the sites of lane `lane`'s
 /// share of the box around `centre` (every [`LANES`]-th site of it, in
-/// order), skipping those beyond a wall.
+/// order) that the domain stores, or with `own` that it updates; sites
+/// beyond a wall are skipped.
 #[inline(always)]
-fn lane_sites(space: &Space, centre: [f64; 3], radius: f64, lane: u32, mut each: impl FnMut([i64; 3], u32)) {
+fn lane_sites(space: &Space, centre: [f64; 3], radius: f64, lane: u32, own: bool, mut each: impl FnMut([i64; 3], u32)) {
     let (lo, side) = box_around(centre, radius, space);
     let count = side[0] * side[1] * side[2];
+    let check = own && space.split();
     let mut k = lane as i64;
     while k < count {
         let x = [lo[0] + k % side[0], lo[1] + (k / side[0]) % side[1], lo[2] + k / (side[0] * side[1])];
         if let Some(n) = space.site(x) {
-            each(x, n);
+            if !check || space.owns(n) {
+                each(x, n);
+            }
         }
         k += LANES as i64;
     }
@@ -47,7 +51,7 @@ fn inside(x: [i64; 3], centre: [f64; 3], radius: f64) -> bool {
 /// Lane `lane` of colloid `c`: its sites get `c` in the map (`mark(site)`).
 #[inline(always)]
 pub fn paint(space: &Space, colloid: &Colloid, lane: u32, mut mark: impl FnMut(u32)) {
-    lane_sites(space, colloid.centre, colloid.radius, lane, |x, n| {
+    lane_sites(space, colloid.centre, colloid.radius, lane, false, |x, n| {
         if inside(x, colloid.centre, colloid.radius) {
             mark(n)
         }
@@ -65,7 +69,7 @@ pub fn clear(
     map: impl Fn(u32) -> u32,
     mut unmark: impl FnMut(u32),
 ) {
-    lane_sites(space, colloid.previous, colloid.radius, lane, |_, n| {
+    lane_sites(space, colloid.previous, colloid.radius, lane, false, |_, n| {
         if map(n) == c {
             unmark(n)
         }
@@ -78,9 +82,10 @@ fn link_rate<L: Lattice<Q>, const Q: usize>(i: usize) -> f64 {
     2.0 * L::W[i] * RHO0 / CS2
 }
 
-/// Lane `lane` of colloid `c` (centred as in the map `map`): what its links
-/// add up to over the post-collision populations `post(i, site)` (shifted
-/// by `w_i`), added to `sums`.
+/// Lane `lane` of colloid `c` (centred as in the map `map`): what the links
+/// of the sites the domain updates add up to over the post-collision
+/// populations `post(i, site)` (shifted by `w_i`), going on from `start`
+/// (zero, or a carry: see [`super::Share`]).
 #[inline(always)]
 pub fn link_sums<L: Lattice<Q>, const Q: usize, T: Real>(
     space: &Space,
@@ -89,15 +94,15 @@ pub fn link_sums<L: Lattice<Q>, const Q: usize, T: Real>(
     lane: u32,
     map: impl Fn(u32) -> u32,
     post: impl Fn(usize, u32) -> T,
-    total: &mut Sums,
-) {
+    start: Sums,
+) -> Sums {
     // A link is at most sqrt(3) long: sites farther out have none.
     let reach = colloid.radius + 1.75;
-    // Summed here, then added: the kernel keeps the running sums in
-    // registers, not in the partial sums' memory.
-    let mut local = Sums::default();
+    // A value: the kernel keeps the running sums in registers, not in the
+    // partial sums' memory.
+    let mut local = start;
     let sums = &mut local;
-    lane_sites(space, colloid.centre, colloid.radius, lane, |x, n| {
+    lane_sites(space, colloid.centre, colloid.radius, lane, true, |x, n| {
         if !inside(x, colloid.centre, reach) || map(n) != FLUID {
             return;
         }
@@ -132,7 +137,7 @@ pub fn link_sums<L: Lattice<Q>, const Q: usize, T: Real>(
             sums.links += 1.0;
         }
     });
-    total.add(&local);
+    local
 }
 
 /// The populations of the `solid` directions of site `n` (at `around`):
@@ -208,9 +213,10 @@ pub fn fluid<L: Lattice<Q>, const Q: usize, T: Real, C: Collision<T>>(
 }
 
 /// Lane `lane` of colloid `c`, after its move (`colloid.centre` the new
-/// centre): settles the sites the move changed between the maps `old` and
-/// `new`, over the populations `post(i, site)`.
-/// - A covered site's mass, momentum and angular momentum go into `sums`.
+/// centre): settles the sites the domain updates that the move changed
+/// between the maps `old` and `new`, over the populations `post(i, site)`.
+/// - A covered site's mass, momentum and angular momentum go into `sums`
+///   (which starts at zero, or at a carry: see [`super::Share`]).
 /// - An uncovered site gets the `w`-weighted mean of its neighbours that
 ///   are fluid in both maps (`fill(i, site, f_i)`), and `sums` pays for it.
 #[inline(always)]
@@ -229,7 +235,7 @@ pub fn cover<L: Lattice<Q>, const Q: usize, T: Real>(
     // A move is under a site along each axis: the sites it changed lie
     // within `a + sqrt(3)` of the new centre.
     let reach = colloid.radius + 2.0;
-    lane_sites(space, colloid.centre, colloid.radius, lane, |x, n| {
+    lane_sites(space, colloid.centre, colloid.radius, lane, true, |x, n| {
         if !inside(x, colloid.centre, reach) {
             return;
         }
