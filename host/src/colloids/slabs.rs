@@ -108,16 +108,13 @@ pub(super) fn space_of(config: &SuspensionConfig, slab: &Slab) -> Space {
     Space { origin: slab.global_z(0, config.size[2]), planes: slab.len() + 2, own: slab.planes(), ..whole }
 }
 
-/// Each slab's share in each colloid's lane sums, the colloids centred at
-/// their `centre`s, and each slab's count of carry slots.
+/// Each slab's share (of two or more) in each colloid's lane sums, the
+/// colloids centred at their `centre`s, and each slab's count of carry
+/// slots.
 fn shares(config: &SuspensionConfig, slabs: &[Slab], colloids: &[Colloid]) -> (Vec<Vec<Share>>, Vec<u32>) {
     let count = slabs.len();
     let mut out = vec![vec![Share::default(); colloids.len()]; count];
     let mut slots = vec![0u32; count];
-    if count == 1 {
-        out[0].fill(Share::WHOLE);
-        return (out, slots);
-    }
     let (space, nz) = (config.space(), config.size[2] as i64);
     let slab_of = |z: i64| {
         let z = z.rem_euclid(nz) as u32;
@@ -178,6 +175,10 @@ impl<P: Part> Domains<P> {
 
     /// Hands each part the colloids and its shares of them.
     fn share(&mut self, colloids: &[Colloid]) -> Result<()> {
+        if !self.split() {
+            // One domain's shares are all whole, as each part starts.
+            return self.parts[0].upload(colloids);
+        }
         let (shares, slots) = shares(&self.config, &self.slabs, colloids);
         self.completes = (0..colloids.len())
             .map(|c| shares.iter().position(|s| matches!(s[c].part, Share::ALL | Share::SECOND)).unwrap_or(0))
@@ -202,7 +203,10 @@ impl<P: Part> Domains<P> {
     }
 
     /// Each colloid's sums from the slab that completes them.
-    fn gather(&self, totals: Vec<Vec<Sums>>) -> Vec<Sums> {
+    fn gather(&self, mut totals: Vec<Vec<Sums>>) -> Vec<Sums> {
+        if !self.split() {
+            return totals.swap_remove(0);
+        }
         self.completes.iter().enumerate().map(|(c, &k)| totals[k][c]).collect()
     }
 }
