@@ -347,7 +347,7 @@ fn gpu_matches_cpu_with_curved_walls() {
     }
 }
 
-/// The operators that run the bulk kernels only, with their parameters.
+/// The operators not stamped into every kernel, with their parameters.
 fn bulk_only_operators() -> [lbm::host::solver::CollisionModel; 5] {
     use lbm::host::solver::CollisionModel;
     [
@@ -393,7 +393,8 @@ fn operators_agree_across_streaming_schemes() {
 /// The GPU runs every operator's arithmetic as the CPU does, bit for bit:
 /// forced cavities on every lattice and precision, a duct on both sparse
 /// grids, a channel whose inlet and outlet cells (lists) collide with BGK,
-/// and a sphere with curved walls, whose cells do too.
+/// and spheres with curved walls, whose cells collide with the operator
+/// too (the kernel that picks it at run time, dense and sparse).
 #[test]
 fn operators_match_cpu_bit_for_bit() {
     let Some(gpu) = common::gpu("operators_match_cpu_bit_for_bit") else { return };
@@ -427,6 +428,9 @@ fn operators_match_cpu_bit_for_bit() {
             cavity_with_sphere(LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice, false),
             "D3Q27 cavity with a curved sphere".into(),
         ));
+        let mut sphere = cavity_with_sphere(LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull, false);
+        sphere.grid = GridLayout::Sparse { edge: 4 };
+        runs.push((sphere, "D3Q19 F16 cavity with a curved sphere on 4^3 blocks".into()));
         // The cumulant operator runs on D2Q9 and D3Q27 only.
         runs.retain(|(c, _)| collision.kind().built_for(c.lattice.q()));
         for (mut c, name) in runs {

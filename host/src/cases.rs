@@ -94,6 +94,35 @@ pub fn duct_config(
     })
 }
 
+/// A [`duct_config`] with a sphere in the flow, its walls interpolated
+/// (curved), and a sponge band of 4 cells in front of the outlet: the
+/// boundary groups a partition must update in whichever of its regions
+/// holds their cells. The sphere sits 0.4 of the way down the duct,
+/// reaching across about half the cross-section.
+pub fn obstacle_duct_config(
+    lattice: LatticeKind,
+    precision: Precision,
+    streaming: Streaming,
+    dims: Dims,
+    axis: usize,
+) -> Result<SolverConfig> {
+    let mut config = duct_config(lattice, precision, streaming, dims, axis)?;
+    let size = [dims.nx, dims.ny, dims.nz].map(f64::from);
+    let mut centre = size.map(|n| 0.47 * (n - 1.0));
+    centre[axis] = 0.4 * (size[axis] - 1.0);
+    let across = (0..3).filter(|&a| a != axis).map(|a| size[a]).fold(f64::MAX, f64::min);
+    let sphere = crate::voxel::Sphere { centre: glam::DVec3::from_array(centre), radius: across / 4.0 + 0.3 };
+    let voxels = crate::voxel::voxelize(&sphere, (dims.nx, dims.ny, dims.nz), 1.0, glam::DVec3::ZERO)?;
+    let domain = &mut config.domain;
+    domain.set_where(&voxels.solid, kernels_gpu::CellKind::Wall);
+    let object = crate::curved::CurvedObject { name: "sphere", cells: &voxels.solid, shape: &sphere };
+    crate::curved::mark(domain, lattice.velocities(), &[object], 1.0)?;
+    let mut u = [0.0; 3];
+    u[axis] = 0.02;
+    crate::sponge::add(domain, crate::domain::Face::ALL[2 * axis + 1], 4, 0.3, u)?;
+    Ok(config)
+}
+
 /// The faces of a duct along `axis`: a velocity inlet (speed `u_in`) on the
 /// min face, a pressure outlet at rest density on the max face (both of
 /// `scheme`), walls across the next axis, periodic along the third.

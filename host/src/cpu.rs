@@ -233,9 +233,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             })
             .collect();
         let open_tables = OpenTables::build(&config, &grid)?;
-        let curved = CurvedTables::build(&config.domain.curved, &grid);
-        let sponges = SpongeTables::build(&config.domain.sponges, &grid);
-        Ok(Self {
+        let curved = CurvedTables::build(&config.domain.curved, &grid, &slab);
+        let sponges = SpongeTables::build(&config.domain.sponges, &grid, &slab);
+        let mut part = Self {
             config,
             slab,
             grid,
@@ -248,7 +248,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             sponges,
             t: 0,
             _lattice: PhantomData,
-        })
+        };
+        part.seed_curved();
+        Ok(part)
     }
 
     fn plane(&self) -> u32 {
@@ -261,14 +263,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
     }
 
     /// Runs `region`'s update for step `t`: the passes of the
-    /// boundary-group variant ([`passes`]) over its units.
+    /// boundary-group variant ([`passes`]) over its units, then the region's
+    /// curved-wall and sponge cells.
     fn update(&mut self, region: Region, t: u64) {
-        // Only unsplit domains have curved walls (see `local_config`): their
-        // one region, `Whole`, gathers before anything changes.
-        let curved = region == Region::Whole && self.curved.is_some();
-        if curved {
-            self.gather_curved(t);
-        }
         let units = self.grid.region_units(&self.slab, region);
         let boundary_blocks = self.grid.sparse().map_or(0, |s| s.boundary_blocks().len() as u32);
         for pass in passes(self.config.groups, &units, region != Region::Interior, boundary_blocks) {
@@ -282,25 +279,22 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
                 Pass::Lists => self.update_open(t),
             }
         }
-        if curved {
-            self.update_curved(t);
-        }
-        // Sponges, like curved walls, only on unsplit domains (see `local_config`).
-        if region == Region::Whole {
-            self.absorb(t);
-        }
+        self.update_curved(region, t);
+        self.absorb(region, t);
+        // The next step's carried values, taken as soon as these cells have
+        // stored (and damped) them: with Esoteric Pull a top-layer cell keeps
+        // some in the upper halo, which a neighbour's next exchange overwrites.
+        let output = self.step_output_mut(t).as_ptr();
+        self.gather_curved(region, t + 1, output);
     }
 
-    /// [`sponge::absorb`] of every sponge band after step `t`.
-    fn absorb(&mut self, t: u64) {
+    /// [`sponge::absorb`] of `region`'s cells of every sponge band after step `t`.
+    fn absorb(&mut self, region: Region, t: u64) {
         let p = self.config.step_params::<S::Real>(t);
         let scheme = self.config.streaming;
-        let f = match scheme {
-            Streaming::EsotericPull => Shared(self.f.as_mut_ptr()),
-            Streaming::TwoLattice => Shared(self.f_next.as_mut_ptr()),
-        };
+        let f = Shared(self.step_output_mut(t).as_mut_ptr());
         for band in &self.sponges {
-            let cells = band.host_cells();
+            let cells = band.host_cells(band.regions.of(region));
             with_grid!(&self.grid, |g| (0..cells.count).into_par_iter().for_each(|k| {
                 // SAFETY: a listed cell reads and writes only its own stored slots.
                 unsafe { sponge::absorb::<L, Q, S, _>(&g, scheme, &p, f.get(), &cells, k) }
@@ -308,28 +302,36 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         }
     }
 
-    /// [`curved::gather`] of the curved-wall group for step `t`.
-    fn gather_curved(&mut self, t: u64) {
+    /// Every curved-wall cell's carried values for the step about to run,
+    /// from the current buffer: after initialisation and after a restore.
+    fn seed_curved(&mut self) {
+        let f = self.f.as_ptr();
+        self.gather_curved(Region::Whole, self.t, f);
+    }
+
+    /// [`curved::gather`] of `region`'s curved-wall cells for step `step`
+    /// from the buffer `f`, which holds what the step before stored.
+    fn gather_curved(&mut self, region: Region, step: u64, f: *const S) {
         let Some(tables) = self.curved.as_mut() else { return };
-        let p = self.config.step_params::<S::Real>(t);
+        let p = self.config.step_params::<S::Real>(step);
         let scheme = self.config.streaming;
-        let f = Shared::new(self.f.as_ptr());
-        let links = tables.host_cells();
+        let f = Shared::new(f);
+        let links = tables.host_cells(tables.regions.of(region));
+        let count = links.count;
         let links = Shared::new(&links as *const CurvedCells<S::Real>);
-        with_grid!(&self.grid, |g| (0..tables.count()).into_par_iter().for_each(|k| {
+        with_grid!(&self.grid, |g| (0..count).into_par_iter().for_each(|k| {
             // SAFETY: reads only the populations; each entry writes its own carried values.
             unsafe { curved::gather::<L, Q, S, _>(&g, scheme, &p, f.get(), &*links.get(), k) }
         }))
     }
 
-    /// [`curved::update`] of the curved-wall group for step `t`.
-    fn update_curved(&mut self, t: u64) {
-        crate::with_collision!(self.config.collision_params::<S::Real>().near_boundaries(), |c| self
-            .update_curved_with(t, c))
+    /// [`curved::update`] of `region`'s curved-wall cells for step `t`.
+    fn update_curved(&mut self, region: Region, t: u64) {
+        crate::with_collision!(self.config.collision_params::<S::Real>(), |c| self.update_curved_with(region, t, c))
     }
 
     /// [`CpuPart::update_curved`] with the collision operator `collision`.
-    fn update_curved_with<C: Collision<S::Real>>(&mut self, t: u64, collision: C) {
+    fn update_curved_with<C: Collision<S::Real>>(&mut self, region: Region, t: u64, collision: C) {
         let Some(tables) = self.curved.as_mut() else { return };
         let p = &self.config.step_params::<S::Real>(t).with_collision(collision);
         let scheme = self.config.streaming;
@@ -339,9 +341,10 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
             Streaming::EsotericPull => src,
             Streaming::TwoLattice => Shared(self.f_next.as_mut_ptr()),
         };
-        let links = tables.host_cells();
+        let links = tables.host_cells(tables.regions.of(region));
+        let count = links.count;
         let links = Shared::new(&links as *const CurvedCells<S::Real>);
-        with_grid!(&self.grid, |g| (0..tables.count()).into_par_iter().for_each(|k| {
+        with_grid!(&self.grid, |g| (0..count).into_par_iter().for_each(|k| {
             // SAFETY: a listed cell touches only slots no other cell touches in the same step.
             unsafe {
                 curved::update::<L, Q, S, C, _>(&g, scheme, p, src.get(), dst.get(), flags.get(), &*links.get(), k)
@@ -358,11 +361,9 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> CpuPart<L, Q, S> {
         let (f, dst) = (Shared(self.f.as_mut_ptr()), Shared(self.f_next.as_mut_ptr()));
         with_grid!(&self.grid, |grid| {
             let cells = grid.region_cells(units);
-            // Open cells in the bulk kernel collide as every cell outside the
-            // bulk kernels does (the case allows them only for those operators).
-            let c = self.config.collision_params::<S::Real>();
-            let c = if open.is_some() { c.near_boundaries() } else { c };
-            crate::with_collision!(c, |c| {
+            // Open cells in the bulk kernel come only with the stamped operators
+            // (`SolverConfig::validate`).
+            crate::with_collision!(self.config.collision_params::<S::Real>(), |c| {
                 let p = &p.with_collision(c);
                 update_ranges::<L, Q, S, _, _>(cells, &StepArgs { grid, p, scheme, f, dst, flags, open })
             })
@@ -578,6 +579,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> Partitions for CpuParts<L, Q, S>
         for p in &mut self.parts {
             p.f = p.grid.restored(state, &p.slab, d, Q)?;
             p.t = t;
+            p.seed_curved();
         }
         Ok(())
     }

@@ -7,6 +7,8 @@
 use crate::cell_blocks::CellBlocks;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
+use crate::part_grid::{ListRegions, PartGrid};
+use crate::partition::Slab;
 use crate::voxel::Shape;
 use glam::DVec3;
 use kernels_gpu::curved::NOT_CURVED;
@@ -140,7 +142,8 @@ pub fn mark_placed(
 }
 
 /// A partition's curved-wall group as the kernels read it: storage numbers
-/// and fractions in the solver's precision.
+/// and fractions in the solver's precision, the boundary region's cells
+/// first ([`PartGrid::region_order`]).
 pub struct CurvedTables<T> {
     /// Storage number of each cell.
     pub cells: Vec<u32>,
@@ -148,26 +151,33 @@ pub struct CurvedTables<T> {
     pub q: Vec<T>,
     /// Room for `Q` carried values per cell (host runs; zeros).
     pub carried: Vec<T>,
+    /// Which cells each region of the partition updates.
+    pub regions: ListRegions,
 }
 
 impl<T: kernels_gpu::Real> CurvedTables<T> {
-    /// The group of `walls` on `grid`; `None` when it is empty.
-    pub fn build(walls: &CurvedWalls, grid: &crate::part_grid::PartGrid) -> Option<Self> {
-        Self::with_cells(walls, grid.stored_cells(&walls.cells))
+    /// The group of `walls` on partition `slab`'s `grid`; `None` when it is empty.
+    pub fn build(walls: &CurvedWalls, grid: &PartGrid, slab: &Slab) -> Option<Self> {
+        let stored = grid.stored_cells(&walls.cells);
+        let (order, regions) = grid.region_order(slab, &stored);
+        let q = order.iter().flat_map(|&k| walls.fractions(k)).copied();
+        Self::with_cells(order.iter().map(|&k| stored[k]).collect(), q.collect(), regions)
     }
 
     /// The group of `walls` on a refinement level's grid `layout`; `None` when it is empty.
     pub fn on_level(walls: &CurvedWalls, layout: &crate::sparse::SparseLayout) -> Option<Self> {
         let stored = walls.cells.iter().map(|&n| layout.storage_of(n).expect("flow cells are in stored blocks"));
-        Self::with_cells(walls, stored.collect())
+        let count = walls.cells.len() as u32;
+        Self::with_cells(stored.collect(), walls.q.clone(), ListRegions { boundary: count, count })
     }
 
-    /// The group of `walls` whose cells have storage numbers `cells`.
-    fn with_cells(walls: &CurvedWalls, cells: Vec<u32>) -> Option<Self> {
-        (!walls.is_empty()).then(|| Self {
+    /// The group of the cells with storage numbers `cells` and fractions `q`.
+    fn with_cells(cells: Vec<u32>, q: Vec<f64>, regions: ListRegions) -> Option<Self> {
+        (!cells.is_empty()).then(|| Self {
             cells,
-            q: walls.q.iter().map(|&q| T::from_f64(q)).collect(),
-            carried: vec![T::ZERO; walls.q.len()],
+            carried: vec![T::ZERO; q.len()],
+            q: q.into_iter().map(T::from_f64).collect(),
+            regions,
         })
     }
 
@@ -176,17 +186,20 @@ impl<T: kernels_gpu::Real> CurvedTables<T> {
         self.cells.len() as u32
     }
 
-    /// The kernel argument over these tables in host memory (valid while
-    /// they live and are not moved).
-    pub fn host_cells(&mut self) -> kernels_gpu::curved::CurvedCells<T> {
-        // SAFETY: `count` cells and `Q` values per cell in each table, distinct
-        // fluid cells (`mark`).
+    /// The kernel argument over the cells `entries` of these tables in host
+    /// memory (valid while they live and are not moved).
+    pub fn host_cells(&mut self, entries: std::ops::Range<u32>) -> kernels_gpu::curved::CurvedCells<T> {
+        let q = self.q.len() / self.cells.len();
+        let (first, count) = (entries.start as usize, entries.len() as u32);
+        assert!(entries.end as usize <= self.cells.len(), "entries of the list");
+        // SAFETY: `count` cells from `first` and `Q` values per cell in each
+        // table, distinct fluid cells (`mark`).
         unsafe {
             kernels_gpu::curved::CurvedCells::new(
-                self.cells.as_ptr(),
-                self.q.as_ptr(),
-                self.carried.as_mut_ptr(),
-                self.count(),
+                self.cells.as_ptr().add(first),
+                self.q.as_ptr().add(q * first),
+                self.carried.as_mut_ptr().add(q * first),
+                count,
             )
         }
     }

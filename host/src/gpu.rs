@@ -11,7 +11,7 @@ use crate::fields::PartFields;
 use crate::forces::momentum_exchange;
 use crate::groups::{passes, BoundaryGroups, OpenTables, Pass};
 use crate::launch::{self, Buffers};
-use crate::part_grid::{with_grid, PartGrid};
+use crate::part_grid::{with_grid, ListRegions, PartGrid};
 use crate::partition::{local_config, own_values, Slab};
 use crate::plan::Region;
 use crate::solver::{mass_of, CollisionParams, KernelReport, SavedPart, SavedState, SolverConfig};
@@ -417,12 +417,15 @@ impl<T: Real> DeviceOpenCells<T> {
     }
 }
 
-/// A sponge band in device memory and the kernel argument that refers to
-/// its tables (valid while they live).
+/// A sponge band in device memory: its tables, the addresses the kernel
+/// arguments over them point into, and which cells each region damps.
 struct DeviceSponge<T> {
     _cells: CudaSlice<u32>,
     _strength: CudaSlice<T>,
-    band: SpongeCells<T>,
+    addresses: (usize, usize),
+    density: T,
+    velocity: [T; 3],
+    regions: ListRegions,
 }
 
 impl<T: Real + DeviceRepr> DeviceSponge<T> {
@@ -430,12 +433,20 @@ impl<T: Real + DeviceRepr> DeviceSponge<T> {
     fn new(s: &Arc<CudaStream>, tables: &SpongeTables<T>) -> Result<Self> {
         let cells = s.clone_htod(&tables.cells).ctx("uploading the sponge cells")?;
         let strength = s.clone_htod(&tables.strength).ctx("uploading the sponge strengths")?;
-        let (c, st) = (cells.device_ptr(s).0 as usize, strength.device_ptr(s).0 as usize);
+        let addresses = (cells.device_ptr(s).0 as usize, strength.device_ptr(s).0 as usize);
+        let (density, velocity, regions) = (tables.density, tables.velocity, tables.regions);
+        Ok(Self { _cells: cells, _strength: strength, addresses, density, velocity, regions })
+    }
+
+    /// The kernel argument over the cells `region` damps (valid while this lives).
+    fn band(&self, region: Region) -> SpongeCells<T> {
+        let entries = self.regions.of(region);
+        let first = entries.start as usize;
+        let (c, st) = self.addresses;
+        let (c, st) = (c + first * std::mem::size_of::<u32>(), st + first * std::mem::size_of::<T>());
         // SAFETY: one strength per cell, distinct flow cells that are not
-        // open (`sponge::add`), living as long as `band` does.
-        let count = tables.cells.len() as u32;
-        let band = unsafe { SpongeCells::new(c as *const u32, st as *const T, tables.density, tables.velocity, count) };
-        Ok(Self { _cells: cells, _strength: strength, band })
+        // open (`sponge::add`), `entries` within the tables, living as long as `self`.
+        unsafe { SpongeCells::new(c as *const u32, st as *const T, self.density, self.velocity, entries.len() as u32) }
     }
 }
 
@@ -445,7 +456,12 @@ pub(crate) struct DeviceCurved<T> {
     _cells: CudaSlice<u32>,
     _q: CudaSlice<T>,
     _carried: CudaSlice<T>,
+    /// The kernel argument over every cell.
     pub(crate) links: CurvedCells<T>,
+    /// The tables' addresses, for the arguments over part of the list.
+    addresses: [usize; 3],
+    /// Which cells each region of the partition updates.
+    regions: ListRegions,
     pub(crate) gather: CudaFunction,
     pub(crate) update: CudaFunction,
     fields: CudaFunction,
@@ -473,10 +489,27 @@ impl<T: Real + DeviceRepr + ValidAsZeroBits> DeviceCurved<T> {
             _q: q,
             _carried: carried,
             links,
+            addresses: [c, qp, cp],
+            regions: tables.regions,
             gather: device.kernel::<L, Q, S>(KernelKind::CurvedGather, on)?,
-            update: device.kernel::<L, Q, S>(KernelKind::CurvedWall(collision), on)?,
+            update: device.kernel::<L, Q, S>(KernelKind::curved_wall(collision), on)?,
             fields: device.kernel::<L, Q, S>(KernelKind::CurvedFields, on)?,
         })
+    }
+}
+
+impl<T: Real> DeviceCurved<T> {
+    /// The kernel argument over the cells `region` updates (valid while this lives).
+    fn links_in<const Q: usize>(&self, region: Region) -> CurvedCells<T> {
+        let entries = self.regions.of(region);
+        let first = entries.start as usize;
+        let [c, qp, cp] = self.addresses;
+        let values = Q * first * std::mem::size_of::<T>();
+        let c = c + first * std::mem::size_of::<u32>();
+        // SAFETY: as `links`, from entry `first` on, `entries` within the tables.
+        unsafe {
+            CurvedCells::new(c as *const u32, (qp + values) as *const T, (cp + values) as *mut T, entries.len() as u32)
+        }
     }
 }
 
@@ -543,7 +576,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let step_block = block_size(step_kind);
         let with_open = match OpenTables::<S::Real>::build(&config, &grid)? {
             Some(tables) => {
-                let kind = KernelKind::StreamCollideOpen(config.streaming, config.collision.near_boundaries());
+                let kind = KernelKind::StreamCollideOpen(config.streaming, config.collision.kind());
                 let kernel = device.kernel::<L, Q, S>(kind, on)?;
                 Some(OpenKernel { kernel, tables: DeviceOpenCells::upload(&s, &tables)? })
             }
@@ -553,15 +586,15 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             (Some(_), BoundaryGroups::Memory | BoundaryGroups::Bitmask) => Some(Beside::new(device.context())?),
             _ => None,
         };
-        let curved = CurvedTables::build(&config.domain.curved, &grid)
-            .map(|t| DeviceCurved::new::<L, Q, S>(&device, &t, config.collision.near_boundaries(), on))
+        let curved = CurvedTables::build(&config.domain.curved, &grid, &slab)
+            .map(|t| DeviceCurved::new::<L, Q, S>(&device, &t, config.collision.kind(), on))
             .transpose()?;
-        let sponges = (SpongeTables::build(&config.domain.sponges, &grid).iter())
+        let sponges = (SpongeTables::build(&config.domain.sponges, &grid, &slab).iter())
             .map(|t| DeviceSponge::new(&s, t))
             .collect::<Result<Vec<_>>>()?;
         let sponge_kernel =
             (!sponges.is_empty()).then(|| device.kernel::<L, Q, S>(KernelKind::Sponge, on)).transpose()?;
-        Ok(Self {
+        let mut part = Self {
             with_open,
             beside,
             curved,
@@ -583,7 +616,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             open,
             t: 0,
             _lattice: PhantomData,
-        })
+        };
+        part.seed_curved()?;
+        Ok(part)
     }
 
     /// The device this partition lives on.
@@ -606,15 +641,9 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
     }
 
     /// Queues `region`'s update of step `t` on stream `s`: the passes of
-    /// the boundary-group variant ([`passes`]) over its units.
+    /// the boundary-group variant ([`passes`]) over its units, then the
+    /// region's curved-wall and sponge cells.
     pub(crate) fn launch(&mut self, s: &Arc<CudaStream>, region: Region, t: u64) -> Result<()> {
-        // Only unsplit domains have curved walls (see `local_config`): their
-        // one region, `Whole`, gathers before anything changes.
-        let curved = region == Region::Whole && self.curved.is_some();
-        if let Some(c) = self.curved.as_ref().filter(|_| curved) {
-            let p = self.config.step_params::<S::Real>(t);
-            launch::curved_gather(s, &c.gather, &self.f, p, c.links, self.config.streaming, self.kernel_grid())?;
-        }
         let units = self.grid.region_units(&self.slab, region);
         let boundary_blocks = self.grid.sparse().map_or(0, |l| l.boundary_blocks().len() as u32);
         let passes = passes(self.config.groups, &units, region != Region::Interior, boundary_blocks);
@@ -643,23 +672,49 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
             b.done.record(&b.stream).ctx("recording an event")?;
             s.wait(&b.done).ctx("waiting for the open cells")?;
         }
-        if let Some(c) = self.curved.as_ref().filter(|_| curved) {
-            let p = self.config.step_params::<S::Real>(t);
-            let grid = self.kernel_grid();
+        let grid = self.kernel_grid();
+        let p = self.config.step_params::<S::Real>(t);
+        if let Some(links) = self.curved.as_ref().map(|c| c.links_in::<Q>(region)).filter(|l| l.count > 0) {
+            let c = self.curved.as_ref().expect("links come from it");
             let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
-            let collision = self.collision.near_boundaries();
-            launch::curved_wall(s, &c.update, b, &self.flags, p, collision, c.links, self.config.streaming, grid)?;
+            let collision = self.collision;
+            launch::curved_wall(s, &c.update, b, &self.flags, p, collision, links, self.config.streaming, grid)?;
         }
-        // Sponges, like curved walls, only on unsplit domains (see `local_config`).
-        if let Some(kernel) = self.sponge_kernel.as_ref().filter(|_| region == Region::Whole) {
-            let p = self.config.step_params::<S::Real>(t);
-            let grid = self.kernel_grid();
+        if let Some(kernel) = self.sponge_kernel.as_ref() {
             let f = self.f_next.as_mut().unwrap_or(&mut self.f);
-            for band in &self.sponges {
-                launch::sponge(s, kernel, f, p, band.band, self.config.streaming, grid)?;
+            for band in self.sponges.iter().map(|b| b.band(region)).filter(|b| b.count > 0) {
+                launch::sponge(s, kernel, f, p, band, self.config.streaming, grid)?;
             }
         }
-        Ok(())
+        // The next step's carried values, taken as soon as these cells have
+        // stored (and damped) them: with Esoteric Pull a top-layer cell keeps
+        // some in the upper halo, which a neighbour's next exchange overwrites.
+        self.gather_curved(s, region, t + 1, true)
+    }
+
+    /// Every curved-wall cell's carried values for the step about to run,
+    /// from the current buffer: after initialisation and after a restore.
+    fn seed_curved(&mut self) -> Result<()> {
+        let s = self.device.stream().clone();
+        self.gather_curved(&s, Region::Whole, self.t, false)?;
+        s.synchronize().ctx("taking the curved walls' carried values")
+    }
+
+    /// Queues [`kernels_gpu::curved::gather`] of `region`'s curved-wall
+    /// cells for step `step` on `s`, from the buffer the step before wrote
+    /// (`output`: the one being written now; else the current one).
+    fn gather_curved(&self, s: &Arc<CudaStream>, region: Region, step: u64, output: bool) -> Result<()> {
+        let Some(c) = self.curved.as_ref() else { return Ok(()) };
+        let links = c.links_in::<Q>(region);
+        if links.count == 0 {
+            return Ok(());
+        }
+        let f = match (&self.f_next, output) {
+            (Some(next), true) => next,
+            _ => &self.f,
+        };
+        let p = self.config.step_params::<S::Real>(step);
+        launch::curved_gather(s, &c.gather, f, p, links, self.config.streaming, self.kernel_grid())
     }
 
     /// The kernel grid argument: the sparse grid's, none for the dense box
@@ -686,7 +741,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let p = self.config.step_params::<S::Real>(t);
         let grid = self.kernel_grid();
         let b = Buffers { f: &mut self.f, next: self.f_next.as_mut() };
-        let collision = if open.is_some() { self.collision.near_boundaries() } else { self.collision };
+        let collision = self.collision;
         launch::stream_collide(s, kernel, b, &self.flags, p, collision, grid, open, units, cfg)
     }
 
@@ -792,7 +847,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let elems: Vec<S::Elem> = local.iter().map(|&v| S::to_elem(v)).collect();
         self.device.stream().memcpy_htod(&elems, &mut self.f).ctx("uploading populations")?;
         self.t = t;
-        Ok(())
+        self.seed_curved()
     }
 
     /// Registers and occupancy of the stream-collide kernels as launched.

@@ -56,7 +56,7 @@ impl BoundaryGroups {
     /// cells cannot share the bulk kernel ([`CollisionKind::everywhere`])
     /// take `lists`.
     pub fn auto(grid: GridLayout, has_open: bool, collision: CollisionKind) -> Self {
-        match (has_open && collision.everywhere(), grid) {
+        match (has_open && collision.stamped(), grid) {
             (false, _) => BoundaryGroups::Lists,
             (true, GridLayout::Dense) => BoundaryGroups::Naive,
             (true, GridLayout::Sparse { .. }) => BoundaryGroups::Memory,

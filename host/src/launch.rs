@@ -11,7 +11,9 @@ use kernels_gpu::curved::CurvedCells;
 use kernels_gpu::groups::OpenCells;
 use kernels_gpu::sparse::SparseTables;
 use kernels_gpu::sponge::SpongeCells;
-use kernels_gpu::{Bgk, Cumulant, Dims, Mrt, OpenBoundary, Regularized, Smagorinsky, StepParams, Streaming, Trt};
+use kernels_gpu::{
+    Bgk, Chosen, Cumulant, Dims, Mrt, OpenBoundary, Regularized, Smagorinsky, StepParams, Streaming, Trt,
+};
 use std::ops::Range;
 
 /// A kernel argument passed by value: the `#[repr(C)]` structs of `kernels-gpu`.
@@ -40,6 +42,7 @@ enum WithCollision<T: Copy> {
     Regularized(ByValue<StepParams<T, Regularized<T>>>),
     Smagorinsky(ByValue<StepParams<T, Smagorinsky<T>>>),
     Cumulant(ByValue<StepParams<T, Cumulant<T>>>),
+    Chosen(ByValue<StepParams<T, Chosen<T>>>),
 }
 
 impl<T: Copy> WithCollision<T> {
@@ -63,6 +66,7 @@ impl<T: Copy> WithCollision<T> {
             WithCollision::Regularized(p) => launch.arg(p),
             WithCollision::Smagorinsky(p) => launch.arg(p),
             WithCollision::Cumulant(p) => launch.arg(p),
+            WithCollision::Chosen(p) => launch.arg(p),
         };
     }
 }
@@ -197,9 +201,10 @@ pub(crate) fn curved_fields<E: DeviceRepr, T: DeviceRepr + Copy>(
     Ok(())
 }
 
-/// `curved_wall_{bgk|trt}_*`: the curved-wall group `links` for step `p.step`.
+/// `curved_wall_{bgk|trt|chosen}_*`: the curved-wall group `links` for step
+/// `p.step` (the operators not stamped into it chosen at run time).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn curved_wall<E: DeviceRepr, T: DeviceRepr + Copy>(
+pub(crate) fn curved_wall<E: DeviceRepr, T: DeviceRepr + kernels_gpu::Real>(
     s: &CudaStream,
     kernel: &CudaFunction,
     b: Buffers<E>,
@@ -210,7 +215,10 @@ pub(crate) fn curved_wall<E: DeviceRepr, T: DeviceRepr + Copy>(
     scheme: Streaming,
     grid: Option<SparseTables>,
 ) -> Result<()> {
-    let p = WithCollision::new(p, collision);
+    let p = match collision.chosen() {
+        Some(c) => WithCollision::Chosen(ByValue(p.with_collision(c))),
+        None => WithCollision::new(p, collision),
+    };
     let (count, links, scheme, null, grid) = (links.count, ByValue(links), scheme as u32, 0u64, grid.map(ByValue));
     let mut launch = s.launch_builder(kernel);
     push_src_dst(&mut launch, b, &null);

@@ -27,6 +27,28 @@ pub enum PartGrid {
     Sparse(Box<SparseLayout>),
 }
 
+/// Where the regions of a partition meet in a boundary group's list
+/// ordered by [`PartGrid::region_order`]: the boundary region's entries
+/// come first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListRegions {
+    /// Entries in the boundary region (all of them when unsplit).
+    pub boundary: u32,
+    /// Entries in all.
+    pub count: u32,
+}
+
+impl ListRegions {
+    /// The entries `region` updates.
+    pub fn of(&self, region: Region) -> Range<u32> {
+        match region {
+            Region::Whole => 0..self.count,
+            Region::Boundary => 0..self.boundary,
+            Region::Interior => self.boundary..self.count,
+        }
+    }
+}
+
 /// Runs `$body` with `$g` bound to the kernel grid of the [`PartGrid`]
 /// `$grid` (a `Dims` or a `Sparse`, both `Grid`): one generic body for both.
 macro_rules! with_grid {
@@ -81,6 +103,23 @@ impl PartGrid {
     pub fn region_cells(&self, slab: &Slab, region: Region) -> Vec<Range<usize>> {
         let units = self.region_units(slab, region);
         with_grid!(self, |g| units.into_iter().map(|u| g.region_cells(u)).collect())
+    }
+
+    /// A boundary group's list (the storage numbers `cells`) ordered as the
+    /// regions run it: the entries of `slab`'s boundary region first, then
+    /// the interior's. Returns the order (indices into `cells`) and where
+    /// the regions meet. An unsplit partition runs one region, `Whole`.
+    pub fn region_order(&self, slab: &Slab, cells: &[u32]) -> (Vec<usize>, ListRegions) {
+        let count = cells.len() as u32;
+        if slab.halo == 0 {
+            return ((0..cells.len()).collect(), ListRegions { boundary: count, count });
+        }
+        let boundary = self.region_cells(slab, Region::Boundary);
+        let in_boundary = |k: &usize| boundary.iter().any(|r| r.contains(&(cells[*k] as usize)));
+        let (mut order, interior): (Vec<usize>, Vec<usize>) = (0..cells.len()).partition(in_boundary);
+        let regions = ListRegions { boundary: order.len() as u32, count };
+        order.extend(interior);
+        (order, regions)
     }
 
     /// The kernels' flag bytes of `config`'s domain in storage order

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::fields::Fields;
 pub use crate::saved::{SavedBlocks, SavedPart, SavedState};
 use kernels_gpu::{
-    Bgk, CollisionKind, Cumulant, F16s, Lattice, Les, Mrt, Real, Regularized, Smagorinsky, StepParams, Storage,
+    Bgk, Chosen, CollisionKind, Cumulant, F16s, Lattice, Les, Mrt, Real, Regularized, Smagorinsky, StepParams, Storage,
     Streaming, Trt, D2Q9, D3Q19, D3Q27,
 };
 use serde::{Deserialize, Serialize};
@@ -236,18 +236,6 @@ impl CollisionModel {
             CollisionModel::Cumulant => CollisionKind::Cumulant,
         }
     }
-    /// The operator the kernels outside the bulk update (curved walls,
-    /// open cells in the bulk kernel, refinement levels) collide with: this
-    /// one where they are built for it ([`CollisionKind::everywhere`]),
-    /// otherwise BGK at the molecular `1 / tau` (as TRT with equal rates,
-    /// [`CollisionParams::rates`]).
-    pub const fn near_boundaries(self) -> CollisionKind {
-        if self.kind().everywhere() {
-            self.kind()
-        } else {
-            CollisionKind::Trt
-        }
-    }
     /// One line for the set-up report: the operator and its parameters.
     pub fn describe(self, lattice: LatticeKind) -> String {
         let les = |c: f64| format!("Smagorinsky eddy viscosity, C = {c}");
@@ -266,8 +254,8 @@ impl CollisionModel {
                 format!("cumulant, bulk rate {}, higher orders at rate 1", Cumulant::DEFAULT_BULK)
             }
         };
-        if !self.kind().everywhere() {
-            line += " (cells next to curved walls and open boundaries collide with bgk)";
+        if !self.kind().stamped() {
+            line += " (regularized inlet and outlet cells collide with bgk)";
         }
         line
     }
@@ -330,12 +318,41 @@ impl<T: Real> CollisionParams<T> {
             CollisionParams::Cumulant(c) => equal(c.shear),
         }
     }
-    /// The parameters for the operator [`CollisionModel::near_boundaries`] names.
-    pub fn near_boundaries(self) -> Self {
-        match self {
-            CollisionParams::Bgk(_) | CollisionParams::Trt(_) => self,
-            _ => CollisionParams::Trt(self.rates()),
-        }
+
+    /// The operator as the kernels that choose it at run time take it
+    /// ([`Chosen`]); `None` for the operators stamped into every kernel.
+    pub fn chosen(self) -> Option<Chosen<T>> {
+        let z = T::ZERO;
+        let les = Les { tau: z, factor: z };
+        let mut c = Chosen {
+            mrt: Mrt { shear: z, bulk: z, flux: z, fourth: z, ghost: z },
+            regularized: Regularized { omega: z, les },
+            smagorinsky: Smagorinsky { les },
+            cumulant: Cumulant { shear: z, bulk: z },
+            kind: 0,
+            reserved: 0,
+        };
+        let kind = match self {
+            CollisionParams::Bgk(_) | CollisionParams::Trt(_) => return None,
+            CollisionParams::Mrt(m) => {
+                c.mrt = m;
+                CollisionKind::Mrt
+            }
+            CollisionParams::Regularized(r) => {
+                c.regularized = r;
+                CollisionKind::Regularized
+            }
+            CollisionParams::Smagorinsky(s) => {
+                c.smagorinsky = s;
+                CollisionKind::Smagorinsky
+            }
+            CollisionParams::Cumulant(k) => {
+                c.cumulant = k;
+                CollisionKind::Cumulant
+            }
+        };
+        c.kind = kind as u32;
+        Some(c)
     }
 }
 
@@ -422,7 +439,7 @@ impl SolverConfig {
                 self.lattice.name().to_uppercase()
             )));
         }
-        if !kind.everywhere() && self.groups != crate::groups::BoundaryGroups::Lists && !self.domain.open.is_empty() {
+        if !kind.stamped() && self.groups != crate::groups::BoundaryGroups::Lists && !self.domain.open.is_empty() {
             return Err(Error::Setup(format!(
                 "collision = \"{}\" runs the bulk kernels only, and boundary_groups = \"{}\" updates open cells inside the bulk kernel: use boundary_groups = \"lists\" (or \"auto\", which picks it)",
                 kind.name(),

@@ -3,6 +3,8 @@
 
 use crate::domain::{Domain, Face, OpenKind};
 use crate::error::{Error, Result};
+use crate::part_grid::{ListRegions, PartGrid};
+use crate::partition::Slab;
 use kernels_gpu::flags::{is_flow, is_open};
 
 /// A band of cells in front of an outlet that damps pressure waves.
@@ -78,7 +80,8 @@ pub fn add(domain: &mut Domain, face: Face, thickness: u32, strength: f64, veloc
     Ok(())
 }
 
-/// A band's tables in the kernels' precision, cells by storage number.
+/// A band's tables in the kernels' precision, cells by storage number, the
+/// boundary region's first ([`PartGrid::region_order`]).
 pub struct SpongeTables<T> {
     /// Storage number of each cell.
     pub cells: Vec<u32>,
@@ -88,31 +91,41 @@ pub struct SpongeTables<T> {
     pub density: T,
     /// The velocity the band relaxes towards.
     pub velocity: [T; 3],
+    /// Which cells each region of the partition damps.
+    pub regions: ListRegions,
 }
 
 impl<T: kernels_gpu::Real> SpongeTables<T> {
-    /// The tables of each of `bands` on `grid`.
-    pub fn build(bands: &[SpongeBand], grid: &crate::part_grid::PartGrid) -> Vec<Self> {
+    /// The tables of each of `bands` on partition `slab`'s `grid`.
+    pub fn build(bands: &[SpongeBand], grid: &PartGrid, slab: &Slab) -> Vec<Self> {
         (bands.iter())
-            .map(|b| Self {
-                cells: grid.stored_cells(&b.cells),
-                strength: b.strength.iter().map(|&s| T::from_f64(s)).collect(),
-                density: T::from_f64(b.density),
-                velocity: b.velocity.map(T::from_f64),
+            .map(|b| {
+                let stored = grid.stored_cells(&b.cells);
+                let (order, regions) = grid.region_order(slab, &stored);
+                Self {
+                    cells: order.iter().map(|&k| stored[k]).collect(),
+                    strength: order.iter().map(|&k| T::from_f64(b.strength[k])).collect(),
+                    density: T::from_f64(b.density),
+                    velocity: b.velocity.map(T::from_f64),
+                    regions,
+                }
             })
             .collect()
     }
 
-    /// The kernel argument over these tables in host memory (valid while they live).
-    pub fn host_cells(&self) -> kernels_gpu::sponge::SpongeCells<T> {
+    /// The kernel argument over the cells `entries` of these tables in host
+    /// memory (valid while they live).
+    pub fn host_cells(&self, entries: std::ops::Range<u32>) -> kernels_gpu::sponge::SpongeCells<T> {
+        assert!(entries.end as usize <= self.cells.len(), "entries of the list");
+        let first = entries.start as usize;
         // SAFETY: one strength per cell; distinct flow cells that are not open (`add`).
         unsafe {
             kernels_gpu::sponge::SpongeCells::new(
-                self.cells.as_ptr(),
-                self.strength.as_ptr(),
+                self.cells.as_ptr().add(first),
+                self.strength.as_ptr().add(first),
                 self.density,
                 self.velocity,
-                self.cells.len() as u32,
+                entries.len() as u32,
             )
         }
     }

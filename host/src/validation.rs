@@ -10,7 +10,7 @@ use kernels_gpu::{Dims, Streaming};
 use std::f64::consts::PI;
 
 use crate::cases::duct_faces;
-pub use crate::cases::{cavity_config, duct_config, tau_for_viscosity};
+pub use crate::cases::{cavity_config, duct_config, obstacle_duct_config, tau_for_viscosity};
 
 /// Builds solvers for a backend (the `lbm` crate passes its embedded PTX).
 pub type Factory<'a> = &'a dyn Fn(SolverConfig, BackendKind) -> Result<Box<dyn Solver>>;

@@ -5,7 +5,7 @@
 //! ([`Sparse`], whose tables are a kernel argument of their own), named
 //! with `sparse4_` or `sparse8_` before the instance.
 
-use crate::collision::{Bgk, Collision, Cumulant, Mrt, Regularized, Smagorinsky, Trt};
+use crate::collision::{Bgk, Chosen, Collision, Cumulant, Mrt, Regularized, Smagorinsky, Trt};
 use crate::curved::{self, CurvedCells};
 use crate::grid::{Grid, LaunchIndex};
 use crate::groups::OpenCells;
@@ -63,7 +63,7 @@ const fn z_shift(d: usize, shift: u32) -> u32 {
 }
 
 /// The bulk stream-collide kernels of the operators that run only those
-/// ([`crate::CollisionKind::everywhere`] is false): a module per operator
+/// ([`crate::CollisionKind::stamped`] is false): a module per operator
 /// with `ep` and `ab`, named `stream_collide_{ep,ab}_<operator>_<infix><row>`.
 /// `$grid` builds the grid from the launch's arguments (the step
 /// parameters `$p`, the sparse grids' `tables`), `$first` is the launch's
@@ -269,6 +269,19 @@ macro_rules! sparse_entries {
                 dst: *mut $s,
                 flags: *const u8,
                 p: StepParams<Real, Trt<Real>>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+                tables: SparseTables,
+            ) {
+                curved_list(&Grid::new(tables), src, dst, flags, p, links, scheme)
+            }
+
+            #[export_name = concat!("curved_wall_chosen_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_wall_chosen(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Chosen<Real>>,
                 links: CurvedCells<Real>,
                 scheme: u32,
                 tables: SparseTables,
@@ -866,6 +879,18 @@ macro_rules! entry_points {
                 dst: *mut $s,
                 flags: *const u8,
                 p: StepParams<Real, Trt<Real>>,
+                links: CurvedCells<Real>,
+                scheme: u32,
+            ) {
+                curved_list(&{ p.dims }, src, dst, flags, p, links, scheme)
+            }
+
+            #[export_name = concat!("curved_wall_chosen_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn curved_wall_chosen(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Chosen<Real>>,
                 links: CurvedCells<Real>,
                 scheme: u32,
             ) {

@@ -45,8 +45,11 @@ pub enum KernelKind {
     OpenBoundary,
     /// [`crate::curved::gather`], over a curved-wall group's cells.
     CurvedGather,
-    /// [`crate::curved::update`], over a curved-wall group's cells, with a collision operator.
+    /// [`crate::curved::update`], over a curved-wall group's cells, with a
+    /// [`CollisionKind::stamped`] collision operator.
     CurvedWall(CollisionKind),
+    /// [`crate::curved::update`] with the other operators, [`crate::Chosen`].
+    CurvedWallChosen,
     /// [`crate::curved::fields`], over a curved-wall group's cells.
     CurvedFields,
     /// [`crate::sponge::absorb`], over a sponge band's cells.
@@ -72,28 +75,28 @@ macro_rules! with_collision {
     };
 }
 
-/// The collision operators [`CollisionKind::everywhere`] holds, in order.
-const EVERYWHERE: [CollisionKind; 2] = [CollisionKind::Bgk, CollisionKind::Trt];
+/// The collision operators [`CollisionKind::stamped`] holds, in order.
+const STAMPED: [CollisionKind; 2] = [CollisionKind::Bgk, CollisionKind::Trt];
 const _: () = {
     let mut n = 0;
     let mut k = 0;
     while k < CollisionKind::ALL.len() {
-        if CollisionKind::ALL[k].everywhere() {
-            assert!(EVERYWHERE[n] as u32 == CollisionKind::ALL[k] as u32);
+        if CollisionKind::ALL[k].stamped() {
+            assert!(STAMPED[n] as u32 == CollisionKind::ALL[k] as u32);
             n += 1;
         }
         k += 1;
     }
-    assert!(n == EVERYWHERE.len());
+    assert!(n == STAMPED.len());
 };
 
 impl KernelKind {
     /// Every kernel family: the stream-collide kernels for every operator,
     /// the kernels with a collision of their own for the operators
-    /// [`CollisionKind::everywhere`] holds.
-    pub const ALL: [KernelKind; 2 * CollisionKind::ALL.len() + 3 * EVERYWHERE.len() + 6] = {
+    /// [`CollisionKind::stamped`] holds, and the curved walls' for the others.
+    pub const ALL: [KernelKind; 2 * CollisionKind::ALL.len() + 3 * STAMPED.len() + 7] = {
         use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
-        let mut all = [KernelKind::Fields; 2 * CollisionKind::ALL.len() + 3 * EVERYWHERE.len() + 6];
+        let mut all = [KernelKind::Fields; 2 * CollisionKind::ALL.len() + 3 * STAMPED.len() + 7];
         let mut n = 0;
         let mut k = 0;
         while k < CollisionKind::ALL.len() {
@@ -103,14 +106,15 @@ impl KernelKind {
             k += 1;
         }
         k = 0;
-        while k < EVERYWHERE.len() {
-            all[n] = KernelKind::StreamCollideOpen(Ep, EVERYWHERE[k]);
-            all[n + 1] = KernelKind::StreamCollideOpen(Ab, EVERYWHERE[k]);
-            all[n + 2] = KernelKind::CurvedWall(EVERYWHERE[k]);
+        while k < STAMPED.len() {
+            all[n] = KernelKind::StreamCollideOpen(Ep, STAMPED[k]);
+            all[n + 1] = KernelKind::StreamCollideOpen(Ab, STAMPED[k]);
+            all[n + 2] = KernelKind::CurvedWall(STAMPED[k]);
             n += 3;
             k += 1;
         }
         let rest = [
+            KernelKind::CurvedWallChosen,
             KernelKind::OpenBoundary,
             KernelKind::CurvedGather,
             KernelKind::CurvedFields,
@@ -128,6 +132,15 @@ impl KernelKind {
         all
     };
 
+    /// The curved-wall kernel of operator `c`.
+    pub const fn curved_wall(c: CollisionKind) -> Self {
+        if c.stamped() {
+            KernelKind::CurvedWall(c)
+        } else {
+            KernelKind::CurvedWallChosen
+        }
+    }
+
     /// Prefix of the entry-point name; the full name is `{prefix}_{instance}`,
     /// e.g. `stream_collide_ep_bgk_d3q19_f32` (see [`for_each_instance`]).
     pub const fn prefix(self) -> &'static str {
@@ -140,6 +153,7 @@ impl KernelKind {
             KernelKind::OpenBoundary => "open_boundary",
             KernelKind::CurvedGather => "curved_gather",
             KernelKind::CurvedWall(c) => with_collision!("curved_wall_", c),
+            KernelKind::CurvedWallChosen => "curved_wall_chosen",
             KernelKind::CurvedFields => "curved_fields",
             KernelKind::Sponge => "sponge",
             KernelKind::InitEquilibrium => "init_equilibrium",
@@ -185,15 +199,15 @@ pub enum LevelKernel {
 
 impl LevelKernel {
     /// Every level kernel: those with a collision for the operators
-    /// [`CollisionKind::everywhere`] holds.
-    pub const ALL: [LevelKernel; 3 + 2 * EVERYWHERE.len()] = {
-        let mut all = [LevelKernel::Transit; 3 + 2 * EVERYWHERE.len()];
+    /// [`CollisionKind::stamped`] holds.
+    pub const ALL: [LevelKernel; 3 + 2 * STAMPED.len()] = {
+        let mut all = [LevelKernel::Transit; 3 + 2 * STAMPED.len()];
         all[1] = LevelKernel::Explode;
         all[2] = LevelKernel::Stream;
         let mut k = 0;
-        while k < EVERYWHERE.len() {
-            all[3 + 2 * k] = LevelKernel::Coalesce(EVERYWHERE[k]);
-            all[4 + 2 * k] = LevelKernel::Collide(EVERYWHERE[k]);
+        while k < STAMPED.len() {
+            all[3 + 2 * k] = LevelKernel::Coalesce(STAMPED[k]);
+            all[4 + 2 * k] = LevelKernel::Collide(STAMPED[k]);
             k += 1;
         }
         all

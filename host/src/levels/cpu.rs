@@ -288,8 +288,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
 
     /// Level `l`'s update, after which its clock moves on.
     fn step_level(&mut self, l: usize) {
-        crate::with_collision!(self.states[l].config.collision_params::<S::Real>().near_boundaries(), |c| self
-            .update(l, c));
+        crate::with_collision!(self.states[l].config.collision_params::<S::Real>(), |c| self.update(l, c));
         let state = &mut self.states[l];
         if self.scheme == Streaming::TwoLattice {
             std::mem::swap(&mut state.f, &mut state.f_next);
@@ -338,7 +337,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
         // A partition updates its own blocks, numbered first.
         let cells = level.own_stored() as u32;
         let split = self.fusion == Fusion::Split;
-        let links = state.curved.as_mut().map(CurvedTables::host_cells);
+        let links = state.curved.as_mut().map(|c| c.host_cells(0..c.count()));
         crate::sparse::with_sparse!(&level.layout, |g| {
             // Curved-wall cells copy what their neighbours overwrite before anything moves.
             if let Some(links) = &links {

@@ -181,7 +181,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         for (level, state) in levels.levels.iter().zip(states) {
             let (f, t, config) = (state.f, state.t, state.config);
             let curved = (state.curved.as_ref())
-                .map(|c| DeviceCurved::new::<L, Q, S>(&device, c, config.collision.near_boundaries(), grid_kind))
+                .map(|c| DeviceCurved::new::<L, Q, S>(&device, c, config.collision.kind(), grid_kind))
                 .transpose()?;
             let f_next = match scheme {
                 Streaming::TwoLattice => {
@@ -368,7 +368,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         if let Some(c) = &state.curved {
             note(Part::Curved)?;
             let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };
-            let walls = collision.near_boundaries();
+            let walls = collision;
             launch::curved_wall(&s, &c.update, b, &state.flags, p, walls, c.links, self.scheme, Some(tables))?;
         }
         for g in state.open.iter().filter(|g| g.count > 0) {

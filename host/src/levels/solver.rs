@@ -133,7 +133,7 @@ pub fn build_refined(
         Ok(Refined::boxed(SplitRun::<L, Q, S, RefinedGpu<L, Q, S>>::new(levels, split, pieces, scheme)?, c))
     }
     let kind = config.collision.kind();
-    if !kind.everywhere() {
+    if !kind.stamped() {
         return Err(Error::Setup(format!(
             "collision = \"{}\" runs on uniform grids only (the refinement kernels are built for bgk and trt): use one of those with [refinement]",
             kind.name()

@@ -152,12 +152,57 @@ impl CollisionKind {
         }
     }
 
-    /// Whether the kernels of every cell kind (open boundaries in the bulk
-    /// kernel, curved walls, refinement levels) are built for it. The
-    /// other operators run the bulk kernels only; cells that need another
-    /// kernel collide there with BGK at the molecular `1 / tau`.
-    pub const fn everywhere(self) -> bool {
+    /// Whether every kernel with a collision of its own (open cells in the
+    /// bulk kernel, curved walls, refinement levels) is stamped for it. The
+    /// other operators run the bulk kernels, and curved walls through
+    /// [`Chosen`], which picks the operator at run time.
+    pub const fn stamped(self) -> bool {
         matches!(self, CollisionKind::Bgk | CollisionKind::Trt)
+    }
+}
+
+/// The operators that are not [`CollisionKind::stamped`], one of them chosen
+/// at run time by `kind`: one kernel per cell kind serves them all (its
+/// registers are the most any of them needs). The kernels that use it run
+/// few cells (curved walls), so the branch, uniform across a launch, and
+/// the registers cost little, while the PTX holds one kernel instead of
+/// one per operator. The parameters of the operators not chosen are
+/// ignored.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Chosen<T> {
+    /// [`CollisionKind::Mrt`]'s parameters.
+    pub mrt: Mrt<T>,
+    /// [`CollisionKind::Regularized`]'s.
+    pub regularized: Regularized<T>,
+    /// [`CollisionKind::Smagorinsky`]'s.
+    pub smagorinsky: Smagorinsky<T>,
+    /// [`CollisionKind::Cumulant`]'s.
+    pub cumulant: Cumulant<T>,
+    /// The operator, a [`CollisionKind`] as `u32` (never a stamped one).
+    pub kind: u32,
+    /// Zero: keeps the struct free of implicit padding in double precision.
+    pub reserved: u32,
+}
+
+impl<T: Real> Collision<T> for Chosen<T> {
+    #[inline(always)]
+    fn collide<L: Lattice<Q>, const Q: usize, const FORCED: bool>(
+        &self,
+        f: &mut [T; Q],
+        force: [T; 3],
+        scale: T,
+    ) -> (T, [T; 3]) {
+        const REGULARIZED: u32 = CollisionKind::Regularized as u32;
+        const SMAGORINSKY: u32 = CollisionKind::Smagorinsky as u32;
+        const CUMULANT: u32 = CollisionKind::Cumulant as u32;
+        match self.kind {
+            REGULARIZED => self.regularized.collide::<L, Q, FORCED>(f, force, scale),
+            SMAGORINSKY => self.smagorinsky.collide::<L, Q, FORCED>(f, force, scale),
+            // Cumulant only where it is built: the host never chooses it elsewhere.
+            CUMULANT if CollisionKind::Cumulant.built_for(Q) => self.cumulant.collide::<L, Q, FORCED>(f, force, scale),
+            _ => self.mrt.collide::<L, Q, FORCED>(f, force, scale),
+        }
     }
 }
 
@@ -312,6 +357,67 @@ mod tests {
         trt_invariants::<D2Q9, 9>();
         trt_invariants::<D3Q19, 19>();
         trt_invariants::<D3Q27, 27>();
+    }
+
+    /// Each operator chosen at run time ([`Chosen`]) gives its own
+    /// populations bit for bit, forced or not, on every lattice it is built for.
+    #[test]
+    fn chosen_operators_are_the_operators() {
+        fn each<L: Lattice<Q>, const Q: usize>() {
+            let tau = 0.56;
+            let les = Les { tau, factor: regularized::smagorinsky_factor(0.15) };
+            let ops = (
+                Mrt::published(tau, L::NAME),
+                Regularized { omega: 1.0 / tau, les },
+                Smagorinsky { les },
+                Cumulant::new(tau),
+            );
+            let base =
+                Chosen { mrt: ops.0, regularized: ops.1, smagorinsky: ops.2, cumulant: ops.3, kind: 0, reserved: 0 };
+            let force = [1e-4, -2e-4, if L::D == 3 { 1e-4 } else { 0.0 }];
+            let run = |c: &dyn Fn(&mut [f64; Q], bool), forced: bool| {
+                let mut f = perturbed::<L, Q>();
+                c(&mut f, forced);
+                f.map(f64::to_bits)
+            };
+            macro_rules! check {
+                ($kind:expr, $op:expr) => {
+                    if $kind.built_for(Q) {
+                        let chosen = Chosen { kind: $kind as u32, ..base };
+                        for forced in [false, true] {
+                            let direct = run(
+                                &|f, forced| {
+                                    if forced {
+                                        $op.collide::<L, Q, true>(f, force, 1.0);
+                                    } else {
+                                        $op.collide::<L, Q, false>(f, [0.0; 3], 1.0);
+                                    }
+                                },
+                                forced,
+                            );
+                            let picked = run(
+                                &|f, forced| {
+                                    if forced {
+                                        chosen.collide::<L, Q, true>(f, force, 1.0);
+                                    } else {
+                                        chosen.collide::<L, Q, false>(f, [0.0; 3], 1.0);
+                                    }
+                                },
+                                forced,
+                            );
+                            assert_eq!(direct, picked, "{} {:?} forced {forced}", L::NAME, $kind);
+                        }
+                    }
+                };
+            }
+            check!(CollisionKind::Mrt, ops.0);
+            check!(CollisionKind::Regularized, ops.1);
+            check!(CollisionKind::Smagorinsky, ops.2);
+            check!(CollisionKind::Cumulant, ops.3);
+        }
+        each::<D2Q9, 9>();
+        each::<D3Q19, 19>();
+        each::<D3Q27, 27>();
     }
 
     #[test]
