@@ -152,7 +152,7 @@ fn ptx_assembles_without_spills() {
 fn bulk_kernels_load_only_populations_and_flags() {
     for (id, q, _) in INSTANCES {
         for kind in stream_collide().filter(|k| k.built_for(q)) {
-            let open = matches!(kind, KernelKind::StreamCollideOpen(..));
+            let open = matches!(kind, KernelKind::StreamCollideOpen(..) | KernelKind::StreamCollideOpenChosen(_));
             let (paths, open_tables) = if open { (5, 14) } else { (3, 0) };
             for grid in GridKind::ALL {
                 let name = entry(kind, grid, id);

@@ -1048,7 +1048,8 @@ impl Case {
             }
         };
         config.groups = groups.unwrap_or_else(|| {
-            crate::groups::BoundaryGroups::auto(config.grid, !config.domain.open.is_empty(), config.collision.kind())
+            let open = !config.domain.open.is_empty();
+            crate::groups::BoundaryGroups::auto(config.grid, open, config.collision.kind(), config.lattice.q())
         });
         config.validate().map_err(in_case(path, "[simulation] boundary_groups"))?;
         if let GridLayout::Sparse { edge } = config.grid {

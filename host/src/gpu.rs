@@ -576,7 +576,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> GpuPart<L, Q, S> {
         let step_block = block_size(step_kind);
         let with_open = match OpenTables::<S::Real>::build(&config, &grid)? {
             Some(tables) => {
-                let kind = KernelKind::StreamCollideOpen(config.streaming, config.collision.kind());
+                let kind = KernelKind::stream_collide_open(config.streaming, config.collision.kind());
                 let kernel = device.kernel::<L, Q, S>(kind, on)?;
                 Some(OpenKernel { kernel, tables: DeviceOpenCells::upload(&s, &tables)? })
             }

@@ -8,8 +8,7 @@ use crate::error::{Error, Result};
 use crate::part_grid::PartGrid;
 use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::groups::{OpenCells, MAX_GROUPS};
-use kernels_gpu::CollisionKind;
-use kernels_gpu::{OpenBoundary, Real};
+use kernels_gpu::{CollisionKind, OpenBoundary, Real};
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -52,12 +51,16 @@ impl BoundaryGroups {
     /// sparse grid, the fastest measured in the wind tunnel
     /// (`docs/bench/h100-2026-11-24-*-boundary-groups.txt`): an inlet list
     /// on an x face reads its cells a row apart, and the list kernels cost
-    /// the dense D3Q27 tunnel a third of its speed. Operators whose open
-    /// cells cannot share the bulk kernel ([`CollisionKind::everywhere`])
-    /// take `lists`.
-    pub fn auto(grid: GridLayout, has_open: bool, collision: CollisionKind) -> Self {
-        match (has_open && collision.stamped(), grid) {
+    /// the dense D3Q27 tunnel a third of its speed. The operators not
+    /// stamped into the heavy kernel run it through [`kernels_gpu::Chosen`],
+    /// which on D3Q27 needs 127 registers: over the whole dense box that
+    /// costs more than the lists' strided reads (the 256^3 tunnel, f32, on
+    /// an H200: MRT 55.5% of copy against 57.7%, cumulant 56.1% against
+    /// 64.1%; D3Q19 MRT 69.6% against 62.3%), so there they take `lists`.
+    pub fn auto(grid: GridLayout, has_open: bool, collision: CollisionKind, q: usize) -> Self {
+        match (has_open, grid) {
             (false, _) => BoundaryGroups::Lists,
+            (true, GridLayout::Dense) if !collision.stamped() && q == 27 => BoundaryGroups::Lists,
             (true, GridLayout::Dense) => BoundaryGroups::Naive,
             (true, GridLayout::Sparse { .. }) => BoundaryGroups::Memory,
         }
@@ -193,6 +196,29 @@ impl<T: Real> OpenTables<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `auto` takes the variants measured fastest: the bulk kernel alone
+    /// without open cells; `naive` on the dense box and `memory` on a sparse
+    /// grid, except `lists` for the operators chosen at run time on a
+    /// dense D3Q27 box.
+    #[test]
+    fn auto_takes_the_variant_measured_fastest() {
+        use kernels_gpu::CollisionKind::{Bgk, Cumulant, Mrt, Trt};
+        let (dense, sparse) = (GridLayout::Dense, GridLayout::Sparse { edge: 8 });
+        for (grid, open, kind, q, want) in [
+            (dense, false, Mrt, 27, BoundaryGroups::Lists),
+            (sparse, false, Bgk, 19, BoundaryGroups::Lists),
+            (dense, true, Bgk, 27, BoundaryGroups::Naive),
+            (dense, true, Trt, 19, BoundaryGroups::Naive),
+            (dense, true, Mrt, 19, BoundaryGroups::Naive),
+            (dense, true, Mrt, 27, BoundaryGroups::Lists),
+            (dense, true, Cumulant, 27, BoundaryGroups::Lists),
+            (sparse, true, Cumulant, 27, BoundaryGroups::Memory),
+            (sparse, true, Bgk, 19, BoundaryGroups::Memory),
+        ] {
+            assert_eq!(BoundaryGroups::auto(grid, open, kind, q), want, "{grid:?} open {open} {kind:?} D3Q{q}");
+        }
+    }
 
     #[test]
     fn each_variant_updates_each_unit_once() {

@@ -57,6 +57,19 @@ impl<T: Copy> WithCollision<T> {
         }
     }
 
+    /// The parameters for a kernel stamped per operator, or, with `chosen`,
+    /// for one that chooses the operators not stamped into every kernel at
+    /// run time ([`kernels_gpu::Chosen`]).
+    fn for_kernel(p: StepParams<T>, collision: CollisionParams<T>, chosen: bool) -> Self
+    where
+        T: kernels_gpu::Real,
+    {
+        match collision.chosen().filter(|_| chosen) {
+            Some(c) => WithCollision::Chosen(ByValue(p.with_collision(c))),
+            None => WithCollision::new(p, collision),
+        }
+    }
+
     /// Pushes the parameters as the next kernel argument.
     fn push<'a>(&'a self, launch: &mut LaunchArgs<'a>) {
         match self {
@@ -80,11 +93,12 @@ fn push_src_dst<'a, E: DeviceRepr>(launch: &mut LaunchArgs<'a>, b: Buffers<'a, E
     };
 }
 
-/// `stream_collide_{ep|ab}_{bgk|trt}_*` over the units `units` (layers of
+/// `stream_collide_{ep|ab}_<operator>_*` over the units `units` (layers of
 /// the box, or blocks of the sparse `grid`) as `cfg` lays them out; with
-/// `open`, `stream_collide_open_*`, which updates open cells too.
+/// `open`, `stream_collide_open_*`, which updates open cells too (the
+/// operators not stamped into it chosen at run time).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
+pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + kernels_gpu::Real>(
     s: &CudaStream,
     kernel: &CudaFunction,
     b: Buffers<E>,
@@ -96,7 +110,7 @@ pub(crate) fn stream_collide<E: DeviceRepr, T: DeviceRepr + Copy>(
     units: Range<u32>,
     cfg: LaunchConfig,
 ) -> Result<()> {
-    let p = WithCollision::new(p, collision);
+    let p = WithCollision::for_kernel(p, collision, open.is_some());
     let mut launch = s.launch_builder(kernel);
     match b.next {
         None => launch.arg(b.f).arg(flags),
@@ -215,10 +229,7 @@ pub(crate) fn curved_wall<E: DeviceRepr, T: DeviceRepr + kernels_gpu::Real>(
     scheme: Streaming,
     grid: Option<SparseTables>,
 ) -> Result<()> {
-    let p = match collision.chosen() {
-        Some(c) => WithCollision::Chosen(ByValue(p.with_collision(c))),
-        None => WithCollision::new(p, collision),
-    };
+    let p = WithCollision::for_kernel(p, collision, true);
     let (count, links, scheme, null, grid) = (links.count, ByValue(links), scheme as u32, 0u64, grid.map(ByValue));
     let mut launch = s.launch_builder(kernel);
     push_src_dst(&mut launch, b, &null);

@@ -439,13 +439,6 @@ impl SolverConfig {
                 self.lattice.name().to_uppercase()
             )));
         }
-        if !kind.stamped() && self.groups != crate::groups::BoundaryGroups::Lists && !self.domain.open.is_empty() {
-            return Err(Error::Setup(format!(
-                "collision = \"{}\" runs the bulk kernels only, and boundary_groups = \"{}\" updates open cells inside the bulk kernel: use boundary_groups = \"lists\" (or \"auto\", which picks it)",
-                kind.name(),
-                self.groups.name()
-            )));
-        }
         if self.groups.needs_blocks() && self.grid == GridLayout::Dense {
             return Err(Error::Setup(format!(
                 "boundary_groups = \"{}\" groups the blocks of a sparse grid, and the dense box has none: use grid = \"sparse\", or boundary_groups = \"lists\" or \"naive\"",

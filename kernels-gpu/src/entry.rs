@@ -276,6 +276,33 @@ macro_rules! sparse_entries {
                 curved_list(&Grid::new(tables), src, dst, flags, p, links, scheme)
             }
 
+            #[export_name = concat!("stream_collide_open_ep_chosen_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ep_chosen(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Chosen<Real>>,
+                tables: SparseTables,
+                open: OpenCells<Real>,
+                first: u32,
+                end: u32,
+            ) {
+                any(&Grid::new(tables), Streaming::EsotericPull, f, f, flags, p, open, Grid::BLOCK_SHIFT, first..end)
+            }
+
+            #[export_name = concat!("stream_collide_open_ab_chosen_", stringify!($grid), "_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ab_chosen(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Chosen<Real>>,
+                tables: SparseTables,
+                open: OpenCells<Real>,
+                first: u32,
+                end: u32,
+            ) {
+                any(&Grid::new(tables), Streaming::TwoLattice, src, dst, flags, p, open, Grid::BLOCK_SHIFT, first..end)
+            }
+
             #[export_name = concat!("curved_wall_chosen_", stringify!($grid), "_", stringify!($id))]
             pub unsafe extern "ptx-kernel" fn curved_wall_chosen(
                 src: *const $s,
@@ -883,6 +910,31 @@ macro_rules! entry_points {
                 scheme: u32,
             ) {
                 curved_list(&{ p.dims }, src, dst, flags, p, links, scheme)
+            }
+
+            #[export_name = concat!("stream_collide_open_ep_chosen_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ep_chosen(
+                f: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Chosen<Real>>,
+                open: OpenCells<Real>,
+                z0: u32,
+                end: u32,
+            ) {
+                any(&{ p.dims }, Streaming::EsotericPull, f, f, flags, p, open, 0, z0..end)
+            }
+
+            #[export_name = concat!("stream_collide_open_ab_chosen_", stringify!($id))]
+            pub unsafe extern "ptx-kernel" fn open_ab_chosen(
+                src: *const $s,
+                dst: *mut $s,
+                flags: *const u8,
+                p: StepParams<Real, Chosen<Real>>,
+                open: OpenCells<Real>,
+                z0: u32,
+                end: u32,
+            ) {
+                any(&{ p.dims }, Streaming::TwoLattice, src, dst, flags, p, open, 0, z0..end)
             }
 
             #[export_name = concat!("curved_wall_chosen_", stringify!($id))]

@@ -39,8 +39,11 @@ pub enum KernelKind {
     /// [`crate::stream::stream_collide_two_lattice`], with a collision operator.
     StreamCollide(Streaming, CollisionKind),
     /// [`crate::stream::stream_collide_any`]: fluid and open cells in one
-    /// kernel, for the boundary-group variants of [`crate::groups`].
+    /// kernel, for the boundary-group variants of [`crate::groups`], with a
+    /// [`CollisionKind::stamped`] collision operator.
     StreamCollideOpen(Streaming, CollisionKind),
+    /// [`KernelKind::StreamCollideOpen`] with the other operators, [`crate::Chosen`].
+    StreamCollideOpenChosen(Streaming),
     /// [`crate::stream::open_boundary_update`], over a list of cells.
     OpenBoundary,
     /// [`crate::curved::gather`], over a curved-wall group's cells.
@@ -93,10 +96,10 @@ const _: () = {
 impl KernelKind {
     /// Every kernel family: the stream-collide kernels for every operator,
     /// the kernels with a collision of their own for the operators
-    /// [`CollisionKind::stamped`] holds, and the curved walls' for the others.
-    pub const ALL: [KernelKind; 2 * CollisionKind::ALL.len() + 3 * STAMPED.len() + 7] = {
+    /// [`CollisionKind::stamped`] holds, and the open and curved ones for the others.
+    pub const ALL: [KernelKind; 2 * CollisionKind::ALL.len() + 3 * STAMPED.len() + 9] = {
         use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
-        let mut all = [KernelKind::Fields; 2 * CollisionKind::ALL.len() + 3 * STAMPED.len() + 7];
+        let mut all = [KernelKind::Fields; 2 * CollisionKind::ALL.len() + 3 * STAMPED.len() + 9];
         let mut n = 0;
         let mut k = 0;
         while k < CollisionKind::ALL.len() {
@@ -114,6 +117,8 @@ impl KernelKind {
             k += 1;
         }
         let rest = [
+            KernelKind::StreamCollideOpenChosen(Ep),
+            KernelKind::StreamCollideOpenChosen(Ab),
             KernelKind::CurvedWallChosen,
             KernelKind::OpenBoundary,
             KernelKind::CurvedGather,
@@ -131,6 +136,15 @@ impl KernelKind {
         assert!(n == all.len());
         all
     };
+
+    /// The kernel of fluid and open cells together of operator `c`.
+    pub const fn stream_collide_open(s: Streaming, c: CollisionKind) -> Self {
+        if c.stamped() {
+            KernelKind::StreamCollideOpen(s, c)
+        } else {
+            KernelKind::StreamCollideOpenChosen(s)
+        }
+    }
 
     /// The curved-wall kernel of operator `c`.
     pub const fn curved_wall(c: CollisionKind) -> Self {
@@ -150,6 +164,8 @@ impl KernelKind {
             KernelKind::StreamCollide(Ab, c) => with_collision!("stream_collide_ab_", c),
             KernelKind::StreamCollideOpen(Ep, c) => with_collision!("stream_collide_open_ep_", c),
             KernelKind::StreamCollideOpen(Ab, c) => with_collision!("stream_collide_open_ab_", c),
+            KernelKind::StreamCollideOpenChosen(Ep) => "stream_collide_open_ep_chosen",
+            KernelKind::StreamCollideOpenChosen(Ab) => "stream_collide_open_ab_chosen",
             KernelKind::OpenBoundary => "open_boundary",
             KernelKind::CurvedGather => "curved_gather",
             KernelKind::CurvedWall(c) => with_collision!("curved_wall_", c),
@@ -175,7 +191,10 @@ impl KernelKind {
     /// Whether this is a stream-collide kernel (the timed bulk update, alone
     /// or with the open cells).
     pub const fn is_stream_collide(self) -> bool {
-        matches!(self, KernelKind::StreamCollide(..) | KernelKind::StreamCollideOpen(..))
+        matches!(
+            self,
+            KernelKind::StreamCollide(..) | KernelKind::StreamCollideOpen(..) | KernelKind::StreamCollideOpenChosen(_)
+        )
     }
 }
 
