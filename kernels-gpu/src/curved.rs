@@ -18,9 +18,12 @@
 //! `f*_ib(x + c_i)` the one ordinary streaming gives direction `ib`, both the
 //! cell's own reads. `f*_i(x)` is different: it is what the fluid cell
 //! `x + c_i` pulls this step, and with Esoteric Pull that cell overwrites
-//! it in place. So each step starts with [`gather`], which copies those
-//! values for every listed cell before any update runs, and [`update`] then
-//! reads the copies: both streaming schemes take the same path.
+//! it in place. So [`gather`] copies those values for every listed cell
+//! before the step that reads them changes any population, and [`update`]
+//! then reads the copies: both streaming schemes take the same path. The
+//! host's partitions gather right after each cell's own update, for the
+//! next step (a halo slot that holds one is overwritten by the next
+//! exchange); refinement levels gather at the start of the step.
 //!
 //! Each listed cell has `Q` link fractions; [`NOT_CURVED`] (any negative
 //! value) marks a link that is not on a curved wall (fluid, or a plain wall
