@@ -32,7 +32,7 @@ use kernels_gpu::stream::FIELD_COMPONENTS;
 use kernels_gpu::{F16s, Grid, GridKind, KernelKind, Lattice, OpenBoundary, Real, Storage, Streaming};
 use std::marker::PhantomData;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Threads per block of kernel `kind`: the measured default
 /// [`kernels_gpu::kernels::block_size`], or `LBM_BLOCK_SIZE` for every
@@ -85,8 +85,25 @@ pub struct GpuDevice {
 }
 
 impl GpuDevice {
-    /// Opens device `ordinal` and loads `ptx` into it.
+    /// Opens device `ordinal` with the kernels of `ptx` loaded. A process
+    /// loads a PTX once per device and hands out that device again: loading
+    /// is what takes the time (the driver compiles tens of megabytes of PTX,
+    /// or reads them back from its cache), and a process may build many
+    /// solvers (`lbm bench`, `lbm validate`, the tests). Its solvers share
+    /// the context and its default stream, as before.
     pub fn open(ordinal: usize, ptx: &str) -> Result<Self> {
+        /// The devices opened so far, with the PTX each loaded.
+        static OPENED: Mutex<Vec<(Box<str>, GpuDevice)>> = Mutex::new(Vec::new());
+        let mut opened = OPENED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, device)) = opened.iter().find(|(p, d)| d.ordinal == ordinal && **p == *ptx) {
+            return Ok(device.clone());
+        }
+        let device = Self::load(ordinal, ptx)?;
+        opened.push((ptx.into(), device.clone()));
+        Ok(device)
+    }
+
+    fn load(ordinal: usize, ptx: &str) -> Result<Self> {
         let count = device_count()?;
         if ordinal >= count {
             return Err(Error::NoGpu(format!("device {ordinal} asked for, but only {count} device(s) exist")));
@@ -99,7 +116,15 @@ impl GpuDevice {
         // (`crate::overlap`, `crate::multi_gpu`, `crate::nccl`).
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
-        let module = ctx.load_module(Ptx::from_src(ptx)).ctx(format!(
+        // Developer knob: `LBM_CUBIN_FILE`, a cubin `ptxas` built from this
+        // PTX, spares a fresh machine the driver's compilation (minutes).
+        let image = match std::env::var_os("LBM_CUBIN_FILE") {
+            None => Ptx::from_src(ptx),
+            Some(path) => {
+                Ptx::from_binary(std::fs::read(&path).map_err(|source| Error::Io { path: path.into(), source })?)
+            }
+        };
+        let module = ctx.load_module(image).ctx(format!(
             "loading the kernels on device {ordinal} (is the PTX built for this GPU? see LBM_CUDA_ARCH)"
         ))?;
         Ok(Self { ctx, stream, module, ordinal })
