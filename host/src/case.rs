@@ -1049,7 +1049,13 @@ impl Case {
         };
         config.groups = groups.unwrap_or_else(|| {
             let open = !config.domain.open.is_empty();
-            crate::groups::BoundaryGroups::auto(config.grid, open, config.collision.kind(), config.lattice.q())
+            crate::groups::BoundaryGroups::auto(
+                config.grid,
+                open,
+                config.collision.kind(),
+                config.lattice.q(),
+                config.precision,
+            )
         });
         config.validate().map_err(in_case(path, "[simulation] boundary_groups"))?;
         if let GridLayout::Sparse { edge } = config.grid {

@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::part_grid::PartGrid;
-use crate::solver::{GridLayout, SolverConfig};
+use crate::solver::{GridLayout, Precision, SolverConfig};
 use kernels_gpu::groups::{OpenCells, MAX_GROUPS};
 use kernels_gpu::{CollisionKind, OpenBoundary, Real};
 use std::collections::HashMap;
@@ -57,11 +57,16 @@ impl BoundaryGroups {
     /// costs more than the lists' strided reads (the 256^3 tunnel, f32, on
     /// an H200: MRT 55.5% of copy against 57.7%, cumulant 56.1% against
     /// 64.1%; D3Q19 MRT 69.6% against 62.3%), so there they take `lists`.
-    pub fn auto(grid: GridLayout, has_open: bool, collision: CollisionKind, q: usize) -> Self {
+    /// On a sparse grid with 16-bit storage `lists` was the fastest in every
+    /// row of the same tunnel (BGK, MRT, cumulant; D3Q19 and D3Q27; both
+    /// schemes): 1.5-4.5% ahead of `memory`
+    /// (`docs/bench/h200-2026-11-28-tunnel-groups-16-bit.txt`).
+    pub fn auto(grid: GridLayout, has_open: bool, collision: CollisionKind, q: usize, precision: Precision) -> Self {
         match (has_open, grid) {
             (false, _) => BoundaryGroups::Lists,
             (true, GridLayout::Dense) if !collision.stamped() && q == 27 => BoundaryGroups::Lists,
             (true, GridLayout::Dense) => BoundaryGroups::Naive,
+            (true, GridLayout::Sparse { .. }) if precision == Precision::F16 => BoundaryGroups::Lists,
             (true, GridLayout::Sparse { .. }) => BoundaryGroups::Memory,
         }
     }
@@ -200,23 +205,28 @@ mod tests {
     /// `auto` takes the variants measured fastest: the bulk kernel alone
     /// without open cells; `naive` on the dense box and `memory` on a sparse
     /// grid, except `lists` for the operators chosen at run time on a
-    /// dense D3Q27 box.
+    /// dense D3Q27 box and for 16-bit storage on a sparse grid.
     #[test]
     fn auto_takes_the_variant_measured_fastest() {
         use kernels_gpu::CollisionKind::{Bgk, Cumulant, Mrt, Trt};
+        use Precision::{F16, F32, F64};
         let (dense, sparse) = (GridLayout::Dense, GridLayout::Sparse { edge: 8 });
-        for (grid, open, kind, q, want) in [
-            (dense, false, Mrt, 27, BoundaryGroups::Lists),
-            (sparse, false, Bgk, 19, BoundaryGroups::Lists),
-            (dense, true, Bgk, 27, BoundaryGroups::Naive),
-            (dense, true, Trt, 19, BoundaryGroups::Naive),
-            (dense, true, Mrt, 19, BoundaryGroups::Naive),
-            (dense, true, Mrt, 27, BoundaryGroups::Lists),
-            (dense, true, Cumulant, 27, BoundaryGroups::Lists),
-            (sparse, true, Cumulant, 27, BoundaryGroups::Memory),
-            (sparse, true, Bgk, 19, BoundaryGroups::Memory),
+        for (grid, open, kind, q, precision, want) in [
+            (dense, false, Mrt, 27, F32, BoundaryGroups::Lists),
+            (sparse, false, Bgk, 19, F32, BoundaryGroups::Lists),
+            (dense, true, Bgk, 27, F32, BoundaryGroups::Naive),
+            (dense, true, Bgk, 19, F16, BoundaryGroups::Naive),
+            (dense, true, Trt, 19, F64, BoundaryGroups::Naive),
+            (dense, true, Mrt, 19, F32, BoundaryGroups::Naive),
+            (dense, true, Mrt, 27, F32, BoundaryGroups::Lists),
+            (dense, true, Cumulant, 27, F16, BoundaryGroups::Lists),
+            (sparse, true, Cumulant, 27, F32, BoundaryGroups::Memory),
+            (sparse, true, Bgk, 19, F64, BoundaryGroups::Memory),
+            (sparse, true, Bgk, 19, F16, BoundaryGroups::Lists),
+            (sparse, true, Mrt, 27, F16, BoundaryGroups::Lists),
         ] {
-            assert_eq!(BoundaryGroups::auto(grid, open, kind, q), want, "{grid:?} open {open} {kind:?} D3Q{q}");
+            let what = format!("{grid:?} open {open} {kind:?} D3Q{q} {precision:?}");
+            assert_eq!(BoundaryGroups::auto(grid, open, kind, q, precision), want, "{what}");
         }
     }
 
