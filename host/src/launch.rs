@@ -362,9 +362,8 @@ pub(crate) fn level_transit<E: DeviceRepr, T: DeviceRepr + Copy>(
 }
 
 /// `level_stream_*`: the streaming half of the split step over the blocks
-/// `units` of a level, from `src` into `dst`. (Its collision half,
-/// `level_collide_*`, takes the arguments of an Esoteric Pull sparse
-/// stream-collide kernel: [`stream_collide`] launches it.)
+/// `units` of a level, from `src` into `dst` (its collision half:
+/// [`level_collide`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn level_stream<E: DeviceRepr, T: DeviceRepr + Copy>(
     s: &CudaStream,
@@ -382,6 +381,31 @@ pub(crate) fn level_stream<E: DeviceRepr, T: DeviceRepr + Copy>(
     launch.arg(src).arg(dst).arg(flags).arg(&p).arg(&grid).arg(&units.start);
     // SAFETY: the argument list of the `level_stream_*` entry points.
     unsafe { launch.launch(cfg) }.ctx("launching the split step's streaming")?;
+    Ok(())
+}
+
+/// `level_collide_*`: the split step's collision over the blocks `units`
+/// of `grid`, in place in `f` (the operators not stamped into it chosen at
+/// run time).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn level_collide<E: DeviceRepr, T: DeviceRepr + kernels_gpu::Real>(
+    s: &CudaStream,
+    kernel: &CudaFunction,
+    f: &mut CudaSlice<E>,
+    flags: &CudaSlice<u8>,
+    p: StepParams<T>,
+    collision: CollisionParams<T>,
+    grid: SparseTables,
+    units: Range<u32>,
+    cfg: LaunchConfig,
+) -> Result<()> {
+    let (p, grid) = (WithCollision::for_kernel(p, collision, true), ByValue(grid));
+    let mut launch = s.launch_builder(kernel);
+    launch.arg(f).arg(flags);
+    p.push(&mut launch);
+    launch.arg(&grid).arg(&units.start);
+    // SAFETY: the argument list of the `level_collide_*` entry points.
+    unsafe { launch.launch(cfg) }.ctx("launching the split step's collision")?;
     Ok(())
 }
 
@@ -422,11 +446,12 @@ pub(crate) fn level_explode<E: DeviceRepr, T: DeviceRepr + Copy>(
     Ok(())
 }
 
-/// `level_coalesce_{bgk|trt}_*`: the `count` cells `cells` next to the finer
-/// level (`children` ghost cells each, of the level `fine`) take their
-/// average and collide, writing `dst`.
+/// `level_coalesce_*`: the `count` cells `cells` next to the finer level
+/// (`children` ghost cells each, of the level `fine`) take their average and
+/// collide, writing `dst` (the operators not stamped into it chosen at run
+/// time).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn level_coalesce<E: DeviceRepr, T: DeviceRepr + Copy>(
+pub(crate) fn level_coalesce<E: DeviceRepr, T: DeviceRepr + kernels_gpu::Real>(
     s: &CudaStream,
     kernel: &CudaFunction,
     dst: &mut CudaSlice<E>,
@@ -440,7 +465,7 @@ pub(crate) fn level_coalesce<E: DeviceRepr, T: DeviceRepr + Copy>(
     children: &CudaSlice<u32>,
     scheme: Streaming,
 ) -> Result<()> {
-    let p = WithCollision::new(p, collision);
+    let p = WithCollision::for_kernel(p, collision, true);
     let (grid, fine_grid, odd, scheme) = (ByValue(grid), ByValue(fine.grid), fine_odd as u32, scheme as u32);
     let mut launch = s.launch_builder(kernel);
     launch.arg(dst);

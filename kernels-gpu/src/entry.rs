@@ -105,6 +105,43 @@ macro_rules! tensor_bulk_entries {
     };
 }
 
+/// The entry points of the refinement levels with a collision, for the
+/// operator `$op` on the sparse grid `Grid` (a type in scope where it is
+/// used): `$collide`, the split step's collision over all blocks, and
+/// `$coalesce`, the coalescence over a list of cells; each named for the
+/// PTX after itself, the grid and the instance.
+macro_rules! level_collision_entries {
+    ($grid:ident, $id:ident, $s:ty, $collide:ident, $coalesce:ident, $op:ident) => {
+        #[export_name = concat!(stringify!($collide), "_", stringify!($grid), "_", stringify!($id))]
+        pub unsafe extern "ptx-kernel" fn $collide(
+            f: *mut $s,
+            flags: *const u8,
+            p: StepParams<Real, $op<Real>>,
+            tables: SparseTables,
+            first: u32,
+        ) {
+            collide_half(&Grid::new(tables), f, flags, p, first)
+        }
+
+        #[export_name = concat!(stringify!($coalesce), "_", stringify!($grid), "_", stringify!($id))]
+        pub unsafe extern "ptx-kernel" fn $coalesce(
+            dst: *mut $s,
+            p: StepParams<Real, $op<Real>>,
+            tables: SparseTables,
+            cells: *const u32,
+            count: u32,
+            fine_f: *const $s,
+            fine: SparseTables,
+            fine_odd: u32,
+            children: *const u32,
+            scheme: u32,
+        ) {
+            let (grid, fine) = (Grid::new(tables), Grid::new(fine));
+            coalesce_list(&grid, dst, p, cells, count, &fine, fine_f, fine_odd, children, scheme)
+        }
+    };
+}
+
 /// The block-sparse kernels of one row for blocks of `2^$shift` cells on a
 /// side (named `..._$grid_<row>`): the grid's tables come after the step
 /// parameters, and a launch starts at block `first`.
@@ -422,81 +459,9 @@ macro_rules! sparse_entries {
                 stream_half(&Grid::new(tables), src, dst, flags, p, first)
             }
 
-            #[export_name = concat!("level_collide_bgk_", stringify!($grid), "_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn level_collide_bgk(
-                f: *mut $s,
-                flags: *const u8,
-                p: StepParams<Real, Bgk<Real>>,
-                tables: SparseTables,
-                first: u32,
-            ) {
-                collide_half(&Grid::new(tables), f, flags, p, first)
-            }
-
-            #[export_name = concat!("level_collide_trt_", stringify!($grid), "_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn level_collide_trt(
-                f: *mut $s,
-                flags: *const u8,
-                p: StepParams<Real, Trt<Real>>,
-                tables: SparseTables,
-                first: u32,
-            ) {
-                collide_half(&Grid::new(tables), f, flags, p, first)
-            }
-
-            #[export_name = concat!("level_coalesce_bgk_", stringify!($grid), "_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn level_coalesce_bgk(
-                dst: *mut $s,
-                p: StepParams<Real, Bgk<Real>>,
-                tables: SparseTables,
-                cells: *const u32,
-                count: u32,
-                fine_f: *const $s,
-                fine: SparseTables,
-                fine_odd: u32,
-                children: *const u32,
-                scheme: u32,
-            ) {
-                coalesce_list(
-                    &Grid::new(tables),
-                    dst,
-                    p,
-                    cells,
-                    count,
-                    &Grid::new(fine),
-                    fine_f,
-                    fine_odd,
-                    children,
-                    scheme,
-                )
-            }
-
-            #[export_name = concat!("level_coalesce_trt_", stringify!($grid), "_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn level_coalesce_trt(
-                dst: *mut $s,
-                p: StepParams<Real, Trt<Real>>,
-                tables: SparseTables,
-                cells: *const u32,
-                count: u32,
-                fine_f: *const $s,
-                fine: SparseTables,
-                fine_odd: u32,
-                children: *const u32,
-                scheme: u32,
-            ) {
-                coalesce_list(
-                    &Grid::new(tables),
-                    dst,
-                    p,
-                    cells,
-                    count,
-                    &Grid::new(fine),
-                    fine_f,
-                    fine_odd,
-                    children,
-                    scheme,
-                )
-            }
+            level_collision_entries!($grid, $id, $s, level_collide_bgk, level_coalesce_bgk, Bgk);
+            level_collision_entries!($grid, $id, $s, level_collide_trt, level_coalesce_trt, Trt);
+            level_collision_entries!($grid, $id, $s, level_collide_chosen, level_coalesce_chosen, Chosen);
         }
     };
 }

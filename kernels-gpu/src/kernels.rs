@@ -207,30 +207,56 @@ pub enum LevelKernel {
     Transit,
     /// [`crate::levels::explode_parent`] over a list of coarse cells and their children.
     Explode,
-    /// [`crate::levels::coalesce`] over a list of cells, with a collision operator.
+    /// [`crate::levels::coalesce`] over a list of cells, with a
+    /// [`CollisionKind::stamped`] collision operator.
     Coalesce(CollisionKind),
+    /// [`LevelKernel::Coalesce`] with the other operators, [`crate::Chosen`].
+    CoalesceChosen,
     /// [`crate::levels::stream_half`] over all blocks: the split step's
     /// streaming (the unfused baseline).
     Stream,
-    /// [`crate::levels::collide_half`] over all blocks, with a collision operator.
+    /// [`crate::levels::collide_half`] over all blocks, with a
+    /// [`CollisionKind::stamped`] collision operator.
     Collide(CollisionKind),
+    /// [`LevelKernel::Collide`] with the other operators, [`crate::Chosen`].
+    CollideChosen,
 }
 
 impl LevelKernel {
-    /// Every level kernel: those with a collision for the operators
-    /// [`CollisionKind::stamped`] holds.
-    pub const ALL: [LevelKernel; 3 + 2 * STAMPED.len()] = {
-        let mut all = [LevelKernel::Transit; 3 + 2 * STAMPED.len()];
+    /// Every level kernel: those with a collision for each operator
+    /// [`CollisionKind::stamped`] holds, and one for the others.
+    pub const ALL: [LevelKernel; 5 + 2 * STAMPED.len()] = {
+        let mut all = [LevelKernel::Transit; 5 + 2 * STAMPED.len()];
         all[1] = LevelKernel::Explode;
         all[2] = LevelKernel::Stream;
+        all[3] = LevelKernel::CoalesceChosen;
+        all[4] = LevelKernel::CollideChosen;
         let mut k = 0;
         while k < STAMPED.len() {
-            all[3 + 2 * k] = LevelKernel::Coalesce(STAMPED[k]);
-            all[4 + 2 * k] = LevelKernel::Collide(STAMPED[k]);
+            all[5 + 2 * k] = LevelKernel::Coalesce(STAMPED[k]);
+            all[6 + 2 * k] = LevelKernel::Collide(STAMPED[k]);
             k += 1;
         }
         all
     };
+
+    /// The coalescence kernel of operator `c`.
+    pub const fn coalesce(c: CollisionKind) -> Self {
+        if c.stamped() {
+            LevelKernel::Coalesce(c)
+        } else {
+            LevelKernel::CoalesceChosen
+        }
+    }
+
+    /// The split step's collision kernel of operator `c`.
+    pub const fn collide(c: CollisionKind) -> Self {
+        if c.stamped() {
+            LevelKernel::Collide(c)
+        } else {
+            LevelKernel::CollideChosen
+        }
+    }
     /// The grids they are built for.
     pub const GRIDS: [GridKind; 2] = [GridKind::Sparse4, GridKind::Sparse8];
 
@@ -240,8 +266,10 @@ impl LevelKernel {
             LevelKernel::Transit => "level_transit",
             LevelKernel::Explode => "level_explode",
             LevelKernel::Coalesce(c) => with_collision!("level_coalesce_", c),
+            LevelKernel::CoalesceChosen => "level_coalesce_chosen",
             LevelKernel::Stream => "level_stream",
             LevelKernel::Collide(c) => with_collision!("level_collide_", c),
+            LevelKernel::CollideChosen => "level_collide_chosen",
         }
     }
 }

@@ -625,17 +625,8 @@ pub fn thermal(
     json: Option<PathBuf>,
 ) -> Result<()> {
     use lbm::host::thermal::bench::{bench_config, measure_thermal};
-    let BackendKind::Gpu(ordinal) = backend else {
-        return Err(Error::Setup(
-            "lbm bench --model d2q37 times the GPU kernels: run it with a GPU (--backend gpu)".into(),
-        ));
-    };
     let ptx = lbm::ptx::active();
-    let d = lbm::host::gpu::GpuDevice::open(ordinal, &ptx)?;
-    let copy = d.copy_bandwidth(COPY_BYTES, 20)?;
-    let device = format!("GPU {ordinal} {}", d.info()?.name);
-    drop(d);
-    println!("{device}: copy bandwidth {:.1} GB/s", copy / 1e9);
+    let (ordinal, device, copy) = model_gpu(backend, "d2q37", &ptx)?;
     println!(
         "{:>11} {:>5} {:>9} {:>7} {:>8} {:>10} {:>9} {:>8} {:>11} {:>5} {:>6}",
         "sites", "prec", "MLUPS", "copy%", "FLOP/site", "GFLOP/s", "peak%", "roofline", "binds", "regs", "occup"
@@ -837,6 +828,22 @@ fn registers(k: &Option<lbm::host::solver::KernelReport>) -> String {
     k.as_ref().map_or("-".into(), |k| k.registers.to_string())
 }
 
+/// The GPU `lbm bench --model {model}` times (refused on the CPU backend):
+/// its ordinal, its name and its copy bandwidth in bytes per second, which
+/// it prints.
+fn model_gpu(backend: BackendKind, model: &str, ptx: &str) -> Result<(usize, String, f64)> {
+    let BackendKind::Gpu(ordinal) = backend else {
+        return Err(Error::Setup(format!(
+            "lbm bench --model {model} times the GPU kernels: run it with a GPU (--backend gpu)"
+        )));
+    };
+    let d = lbm::host::gpu::GpuDevice::open(ordinal, ptx)?;
+    let copy = d.copy_bandwidth(COPY_BYTES, 20)?;
+    let device = format!("GPU {ordinal} {}", d.info()?.name);
+    println!("{device}: copy bandwidth {:.1} GB/s", copy / 1e9);
+    Ok((ordinal, device, copy))
+}
+
 /// A kernel's occupancy, for a table ("-" where unknown).
 fn occupancy(k: &Option<lbm::host::solver::KernelReport>) -> String {
     k.as_ref().map_or("-".into(), |k| format!("{:.2}", k.occupancy))
@@ -853,17 +860,8 @@ pub fn colloids(
     json: Option<PathBuf>,
 ) -> Result<()> {
     use lbm::host::colloids::bench::{bench_config, measure, ColloidBenchResult};
-    let BackendKind::Gpu(ordinal) = backend else {
-        return Err(Error::Setup(
-            "lbm bench --model colloids times the GPU kernels: run it with a GPU (--backend gpu)".into(),
-        ));
-    };
     let ptx = lbm::ptx::active();
-    let d = lbm::host::gpu::GpuDevice::open(ordinal, &ptx)?;
-    let copy = d.copy_bandwidth(COPY_BYTES, 20)?;
-    let device = format!("GPU {ordinal} {}", d.info()?.name);
-    drop(d);
-    println!("{device}: copy bandwidth {:.1} GB/s", copy / 1e9);
+    let (ordinal, device, copy) = model_gpu(backend, "colloids", &ptx)?;
     println!("fluid bytes per site: 2Q+4 values and the map's 4 bytes; the other columns are ms per step");
     println!(
         "{:>6} {:>5} {:>4} {:>9} {:>9} {:>9} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>5} {:>6}",
@@ -933,11 +931,6 @@ pub fn binary(
 ) -> Result<()> {
     use lbm::host::binary::bench::{bench_config, measure};
     use lbm::host::binary::BinaryCollision;
-    let BackendKind::Gpu(ordinal) = backend else {
-        return Err(Error::Setup(
-            "lbm bench --model binary-fluid times the GPU kernels: run it with a GPU (--backend gpu)".into(),
-        ));
-    };
     let collisions: Vec<BinaryCollision> = collisions
         .iter()
         .map(|c| match c {
@@ -947,11 +940,7 @@ pub fn binary(
         })
         .collect::<Result<_>>()?;
     let ptx = lbm::ptx::active();
-    let d = lbm::host::gpu::GpuDevice::open(ordinal, &ptx)?;
-    let copy = d.copy_bandwidth(COPY_BYTES, 20)?;
-    let device = format!("GPU {ordinal} {}", d.info()?.name);
-    drop(d);
-    println!("{device}: copy bandwidth {:.1} GB/s", copy / 1e9);
+    let (ordinal, device, copy) = model_gpu(backend, "binary-fluid", &ptx)?;
     println!("bytes per site: mu 2, fluid 2Q+6, phi 3+D values; copy% of each kernel timed alone");
     println!(
         "{:>6} {:>5} {:>4} {:>5} {:>9} {:>6} {:>7} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7} {:>5} {:>6}",

@@ -169,10 +169,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             open: device.kernel::<L, Q, S>(KernelKind::OpenBoundary, grid_kind)?,
             transit: level(LevelKernel::Transit)?,
             explode: level(LevelKernel::Explode)?,
-            coalesce: level(LevelKernel::Coalesce(kind))?,
+            coalesce: level(LevelKernel::coalesce(kind))?,
             split: match fusion {
                 Fusion::Fused => None,
-                Fusion::Split => Some((level(LevelKernel::Stream)?, level(LevelKernel::Collide(kind))?)),
+                Fusion::Split => Some((level(LevelKernel::Stream)?, level(LevelKernel::collide(kind))?)),
             },
             gather: device.function(exchange.0)?,
             scatter: device.function(exchange.1)?,
@@ -347,8 +347,7 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
             note(Part::Stream)?;
             launch::level_stream(&s, stream, &state.f, next, &state.flags, p, tables, 0..blocks, cfg)?;
             note(Part::Collide)?;
-            let b = Buffers { f: next, next: None };
-            launch::stream_collide(&s, collide, b, &state.flags, p, collision, Some(tables), None, 0..blocks, cfg)?;
+            launch::level_collide(&s, collide, next, &state.flags, p, collision, tables, 0..blocks, cfg)?;
         } else if blocks > 0 {
             note(Part::StreamCollide)?;
             let b = Buffers { f: &mut state.f, next: state.f_next.as_mut() };

@@ -132,13 +132,6 @@ pub fn build_refined(
         let pieces = RefinedGpu::on_devices(devices, pieces)?;
         Ok(Refined::boxed(SplitRun::<L, Q, S, RefinedGpu<L, Q, S>>::new(levels, split, pieces, scheme)?, c))
     }
-    let kind = config.collision.kind();
-    if !kind.stamped() {
-        return Err(Error::Setup(format!(
-            "collision = \"{}\" runs on uniform grids only (the refinement kernels are built for bgk and trt): use one of those with [refinement]",
-            kind.name()
-        )));
-    }
     match backend {
         BackendKind::Cpu => {
             crate::dispatch!(config.lattice, config.precision, cpu(config, refinement, edge, devices.len()))

@@ -154,7 +154,7 @@ impl CollisionKind {
 
     /// Whether every kernel with a collision of its own (open cells in the
     /// bulk kernel, curved walls, refinement levels) is stamped for it. The
-    /// other operators run the bulk kernels, and curved walls through
+    /// other operators run the bulk kernels, and the rest through
     /// [`Chosen`], which picks the operator at run time.
     pub const fn stamped(self) -> bool {
         matches!(self, CollisionKind::Bgk | CollisionKind::Trt)
@@ -164,9 +164,10 @@ impl CollisionKind {
 /// The operators that are not [`CollisionKind::stamped`], one of them chosen
 /// at run time by `kind`: one kernel per cell kind serves them all (its
 /// registers are the most any of them needs). The kernels that use it run
-/// few cells (curved walls), so the branch, uniform across a launch, and
-/// the registers cost little, while the PTX holds one kernel instead of
-/// one per operator. The parameters of the operators not chosen are
+/// few cells (curved walls, open cells, the cells next to a finer
+/// refinement level) or are baselines (the split step of refinement
+/// levels), so the branch, uniform across a launch, and the registers cost
+/// little, while the PTX holds one kernel instead of one per operator. The parameters of the operators not chosen are
 /// ignored.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
