@@ -469,7 +469,8 @@ fn refined_curved_walls_fused_and_split_agree_bit_for_bit() {
 /// Levels split along z over GPUs give one GPU's populations bit for bit:
 /// over partitions sharing GPU 0 on any machine, and over 2 and 4 GPUs
 /// where there are that many (the cavity's jumps cross every cut; 16-bit
-/// storage rounds stochastically by each cell's place in the box).
+/// storage rounds stochastically by each cell's place in the box), with
+/// BGK and with operators chosen at run time.
 #[test]
 fn levels_split_over_gpus_give_one_gpus_populations_bit_for_bit() {
     use lbm::host::levels::build_refined;
@@ -484,14 +485,19 @@ fn levels_split_over_gpus_give_one_gpus_populations_bit_for_bit() {
     if count >= 4 {
         layouts.push(vec![0, 1, 2, 3]);
     }
+    let (bgk, les) = (CollisionModel::Bgk, CollisionModel::Smagorinsky { constant: 0.15 });
     let rows = [
-        (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull),
-        (LatticeKind::D3Q19, Precision::F64, Streaming::TwoLattice),
-        (LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull),
-        (LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice),
+        (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, bgk),
+        (LatticeKind::D3Q19, Precision::F64, Streaming::TwoLattice, bgk),
+        (LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull, bgk),
+        (LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice, bgk),
+        (LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, CollisionModel::Mrt),
+        (LatticeKind::D3Q19, Precision::F16, Streaming::TwoLattice, les),
+        (LatticeKind::D3Q27, Precision::F32, Streaming::EsotericPull, CollisionModel::Cumulant),
     ];
-    for (lattice, precision, streaming) in rows {
+    for (lattice, precision, streaming, collision) in rows {
         let (config, refinement) = cavity(lattice, precision, streaming);
+        let config = SolverConfig { collision, ..config };
         let mut one = build_refined(&config, &refinement, 4, Gpu(0), &[], lbm::ptx::PTX).unwrap();
         one.step(9).unwrap();
         let reference = one.save_state().unwrap();
@@ -502,8 +508,9 @@ fn levels_split_over_gpus_give_one_gpus_populations_bit_for_bit() {
             let differ: usize = (reference.parts.iter().zip(&state.parts))
                 .map(|(a, b)| a.populations.iter().zip(&b.populations).filter(|(x, y)| x != y).count())
                 .sum();
-            eprintln!("{lattice:?} {precision:?} {streaming:?} on GPUs {devices:?}: {differ} differing bytes");
-            assert_eq!(differ, 0, "{lattice:?} {precision:?} {streaming:?} on GPUs {devices:?}");
+            let what = format!("{lattice:?} {precision:?} {streaming:?} {collision:?} on GPUs {devices:?}");
+            eprintln!("{what}: {differ} differing bytes");
+            assert_eq!(differ, 0, "{what}");
         }
     }
 }
