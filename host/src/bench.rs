@@ -366,6 +366,8 @@ pub struct RefinedResult {
     pub streaming: &'static str,
     /// Fused or split step ([`crate::levels::Fusion`]).
     pub fusion: &'static str,
+    /// Collision operator.
+    pub collision: &'static str,
     /// Level 0's cube side, cells.
     pub size: u32,
     /// Number of levels.
@@ -458,6 +460,8 @@ pub struct RefinedCase {
     pub streaming: Streaming,
     /// Fused or split step.
     pub fusion: crate::levels::Fusion,
+    /// Collision operator of every level.
+    pub collision: CollisionModel,
     /// Level 0's cube side.
     pub size: u32,
     /// Number of levels.
@@ -468,8 +472,8 @@ pub struct RefinedCase {
 
 /// The configuration and refinement of `case`.
 fn refined_setup(case: &RefinedCase) -> Result<(SolverConfig, crate::levels::Refinement)> {
-    let RefinedCase { geometry, lattice, precision, streaming, fusion, size, levels, .. } = *case;
-    let config = geometry.config(lattice, precision, streaming, size)?;
+    let RefinedCase { geometry, lattice, precision, streaming, fusion, collision, size, levels, .. } = *case;
+    let config = SolverConfig { collision, ..geometry.config(lattice, precision, streaming, size)? };
     let refinement = match geometry {
         BenchGeometry::Cavity => refined_cavity(size, levels, fusion),
         BenchGeometry::Tunnel => refined_tunnel(size, levels, fusion),
@@ -496,6 +500,7 @@ impl RefinedResult {
             precision: case.precision.name(),
             streaming: case.streaming.name(),
             fusion: case.fusion.name(),
+            collision: case.collision.kind().name(),
             size: case.size,
             levels: case.levels,
             block: case.block,

@@ -438,17 +438,20 @@ fn refined_cases(o: &BenchOptions, m: &Multires, geometries: &[BenchGeometry]) -
                             if fusion == Fusion::Split && (streaming != Streaming::TwoLattice || !exact) {
                                 continue;
                             }
-                            let block = MULTIRES_BLOCK;
-                            cases.push(RefinedCase {
-                                geometry,
-                                lattice,
-                                precision,
-                                streaming,
-                                fusion,
-                                size,
-                                levels,
-                                block,
-                            });
+                            // The cumulant operator has no D3Q19 kernels.
+                            for &kind in o.collisions.iter().filter(|k| k.built_for(lattice.q())) {
+                                cases.push(RefinedCase {
+                                    geometry,
+                                    lattice,
+                                    precision,
+                                    streaming,
+                                    fusion,
+                                    collision: CollisionModel::of_kind(kind),
+                                    size,
+                                    levels,
+                                    block: MULTIRES_BLOCK,
+                                });
+                            }
                         }
                     }
                 }
@@ -468,7 +471,7 @@ fn bench_multires(
     let geometries = refined_geometries(o)?;
     println!(
         "refined cavity (--grids multires): level k covers the middle 1/2^k of the cube along each axis; refined \
-         tunnel: level k covers a cube around the sphere reaching (levels - k) x size/16 cells past it; BGK; \
+         tunnel: level k covers a cube around the sphere reaching (levels - k) x size/16 cells past it; \
          blocks of {MULTIRES_BLOCK}^3 on every level"
     );
     println!(" MLUPS counts cell updates summed over levels (a level-l cell updates 2^l times per coarse step);");
@@ -480,12 +483,13 @@ fn bench_multires(
     );
     println!(" from events around every launch of 20 further steps");
     println!(
-        "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8} {:>7} {:>8} {:>9}",
+        "{:<8} {:<6} {:<4} {:<13} {:<5} {:<11} {:>5} {:>3} {:>36} {:>10} {:>8} {:>7} {:>8} {:>9}",
         "geometry",
         "lattice",
         "prec",
         "streaming",
         "step",
+        "collision",
         "size",
         "lv",
         "cells per level",
@@ -501,12 +505,13 @@ fn bench_multires(
         let cells = r.cells.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("/");
         let (jump, within) = r.jump_and_levels_ms();
         println!(
-            "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>36} {:>10} {:>8.0} {:>7} {:>8.3} {:>9.3}",
+            "{:<8} {:<6} {:<4} {:<13} {:<5} {:<11} {:>5} {:>3} {:>36} {:>10} {:>8.0} {:>7} {:>8.3} {:>9.3}",
             r.geometry,
             r.lattice,
             r.precision,
             r.streaming,
             r.fusion,
+            r.collision,
             r.size,
             r.levels,
             cells,
@@ -522,16 +527,17 @@ fn bench_multires(
     }
     for split in out.iter().filter(|r| r.fusion == Fusion::Split.name()) {
         let same = |r: &&RefinedResult| {
-            (r.geometry, r.lattice, r.precision, r.size, r.levels)
-                == (split.geometry, split.lattice, split.precision, split.size, split.levels)
+            (r.geometry, r.lattice, r.precision, r.size, r.levels, r.collision)
+                == (split.geometry, split.lattice, split.precision, split.size, split.levels, split.collision)
                 && r.fusion == Fusion::Fused.name()
         };
         for fused in out.iter().filter(same) {
             println!(
-                "fused {} {} {} {}^3 {} levels, {}: {:+.1}% MLUPS against split",
+                "fused {} {} {} {} {}^3 {} levels, {}: {:+.1}% MLUPS against split",
                 fused.geometry,
                 fused.lattice,
                 fused.precision,
+                fused.collision,
                 fused.size,
                 fused.levels,
                 fused.streaming,
@@ -563,8 +569,20 @@ pub fn scaling_multires(o: BenchOptions, gpus: &[usize]) -> Result<()> {
          / (N x copy bandwidth of GPU 0)"
     );
     println!(
-        "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>4} {:>9} {:>7} {:>7} {:>9}",
-        "geometry", "lattice", "prec", "streaming", "step", "size", "lv", "gpus", "MLUPS", "eff", "of copy", "ms/step"
+        "{:<8} {:<6} {:<4} {:<13} {:<5} {:<11} {:>5} {:>3} {:>4} {:>9} {:>7} {:>7} {:>9}",
+        "geometry",
+        "lattice",
+        "prec",
+        "streaming",
+        "step",
+        "collision",
+        "size",
+        "lv",
+        "gpus",
+        "MLUPS",
+        "eff",
+        "of copy",
+        "ms/step"
     );
     let mut results = Vec::new();
     for case in refined_cases(&o, m, &geometries) {
@@ -574,12 +592,13 @@ pub fn scaling_multires(o: BenchOptions, gpus: &[usize]) -> Result<()> {
             let r = measure_refined_split(&devices, &ptx, case, o.steps, Some(copy))?;
             let base = *one.get_or_insert(r.mlups);
             println!(
-                "{:<8} {:<6} {:<4} {:<13} {:<5} {:>5} {:>3} {:>4} {:>9.0} {:>6.1}% {:>7} {:>9.3}",
+                "{:<8} {:<6} {:<4} {:<13} {:<5} {:<11} {:>5} {:>3} {:>4} {:>9.0} {:>6.1}% {:>7} {:>9.3}",
                 r.geometry,
                 r.lattice,
                 r.precision,
                 r.streaming,
                 r.fusion,
+                r.collision,
                 r.size,
                 r.levels,
                 n,
