@@ -239,6 +239,8 @@ impl LevelKernel {
         }
         all
     };
+    /// The grids they are built for.
+    pub const GRIDS: [GridKind; 2] = [GridKind::Sparse4, GridKind::Sparse8];
 
     /// The coalescence kernel of operator `c`.
     pub const fn coalesce(c: CollisionKind) -> Self {
@@ -257,8 +259,6 @@ impl LevelKernel {
             LevelKernel::CollideChosen
         }
     }
-    /// The grids they are built for.
-    pub const GRIDS: [GridKind; 2] = [GridKind::Sparse4, GridKind::Sparse8];
 
     /// Prefix of the entry-point name, as [`KernelKind::prefix`].
     pub const fn prefix(self) -> &'static str {

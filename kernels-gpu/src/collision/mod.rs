@@ -167,8 +167,8 @@ impl CollisionKind {
 /// few cells (curved walls, open cells, the cells next to a finer
 /// refinement level) or are baselines (the split step of refinement
 /// levels), so the branch, uniform across a launch, and the registers cost
-/// little, while the PTX holds one kernel instead of one per operator. The parameters of the operators not chosen are
-/// ignored.
+/// little, while the PTX holds one kernel instead of one per operator. The
+/// parameters of the operators not chosen are ignored.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Chosen<T> {
