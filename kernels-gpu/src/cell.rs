@@ -94,10 +94,7 @@ pub fn equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) ->
 /// takes a third fewer operations than each direction on its own.
 #[inline(always)]
 pub(crate) fn equilibrium_over_weights<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) -> [T; Q] {
-    let rho_bar = rho - T::ONE;
-    let usq15 = T::from_f64(1.5) * u[0].mul_add(u[0], u[1].mul_add(u[1], u[2] * u[2]));
-    let rest = rho.mul_add(-usq15, rho_bar);
-    let (rho3, rho45) = (T::from_f64(3.0) * rho, T::from_f64(4.5) * rho);
+    let (rest, rho3, rho45) = equilibrium_parts(rho, u);
     let mut x = [rest; Q];
     let mut a = 1;
     while a < Q {
@@ -109,6 +106,16 @@ pub(crate) fn equilibrium_over_weights<L: Lattice<Q>, const Q: usize, T: Real>(r
         a += 2;
     }
     x
+}
+
+/// The parts of [`equilibrium_over_weights`], `x_i = rest + rho3 c.u +
+/// rho45 (c.u)^2`: `rest = rho_bar - 3/2 rho u.u`, `rho3 = 3 rho`, `rho45 = 9/2 rho`.
+#[inline(always)]
+pub(crate) fn equilibrium_parts<T: Real>(rho: T, u: [T; 3]) -> (T, T, T) {
+    let rho_bar = rho - T::ONE;
+    let usq15 = T::from_f64(1.5) * u[0].mul_add(u[0], u[1].mul_add(u[1], u[2] * u[2]));
+    let rest = rho.mul_add(-usq15, rho_bar);
+    (rest, T::from_f64(3.0) * rho, T::from_f64(4.5) * rho)
 }
 
 /// BGK collision with Guo forcing, in place on the shifted populations:
@@ -126,6 +133,23 @@ pub fn collide_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     scale: T,
 ) -> (T, [T; 3]) {
     let (rho, u) = density_velocity_scaled::<L, Q, T>(f, if FORCED { force } else { [T::ZERO; 3] }, scale);
+    relax_bgk::<L, Q, T, FORCED>(f, rho, u, omega, force, scale);
+    (rho, u)
+}
+
+/// The update of [`collide_bgk`] for a cell whose density and velocity are
+/// known: what the operators that pick their rate from the cell's state
+/// ([`crate::collision::Smagorinsky`]) share with BGK, so that at BGK's rate
+/// they give its populations bit for bit.
+#[inline(always)]
+pub(crate) fn relax_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
+    f: &mut [T; Q],
+    rho: T,
+    u: [T; 3],
+    omega: T,
+    force: [T; 3],
+    scale: T,
+) {
     let x = equilibrium_over_weights::<L, Q, T>(rho, u);
     // feq_i - f_i = w_i x_i - f_i, one fused operation.
     let relax = |f: T, i: usize| omega.mul_add((T::from_f64(L::W[i]) * scale).mul_add(x[i], -f), f);
@@ -133,13 +157,12 @@ pub fn collide_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
         for i in 0..Q {
             f[i] = relax(f[i], i);
         }
-        return (rho, u);
+        return;
     }
     let guo = GuoSource::new(omega, force, u, scale);
     for i in 0..Q {
         f[i] = relax(f[i], i) + guo.term::<L, Q>(i);
     }
-    (rho, u)
 }
 
 /// Guo et al. (2002) forcing for a cell of velocity `u` relaxed at rate

@@ -27,7 +27,7 @@ use crate::lattice::{opposite, Lattice};
 use crate::real::Real;
 
 /// The components of a symmetric tensor, as index pairs: `xx, yy, zz, xy, xz, yz`.
-const PAIRS: [(usize, usize); 6] = [(0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)];
+pub(crate) const PAIRS: [(usize, usize); 6] = [(0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)];
 
 /// Component `k` ([`PAIRS`]) of `c c` for an integer velocity `c`.
 #[inline(always)]

@@ -46,26 +46,20 @@ use crate::cell::{collide_bgk, density_velocity_scaled, dot_c, equilibrium_over_
 use crate::lattice::{opposite, Lattice};
 use crate::real::Real;
 
-/// `feq - f - S/2` of a cell and its parts: where the operators that collide
-/// `f + S/2` ([`mrt`], [`regularized`]) start.
+/// `feq - f - S/2` of a cell and its parts: where [`mrt`] starts.
 pub(crate) struct NonEquilibrium<T, const Q: usize> {
     pub(crate) rho: T,
     pub(crate) u: [T; 3],
-    /// `w_i x_i` times the scale: the shifted equilibrium.
-    pub(crate) feq: [T; Q],
     /// Guo's source without its rate factor (zero unforced).
     pub(crate) source: [T; Q],
-    /// `feq - f - S/2`.
+    /// `feq - f - S/2`, with `feq - f` one fused operation, as in BGK.
     pub(crate) n: [T; Q],
 }
 
 /// [`NonEquilibrium`] of the populations `f` (times `scale`), with Guo's
-/// source when `FORCED`. With `FUSED`, `feq - f` is one fused operation, as
-/// in BGK; without, `feq` is rounded first and `n` taken from it, which
-/// keeps fewer values live where `feq` is needed later (the regularized
-/// operators: 96 registers instead of 108 for D3Q27 in 16-bit storage).
+/// source when `FORCED`.
 #[inline(always)]
-pub(crate) fn non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool, const FUSED: bool>(
+pub(crate) fn non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     f: &[T; Q],
     force: [T; 3],
     scale: T,
@@ -74,17 +68,15 @@ pub(crate) fn non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real, const FORC
     let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
     let x = equilibrium_over_weights::<L, Q, T>(rho, u);
     let guo = GuoSource::new(T::ZERO, force, u, scale);
-    let (mut feq, mut source, mut n) = ([T::ZERO; Q], [T::ZERO; Q], [T::ZERO; Q]);
+    let (mut source, mut n) = ([T::ZERO; Q], [T::ZERO; Q]);
     for i in 0..Q {
-        let w = T::from_f64(L::W[i]) * scale;
-        feq[i] = w * x[i];
-        n[i] = if FUSED { w.mul_add(x[i], -f[i]) } else { feq[i] - f[i] };
+        n[i] = (T::from_f64(L::W[i]) * scale).mul_add(x[i], -f[i]);
         if FORCED {
             source[i] = guo.term::<L, Q>(i);
             n[i] = T::from_f64(-0.5).mul_add(source[i], n[i]);
         }
     }
-    NonEquilibrium { rho, u, feq, source, n }
+    NonEquilibrium { rho, u, source, n }
 }
 
 /// A collision operator, given by its parameters.

@@ -20,6 +20,7 @@
 use super::chimera::{self, k};
 use super::cumulant::is_tensor_product;
 use super::{non_equilibrium, Collision};
+use crate::cell::{density_velocity_scaled, equilibrium_parts, relax_bgk};
 use crate::lattice::Lattice;
 use crate::real::Real;
 
@@ -288,48 +289,162 @@ impl<T: Real> Mrt<T> {
     }
 }
 
+/// Moment `k` of the weights times `1, c_a, c_a c_b`: `sum_i M_ki w_i`,
+/// `sum_i M_ki w_i c_ia`, `sum_i M_ki w_i c_ia c_ib`. The equilibrium's and
+/// Guo's source's moment `k` are these in closed form (see
+/// [`Mrt::relax_by_matrix`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WeightMoments {
+    pub(crate) zeroth: f64,
+    pub(crate) first: [f64; 3],
+    pub(crate) second: [[f64; 3]; 3],
+}
+
+/// The weights of the lattices here are multiples of 1/216.
+const WEIGHT_DENOMINATOR: f64 = 216.0;
+
+/// [`WeightMoments`] of row `k` of `L`'s basis, summed in integers (the
+/// weights times [`WEIGHT_DENOMINATOR`]) and divided once: a moment that is
+/// zero comes out 0.0 exactly, and the compiler drops its terms. Rows
+/// past `Q` (which the unrolled loops name in branches they never take)
+/// give zeros.
+pub(crate) const fn weight_moments<L: Lattice<Q>, const Q: usize>(k: usize) -> WeightMoments {
+    let (mut zeroth, mut first, mut second) = (0i64, [0i64; 3], [[0i64; 3]; 3]);
+    let mut i = 0;
+    while i < Q && k < Q {
+        let scaled = L::W[i] * WEIGHT_DENOMINATOR;
+        let w = (scaled + 0.5) as i64;
+        assert!((scaled - w as f64).abs() < 1e-9, "a lattice weight is not a multiple of 1/216");
+        let mw = L::MOMENTS.rows[k][i] as i64 * w;
+        let c = L::C[i];
+        zeroth += mw;
+        let mut a = 0;
+        while a < 3 {
+            first[a] += mw * c[a] as i64;
+            let mut b = 0;
+            while b < 3 {
+                second[a][b] += mw * (c[a] * c[b]) as i64;
+                b += 1;
+            }
+            a += 1;
+        }
+        i += 1;
+    }
+    let mut m = WeightMoments { zeroth: zeroth as f64 / WEIGHT_DENOMINATOR, first: [0.0; 3], second: [[0.0; 3]; 3] };
+    let mut a = 0;
+    while a < 3 {
+        m.first[a] = first[a] as f64 / WEIGHT_DENOMINATOR;
+        let mut b = 0;
+        while b < 3 {
+            m.second[a][b] = second[a][b] as f64 / WEIGHT_DENOMINATOR;
+            b += 1;
+        }
+        a += 1;
+    }
+    m
+}
+
+/// Whether any of the constant coefficients `c` is not zero.
+#[inline(always)]
+fn any(c: [f64; 3]) -> bool {
+    c[0] != 0.0 || c[1] != 0.0 || c[2] != 0.0
+}
+
+/// `sum_a v_a c_a` for constant coefficients `c`, skipping those that are 0.
+#[inline(always)]
+fn dot_const<T: Real>(c: [f64; 3], v: [T; 3]) -> T {
+    let mut s = -T::ZERO;
+    for a in 0..3 {
+        if c[a] != 0.0 {
+            s = T::from_f64(c[a]).mul_add(v[a], s);
+        }
+    }
+    s
+}
+
 impl<T: Real> Mrt<T> {
-    /// The change `M^T diag(s / |M_k|^2) M n` that relaxing the
-    /// non-equilibrium parts `n` makes to the populations, by the basis's
-    /// matrix (D2Q9, D3Q19). Every row is even or odd in `c`
-    /// ([`MomentBasis::parity`]), so the transform works on the sums and
+    /// MRT on the bases given by their matrix (D2Q9, D3Q19), written as
+    /// BGK at the shear rate plus a correction for each moment whose rate
+    /// differs from it: `f + omega n + S + sum_k (s_k - omega) / |M_k|^2
+    /// M_k (M_k . n)` over the bulk, flux, fourth-order and ghost moments,
+    /// `n = feq - f - S/2` (the conserved moments of `n` are zero, the
+    /// shear ones relax as in BGK). `M_k . n` is taken from the
+    /// populations' own moment and the equilibrium's and source's in
+    /// closed form ([`weight_moments`]), so no array of `n` is live beside
+    /// the populations. At equal rates every correction is a signed zero and
+    /// the result is BGK's bit for bit. Every row is even or odd in `c`
+    /// ([`MomentBasis::parity`]), so the transforms work on the sums and
     /// differences of opposite populations, half the operations.
     #[inline(always)]
-    fn relax_by_matrix<L: Lattice<Q>, const Q: usize>(&self, n: &[T; Q]) -> [T; Q] {
+    fn relax_by_matrix<L: Lattice<Q>, const Q: usize, const FORCED: bool>(
+        &self,
+        f: &mut [T; Q],
+        force: [T; 3],
+        scale: T,
+    ) -> (T, [T; 3]) {
+        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
         // Opposite pairs (a, a + 1) for odd a: sums at a, differences at a + 1.
         let mut p = [T::ZERO; Q];
-        p[0] = n[0];
+        p[0] = f[0];
         unrolled!(A < Q => {
             if A % 2 == 1 {
-                p[A] = n[A] + n[A + 1];
-                p[A + 1] = n[A] - n[A + 1];
+                p[A] = f[A] + f[A + 1];
+                p[A + 1] = f[A] - f[A + 1];
             }
         });
-        // Relaxed moments over their norms: z_k = s_k m_k / |M_k|^2.
+        let (rest, rho3, rho45) = equilibrium_parts(rho, u);
+        let (three, nine, half) = (T::from_f64(3.0), T::from_f64(9.0), T::from_f64(0.5));
+        let uf3 = three * u[0].mul_add(force[0], u[1].mul_add(force[1], u[2] * force[2]));
+        // Corrections over their norms: z_k = (s_k - omega) (M_k . n) / |M_k|^2.
         let mut z = [T::ZERO; Q];
         unrolled!(K < Q => {
-            if L::MOMENTS.class[K] != RateClass::Conserved {
+            if corrected(L::MOMENTS.class[K]) {
+                let wm = const { weight_moments::<L, Q>(K) };
                 let even = L::MOMENTS.parity(K) == 0;
-                let mut m = -T::ZERO;
+                let mut own = -T::ZERO;
                 if even {
-                    add_multiple(&mut m, L::MOMENTS.rows[K][0], p[0]);
+                    add_multiple(&mut own, L::MOMENTS.rows[K][0], p[0]);
                 }
                 unrolled!(A < Q => {
                     if A % 2 == 1 {
-                        add_multiple(&mut m, L::MOMENTS.rows[K][A], p[if even { A } else { A + 1 }]);
+                        add_multiple(&mut own, L::MOMENTS.rows[K][A], p[if even { A } else { A + 1 }]);
                     }
                 });
-                z[K] = m * (self.rate(L::MOMENTS.class[K]) * T::from_f64(1.0 / L::MOMENTS.norm(K) as f64));
+                // The equilibrium's moment, sum_i M_ki w_i x_i, and the
+                // source's; the terms whose coefficients are zero are not
+                // written (a product with a constant zero is not folded).
+                let (mut eq, mut source) = (-T::ZERO, -T::ZERO);
+                if any(wm.first) {
+                    eq = rho3 * dot_const(wm.first, u);
+                    source = three * dot_const(wm.first, force);
+                }
+                for a in 0..3 {
+                    if any(wm.second[a]) {
+                        eq = (rho45 * u[a]).mul_add(dot_const(wm.second[a], u), eq);
+                        source = (nine * u[a]).mul_add(dot_const(wm.second[a], force), source);
+                    }
+                }
+                if wm.zeroth != 0.0 {
+                    let zeroth = T::from_f64(wm.zeroth);
+                    eq = zeroth.mul_add(rest, eq);
+                    source = (-zeroth).mul_add(uf3, source);
+                }
+                if FORCED {
+                    eq = (-half).mul_add(source, eq);
+                }
+                let m = eq.mul_add(scale, -own);
+                z[K] = m * ((self.rate(L::MOMENTS.class[K]) - self.shear) * T::from_f64(1.0 / L::MOMENTS.norm(K) as f64));
             }
         });
+        relax_bgk::<L, Q, T, FORCED>(f, rho, u, self.shear, force, scale);
         // Back: the even rows' sum and the odd rows' sum at each pair's first
         // velocity give both populations.
-        let mut d = [T::ZERO; Q];
         unrolled!(A < Q => {
             if A == 0 || A % 2 == 1 {
                 let (mut even, mut odd) = (-T::ZERO, -T::ZERO);
                 unrolled!(K < Q => {
-                    if L::MOMENTS.class[K] != RateClass::Conserved {
+                    if corrected(L::MOMENTS.class[K]) {
                         if L::MOMENTS.parity(K) == 0 {
                             add_multiple(&mut even, L::MOMENTS.rows[K][A], z[K]);
                         } else {
@@ -338,13 +453,35 @@ impl<T: Real> Mrt<T> {
                     }
                 });
                 if A == 0 {
-                    d[0] = even;
+                    f[0] += even;
                 } else {
-                    d[A] = even + odd;
-                    d[A + 1] = even - odd;
+                    f[A] += even + odd;
+                    f[A + 1] += even - odd;
                 }
             }
         });
+        (rho, u)
+    }
+
+    /// The change `M^T diag(s / |M_k|^2) M n` that relaxing the
+    /// non-equilibrium parts `n` makes to the populations, by the basis's
+    /// matrix: the reference [`Self::relax_by_products`] is checked against.
+    #[cfg(test)]
+    fn relax_by_full_matrix<L: Lattice<Q>, const Q: usize>(&self, n: &[T; Q]) -> [T; Q] {
+        let mut d = [T::ZERO; Q];
+        for k in 0..Q {
+            if L::MOMENTS.class[k] == RateClass::Conserved {
+                continue;
+            }
+            let mut m = T::ZERO;
+            for i in 0..Q {
+                m += T::from_f64(L::MOMENTS.rows[k][i] as f64) * n[i];
+            }
+            let z = m * self.rate(L::MOMENTS.class[k]) / T::from_f64(L::MOMENTS.norm(k) as f64);
+            for i in 0..Q {
+                d[i] += T::from_f64(L::MOMENTS.rows[k][i] as f64) * z;
+            }
+        }
         d
     }
 
@@ -384,6 +521,13 @@ impl<T: Real> Mrt<T> {
     }
 }
 
+/// Whether [`Mrt::relax_by_matrix`] corrects BGK's update of a moment of
+/// this class: the conserved moments are not relaxed (their part of `n` is
+/// zero) and the shear moments relax at BGK's rate.
+const fn corrected(class: RateClass) -> bool {
+    !matches!(class, RateClass::Conserved | RateClass::Shear)
+}
+
 /// The class of the D3Q27 product with exponents `e` (its row in
 /// [`tensor_product`]; the three normal second-order products, which mix
 /// into trace and deviators, are `Bulk`).
@@ -416,12 +560,11 @@ impl<T: Real> Collision<T> for Mrt<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let c = non_equilibrium::<L, Q, T, FORCED, true>(f, force, scale);
-        let d = if L::D == 3 && is_tensor_product(&L::C, L::D) {
-            self.relax_by_products::<L, Q>(&c.n)
-        } else {
-            self.relax_by_matrix::<L, Q>(&c.n)
-        };
+        if !(L::D == 3 && is_tensor_product(&L::C, L::D)) {
+            return self.relax_by_matrix::<L, Q, FORCED>(f, force, scale);
+        }
+        let c = non_equilibrium::<L, Q, T, FORCED>(f, force, scale);
+        let d = self.relax_by_products::<L, Q>(&c.n);
         unrolled!(I < Q => {
             f[I] += if FORCED { d[I] + c.source[I] } else { d[I] };
         });
@@ -472,7 +615,8 @@ mod tests {
     fn products_relax_as_the_matrix() {
         let n: [f64; 27] = core::array::from_fn(|i| 1e-3 * ((i * 7 % 11) as f64 - 5.0) * D3Q27::W[i]);
         let mrt = Mrt { shear: 1.7, bulk: 1.19, flux: 1.2, fourth: 1.4, ghost: 1.1 };
-        let (by_products, by_matrix) = (mrt.relax_by_products::<D3Q27, 27>(&n), mrt.relax_by_matrix::<D3Q27, 27>(&n));
+        let (by_products, by_matrix) =
+            (mrt.relax_by_products::<D3Q27, 27>(&n), mrt.relax_by_full_matrix::<D3Q27, 27>(&n));
         for i in 0..27 {
             assert!(
                 (by_products[i] - by_matrix[i]).abs() < 1e-18,
@@ -481,6 +625,53 @@ mod tests {
                 by_matrix[i]
             );
         }
+    }
+
+    /// The matrix bases' update (BGK plus corrections, with the moments of
+    /// the equilibrium and the source in closed form) is the plain
+    /// `f + M^T diag(s / |M_k|^2) M n + S`, forced or not, within round-off
+    /// of the populations' size (f64: 1e-15).
+    fn corrections_are_the_full_transform<L: Lattice<Q>, const Q: usize>() {
+        let mrt = Mrt::published(0.53, L::NAME);
+        let force = [2e-4, -1e-4, if L::D == 3 { 3e-4 } else { 0.0 }];
+        let mut start = crate::cell::equilibrium::<L, Q, f64>(1.03, [0.05, -0.02, if L::D == 3 { 0.04 } else { 0.0 }]);
+        for i in 0..Q {
+            start[i] += 2e-3 * ((i * 7 % 5) as f64 - 2.0) * L::W[i];
+        }
+        for forced in [false, true] {
+            let mut f = start;
+            let mut want = start;
+            if forced {
+                mrt.collide::<L, Q, true>(&mut f, force, 1.0);
+                let c = non_equilibrium::<L, Q, f64, true>(&want, force, 1.0);
+                let d = mrt.relax_by_full_matrix::<L, Q>(&c.n);
+                for i in 0..Q {
+                    want[i] += d[i] + c.source[i];
+                }
+            } else {
+                mrt.collide::<L, Q, false>(&mut f, [0.0; 3], 1.0);
+                let c = non_equilibrium::<L, Q, f64, false>(&want, [0.0; 3], 1.0);
+                let d = mrt.relax_by_full_matrix::<L, Q>(&c.n);
+                for i in 0..Q {
+                    want[i] += d[i];
+                }
+            }
+            for i in 0..Q {
+                assert!(
+                    (f[i] - want[i]).abs() < 1e-15,
+                    "{} forced {forced} population {i}: {} vs {}",
+                    L::NAME,
+                    f[i],
+                    want[i]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn matrix_bases_relax_as_the_full_transform() {
+        corrections_are_the_full_transform::<D2Q9, 9>();
+        corrections_are_the_full_transform::<D3Q19, 19>();
     }
 
     fn rows_have_a_parity<L: Lattice<Q>, const Q: usize>() {

@@ -17,11 +17,50 @@
 //! the populations `f + S/2` are collided and `S/2` added after; in BGK this
 //! is Guo's update exactly, and it makes `Pi_neq` the stress of the strain,
 //! with the force's share `(u F + F u) / 2` taken out.
+//!
+//! Both take `Pi_neq` as the populations' own stress less the equilibrium's
+//! in closed form ([`non_equilibrium_stress`]), not as the stress of
+//! `f - feq`: the populations are then summed once and no array of
+//! non-equilibrium parts is live beside them, which in 16-bit storage, where
+//! these kernels are short of registers, is the difference that counts.
 
-use super::{non_equilibrium, Collision};
+use super::Collision;
+use crate::cell::{density_velocity_scaled, equilibrium_over_weights, relax_bgk, GuoSource};
 use crate::lattice::Lattice;
 use crate::real::Real;
-use crate::regularized::{stress, stress_part};
+use crate::regularized::{stress, stress_part, PAIRS};
+
+/// `-Pi_neq`, the stress `sum_i c_i c_i (feq_i - f_i - S_i / 2)` (components
+/// as [`stress`]) of the shifted populations `f` (times `scale`) of a cell of
+/// density `rho` and velocity `u`, with Guo's source `S` for `force` when
+/// `FORCED`. The equilibrium's stress is `rho_bar / 3 I + rho u u` and the
+/// source's `u F + F u` on each of the lattices here (their weights are
+/// isotropic to fourth order), so only the populations are summed;
+/// `rho_bar` is `rho - 1` as the equilibrium takes it.
+#[inline(always)]
+pub(crate) fn non_equilibrium_stress<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
+    f: &[T; Q],
+    rho: T,
+    u: [T; 3],
+    force: [T; 3],
+    scale: T,
+) -> [T; 6] {
+    let own = stress::<L, Q, T>(f);
+    let third_rho_bar = T::from_f64(1.0 / 3.0) * (rho - T::ONE);
+    let mut pi = [T::ZERO; 6];
+    for k in 0..6 {
+        let (a, b) = PAIRS[k];
+        if a >= L::D || b >= L::D {
+            continue; // out of a two-dimensional lattice's plane: zero
+        }
+        let mut eq = (rho * u[a]).mul_add(u[b], if a == b { third_rho_bar } else { T::ZERO });
+        if FORCED {
+            eq = T::from_f64(-0.5).mul_add(u[a].mul_add(force[b], u[b] * force[a]), eq);
+        }
+        pi[k] = eq.mul_add(scale, -own[k]);
+    }
+    pi
+}
 
 /// `18 sqrt(2) C^2`, the factor of `|Pi_neq| / rho` in the Smagorinsky
 /// relaxation time, for the constant `c`.
@@ -73,20 +112,23 @@ impl<T: Real> Collision<T> for Regularized<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let c = non_equilibrium::<L, Q, T, FORCED, false>(f, force, scale);
-        // The stress of feq - f - S/2, which is -Pi_neq.
-        let pi = stress::<L, Q, T>(&c.n);
-        let omega = if self.les.factor == T::ZERO { self.omega } else { self.les.rate(&pi, c.rho, scale) };
+        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
+        let pi = non_equilibrium_stress::<L, Q, T, FORCED>(f, rho, u, force, scale);
+        let omega = if self.les.factor == T::ZERO { self.omega } else { self.les.rate(&pi, rho, scale) };
         // -(f - feq)'s projection; the collided state is feq + (1 - omega) times the projection of f - feq.
         let projected = stress_part::<L, Q, T>(&pi);
         let keep = omega - T::ONE;
+        let x = equilibrium_over_weights::<L, Q, T>(rho, u);
+        let guo = GuoSource::new(T::ZERO, force, u, scale);
         for i in 0..Q {
-            f[i] = keep.mul_add(projected[i], c.feq[i]);
+            let feq = T::from_f64(L::W[i]) * scale * x[i];
+            f[i] = keep.mul_add(projected[i], feq);
             if FORCED {
-                f[i] = T::from_f64(0.5).mul_add(c.source[i], f[i]);
+                f[i] = T::from_f64(0.5).mul_add(guo.term::<L, Q>(i), f[i]);
             }
         }
-        (c.rho, c.u)
+        (rho, u)
     }
 }
 
@@ -106,13 +148,11 @@ impl<T: Real> Collision<T> for Smagorinsky<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let c = non_equilibrium::<L, Q, T, FORCED, false>(f, force, scale);
-        let omega = self.les.rate(&stress::<L, Q, T>(&c.n), c.rho, scale);
-        // f + omega (feq - f - S/2) + S: Guo's BGK update at omega.
-        for i in 0..Q {
-            let relaxed = omega.mul_add(c.n[i], f[i]);
-            f[i] = if FORCED { relaxed + c.source[i] } else { relaxed };
-        }
-        (c.rho, c.u)
+        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
+        let pi = non_equilibrium_stress::<L, Q, T, FORCED>(f, rho, u, force, scale);
+        // Guo's BGK update at the cell's rate, as BGK writes it.
+        relax_bgk::<L, Q, T, FORCED>(f, rho, u, self.les.rate(&pi, rho, scale), force, scale);
+        (rho, u)
     }
 }
