@@ -834,6 +834,14 @@ pub fn thermal_scaling(
 }
 
 /// Writes `report` as JSON to `path` (atomically) and says so.
+/// The JSON report of a bench whose rows need no more than the device.
+#[derive(serde::Serialize)]
+struct DeviceReport<R> {
+    device: String,
+    copy_bandwidth_gb_per_s: f64,
+    results: Vec<R>,
+}
+
 fn write_report(path: &std::path::Path, report: &impl serde::Serialize) -> Result<()> {
     let text =
         serde_json::to_string_pretty(report).map_err(|e| Error::Setup(format!("cannot encode the report: {e}")))?;
@@ -926,13 +934,7 @@ pub fn colloids(
         }
     }
     if let Some(path) = json {
-        #[derive(serde::Serialize)]
-        struct ColloidReport {
-            device: String,
-            copy_bandwidth_gb_per_s: f64,
-            results: Vec<ColloidBenchResult>,
-        }
-        write_report(&path, &ColloidReport { device, copy_bandwidth_gb_per_s: copy / 1e9, results })?;
+        write_report(&path, &DeviceReport { device, copy_bandwidth_gb_per_s: copy / 1e9, results })?;
     }
     Ok(())
 }
@@ -1010,13 +1012,7 @@ pub fn binary(
         }
     }
     if let Some(path) = json {
-        #[derive(serde::Serialize)]
-        struct BinaryReport {
-            device: String,
-            copy_bandwidth_gb_per_s: f64,
-            results: Vec<lbm::host::binary::bench::BinaryBenchResult>,
-        }
-        write_report(&path, &BinaryReport { device, copy_bandwidth_gb_per_s: copy / 1e9, results })?;
+        write_report(&path, &DeviceReport { device, copy_bandwidth_gb_per_s: copy / 1e9, results })?;
     }
     Ok(())
 }

@@ -64,12 +64,13 @@ impl Pass {
     /// velocities: rows (of a stored plane each) of the slab's fields. The
     /// velocity along z is the third of its rows; the next pass reads no
     /// other component across a face.
-    pub(crate) fn sent(self, q: usize) -> Vec<(Field, Range<usize>)> {
-        match self {
-            Pass::ChemicalPotential => vec![(Field::Mu, 0..1)],
-            Pass::Fluid => vec![(Field::Populations, 0..q), (Field::Velocity, 2..3)],
-            Pass::OrderParameter => vec![(Field::Phi, 0..1)],
-        }
+    pub(crate) fn sent(self, q: usize) -> impl Iterator<Item = (Field, Range<usize>)> {
+        let rows = match self {
+            Pass::ChemicalPotential => [Some((Field::Mu, 0..1)), None],
+            Pass::Fluid => [Some((Field::Populations, 0..q)), Some((Field::Velocity, 2..3))],
+            Pass::OrderParameter => [Some((Field::Phi, 0..1)), None],
+        };
+        rows.into_iter().flatten()
     }
 }
 
