@@ -361,8 +361,12 @@ impl DeviceSparse {
         let neighbour = s.clone_htod(&layout.neighbour).ctx("uploading the neighbour-block table")?;
         let flat: Vec<u32> = layout.origin.iter().flatten().copied().collect();
         let origin = s.clone_htod(&flat).ctx("uploading the block origins")?;
-        let mask =
-            layout.mask.as_ref().map(|m| s.clone_htod(m)).transpose().ctx("uploading the boundary-block bitmask")?;
+        let mask = layout
+            .mask
+            .as_ref()
+            .map(|m| s.clone_htod(&m.words))
+            .transpose()
+            .ctx("uploading the boundary-block bitmask")?;
         let (n, _) = neighbour.device_ptr(s);
         let (o, _) = origin.device_ptr(s);
         let m = mask.as_ref().map(|m| m.device_ptr(s).0 as *const u32);

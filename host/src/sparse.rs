@@ -141,6 +141,30 @@ pub struct Subset {
     pub own_blocks: u32,
 }
 
+/// The `bitmask` variant's table: a bit per stored block, set on boundary
+/// blocks, and how the kernels rank the set bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundaryMask {
+    /// Bit `b % 32` of word `b / 32` is set when block `b` is a boundary block.
+    pub words: Vec<u32>,
+    /// `log2` of the most bits set in one word, rounded up. Taken once here:
+    /// every view of the tables ([`SparseLayout::tables`]) needs it, and
+    /// per-cell look-ups build such a view.
+    pub rank_shift: u32,
+}
+
+impl BoundaryMask {
+    /// The mask of `blocks` stored blocks with the boundary blocks `boundary`.
+    fn new(blocks: usize, boundary: &[u32]) -> Self {
+        let mut words = vec![0u32; blocks.div_ceil(32)];
+        for &b in boundary {
+            words[(b / 32) as usize] |= 1 << (b % 32);
+        }
+        let most = words.iter().map(|w| w.count_ones()).max().unwrap_or(0);
+        Self { words, rank_shift: most.next_power_of_two().trailing_zeros() }
+    }
+}
+
 /// A block-sparse grid's tables in host memory, and its shape.
 ///
 /// Blocks are numbered in the dense order of their positions, except that
@@ -166,7 +190,7 @@ pub struct SparseLayout {
     pub boundary: Vec<u32>,
     /// A bit per stored block, set on boundary blocks, when the kernels
     /// choose blocks by it (the `bitmask` variant).
-    pub mask: Option<Vec<u32>>,
+    pub mask: Option<BoundaryMask>,
     /// Cells of padding below the domain's layer 0 along z: none for a
     /// whole grid; `edge - 1` for a partition of a split box, whose lower
     /// halo layer is then the top layer of a block layer of its own, and
@@ -310,13 +334,7 @@ impl SparseLayout {
             origin.push([(k % nbx) as u32, ((k / nbx) % nby) as u32, (k / (nbx * nby)) as u32]);
         }
         boundary.sort_unstable();
-        let mask = (groups == BoundaryGroups::Bitmask).then(|| {
-            let mut words = vec![0u32; count.div_ceil(32)];
-            for &b in &boundary {
-                words[(b / 32) as usize] |= 1 << (b % 32);
-            }
-            words
-        });
+        let mask = (groups == BoundaryGroups::Bitmask).then(|| BoundaryMask::new(count, &boundary));
         let solid = count as u32;
         let mut neighbour = Vec::with_capacity(NEIGHBOUR_ENTRIES * count);
         for o in &origin {
@@ -396,7 +414,7 @@ impl SparseLayout {
     /// The tables as kernels take them, referring to these ones: valid
     /// while `self` lives and is not changed.
     pub fn tables(&self) -> SparseTables {
-        let mask = self.mask.as_ref().map(|m| m.as_ptr());
+        let mask = self.mask.as_ref().map(|m| m.words.as_ptr());
         // SAFETY: the tables are sized and filled by `build` (one row per
         // stored block, entries at most `blocks`; a bit per stored block).
         unsafe { self.tables_at(self.neighbour.as_ptr(), self.origin.as_ptr(), mask) }
@@ -419,7 +437,7 @@ impl SparseLayout {
         unsafe {
             let t = SparseTables::new(self.blocks(), self.dims.nx, self.dims.ny, neighbour, origin).with_z0(self.z0);
             match mask {
-                Some(mask) => t.with_boundary_mask(mask, self.rank_shift()),
+                Some(mask) => t.with_boundary_mask(mask, self.mask.as_ref().map_or(0, |m| m.rank_shift)),
                 None => t,
             }
         }
@@ -453,13 +471,6 @@ impl SparseLayout {
         let [nbx, nby, _] = self.block_dims.map(|n| n as usize);
         let b = self.index[bx as usize + nbx * (by as usize + nby * bz as usize)];
         (b != u32::MAX).then_some(b)
-    }
-
-    /// `log2` of the most boundary blocks in one word of the bitmask,
-    /// rounded up (0 without a bitmask).
-    fn rank_shift(&self) -> u32 {
-        let most = self.mask.iter().flatten().map(|w| w.count_ones()).max().unwrap_or(0);
-        most.next_power_of_two().trailing_zeros()
     }
 
     /// Storage numbers of the boundary blocks (with an open cell), ascending.
@@ -605,7 +616,7 @@ impl SparseLayout {
 
     /// Bytes of the tables (neighbour blocks, origins and any bitmask).
     pub fn table_bytes(&self) -> usize {
-        self.neighbour.len() * 4 + self.origin.len() * 12 + self.mask.as_ref().map_or(0, |m| m.len() * 4)
+        self.neighbour.len() * 4 + self.origin.len() * 12 + self.mask.as_ref().map_or(0, |m| m.words.len() * 4)
     }
 }
 
