@@ -63,13 +63,26 @@ pub(crate) fn density_velocity_scaled<L: Lattice<Q>, const Q: usize, T: Real>(
     scale: T,
 ) -> (T, [T; 3]) {
     let (rho_bar, j) = moments::<L, Q, T>(f);
+    density_velocity_of_moments(rho_bar, j, force, scale, L::D)
+}
+
+/// [`density_velocity_scaled`] from the populations' moments `rho_bar` and
+/// `j` (times `scale`), for a lattice of dimension `d`.
+#[inline(always)]
+pub(crate) fn density_velocity_of_moments<T: Real>(
+    rho_bar: T,
+    j: [T; 3],
+    force: [T; 3],
+    scale: T,
+    d: usize,
+) -> (T, [T; 3]) {
     let unscale = T::ONE / scale;
     let (rho_bar, j) = (rho_bar * unscale, j.map(|v| v * unscale));
     let rho = T::ONE + rho_bar;
     let inv_rho = T::ONE / rho;
     let half = T::from_f64(0.5);
     let mut u = [T::ZERO; 3];
-    for a in 0..L::D {
+    for a in 0..d {
         u[a] = half.mul_add(force[a], j[a]) * inv_rho;
     }
     (rho, u)
@@ -165,6 +178,12 @@ pub(crate) fn relax_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bo
     }
 }
 
+/// `3 u.F`: the part of Guo's source that is the same in every direction.
+#[inline(always)]
+pub(crate) fn uf3<T: Real>(u: [T; 3], force: [T; 3]) -> T {
+    T::from_f64(3.0) * u[0].mul_add(force[0], u[1].mul_add(force[1], u[2] * force[2]))
+}
+
 /// Guo et al. (2002) forcing for a cell of velocity `u` relaxed at rate
 /// `omega`: `(1 - omega/2) w_i [3 (c_i - u).F + 9 (c_i.u)(c_i.F)]`, in the
 /// storage units `scale`.
@@ -181,7 +200,7 @@ pub(crate) struct GuoSource<T> {
 impl<T: Real> GuoSource<T> {
     #[inline(always)]
     pub(crate) fn new(omega: T, force: [T; 3], u: [T; 3], scale: T) -> Self {
-        let uf3 = T::from_f64(3.0) * u[0].mul_add(force[0], u[1].mul_add(force[1], u[2] * force[2]));
+        let uf3 = uf3(u, force);
         Self { force, u, factor: T::ONE - T::from_f64(0.5) * omega, uf3, scale }
     }
 

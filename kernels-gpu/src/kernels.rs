@@ -326,7 +326,7 @@ pub const INSTANCES: [(&str, usize, usize); 9] = {
 /// (D3Q27) and +7.2% / +6.9% (D3Q19 two-lattice) over 72 / 88 / 80; the f32
 /// kernels at 64 / 80 gained nothing (`docs/bench/h100-2026-11-21-919e805-launch.txt`).
 pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usize) -> Option<u32> {
-    use CollisionKind::{Bgk, Mrt, Regularized, Smagorinsky as Smag, Trt};
+    use CollisionKind::{Bgk, Regularized, Smagorinsky as Smag, Trt};
     use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
     // The sparse kernels run as ptxas allocates them (at the dense kernels'
     // caps the 16-bit ones spill), except D3Q27 f32 Esoteric Pull on 8^3
@@ -346,14 +346,12 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // capped at 80 (no spill) it gains 1.6-4.2% on an H100, within 2.1% of BGK
     // (`docs/bench/h100-2026-11-24-9537e89-trt-cap.txt`).
     // The operators in 16-bit storage, capped where ptxas fits them without
-    // a spill, on an H200, 256^3 periodic box: D3Q27 MRT with Esoteric Pull
-    // +7.5% (107 -> 96; `docs/bench/h200-2026-11-28-f16-operator-caps.txt`);
-    // Smagorinsky D3Q19 two-lattice +3.5% (64 -> 56) and D3Q27 Esoteric
-    // Pull +4.7% (80 -> 72), regularized D3Q27 two-lattice +5.0% (77 -> 72)
+    // a spill, on an H200, 256^3 periodic box: Smagorinsky D3Q19 two-lattice
+    // +3.5% (64 -> 56) and D3Q27 Esoteric Pull +4.7% (80 -> 72), regularized
+    // D3Q27 two-lattice +5.0% (77 -> 72)
     // (`docs/bench/h200-2026-11-28-f16-operators-stress.txt`).
     match (kind, q, bytes) {
         (_, _, 8) => None,
-        (KernelKind::StreamCollide(Ep, Mrt), 27, 2) => Some(96),
         (KernelKind::StreamCollide(Ab, Smag), 19, 2) => Some(56),
         (KernelKind::StreamCollide(Ep, Smag), 27, 2) => Some(72),
         (KernelKind::StreamCollide(Ab, Regularized), 27, 2) => Some(72),
@@ -431,7 +429,7 @@ mod tests {
         assert_eq!(register_cap_for_entry("stream_collide_ab_bgk_d3q19_f32"), Some(80));
         assert_eq!(register_cap_for_entry("stream_collide_ep_trt_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_trt_d3q27_f16"), Some(80));
-        assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_d3q27_f16"), Some(96));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_d3q27_f16"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ab_smagorinsky_d3q19_f16"), Some(56));
         assert_eq!(register_cap_for_entry("stream_collide_ep_smagorinsky_d3q19_f16"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_smagorinsky_d3q27_f16"), Some(72));

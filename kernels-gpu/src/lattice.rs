@@ -97,6 +97,10 @@ pub const fn opposite(i: usize) -> usize {
 /// Squared lattice speed of sound, `c_s^2 = 1/3`, for all sets here.
 pub const CS2: f64 = 1.0 / 3.0;
 
+/// Every weight of the sets here is a multiple of `1 / WEIGHT_DENOMINATOR`,
+/// so sums of weights times integers can be taken exactly in integers.
+pub const WEIGHT_DENOMINATOR: f64 = 216.0;
+
 /// D2Q9 (Qian, d'Humieres & Lallemand 1992).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct D2Q9;

@@ -46,10 +46,10 @@ use crate::cell::{collide_bgk, density_velocity_scaled, dot_c, equilibrium_over_
 use crate::lattice::{opposite, Lattice};
 use crate::real::Real;
 
-/// `feq - f - S/2` of a cell and its parts: where [`mrt`] starts.
+/// `feq - f - S/2` of a cell and its parts: the reference [`mrt`]'s tests
+/// compare with.
+#[cfg(test)]
 pub(crate) struct NonEquilibrium<T, const Q: usize> {
-    pub(crate) rho: T,
-    pub(crate) u: [T; 3],
     /// Guo's source without its rate factor (zero unforced).
     pub(crate) source: [T; Q],
     /// `feq - f - S/2`, with `feq - f` one fused operation, as in BGK.
@@ -58,7 +58,7 @@ pub(crate) struct NonEquilibrium<T, const Q: usize> {
 
 /// [`NonEquilibrium`] of the populations `f` (times `scale`), with Guo's
 /// source when `FORCED`.
-#[inline(always)]
+#[cfg(test)]
 pub(crate) fn non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     f: &[T; Q],
     force: [T; 3],
@@ -76,7 +76,7 @@ pub(crate) fn non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real, const FORC
             n[i] = T::from_f64(-0.5).mul_add(source[i], n[i]);
         }
     }
-    NonEquilibrium { rho, u, source, n }
+    NonEquilibrium { source, n }
 }
 
 /// A collision operator, given by its parameters.
