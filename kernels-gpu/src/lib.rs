@@ -6,7 +6,7 @@
 //!
 //! The crate is compiled twice: for the host (an ordinary `rlib`, so the CPU
 //! backend and the tests call these very functions) and for
-//! `nvptx64-nvidia-cuda` by the root `build.rs`, where [`entry`] adds thin
+//! `nvptx64-nvidia-cuda` by the root `build.rs`, where `entry` adds thin
 //! `extern "ptx-kernel"` entry points around the same functions.
 #![no_std]
 #![feature(f16, core_float_math)]

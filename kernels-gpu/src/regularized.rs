@@ -45,7 +45,7 @@ fn add_signed<T: Real>(s: &mut T, sign: i32, v: T) {
     }
 }
 
-/// `sum_i c_i c_i n_i` ([`PAIRS`]) of a cell's populations (or their
+/// `sum_i c_i c_i n_i` (`PAIRS`) of a cell's populations (or their
 /// non-equilibrium parts) `n`, per opposite pair as [`boundary_stress`].
 #[inline(always)]
 pub fn stress<L: Lattice<Q>, const Q: usize, T: Real>(n: &[T; Q]) -> [T; 6] {
@@ -62,7 +62,7 @@ pub fn stress<L: Lattice<Q>, const Q: usize, T: Real>(n: &[T; Q]) -> [T; 6] {
 }
 
 /// Non-equilibrium stress `Pi = sum_i c_i c_i (f_i - feq_i)` of a boundary
-/// cell with inward normal `normal`, components as [`PAIRS`], taking each
+/// cell with inward normal `normal`, components as `PAIRS`, taking each
 /// population with `c_i . normal > 0` (unknown: it arrives from outside) as
 /// its opposite's non-equilibrium part. `c c` is even in `c`, so per opposite
 /// pair `(a, b)` the stress takes `fneq_a + fneq_b`, which is `2 fneq` of the
@@ -90,7 +90,7 @@ pub fn boundary_stress<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q], feq: 
     pi
 }
 
-/// The non-equilibrium part that a stress `pi` ([`PAIRS`]) gives population
+/// The non-equilibrium part that a stress `pi` (`PAIRS`) gives population
 /// `i`: `w_i / (2 c_s^4) Q_i : Pi = w_i (9/2 c_i.Pi.c_i - 3/2 tr Pi)` (with
 /// `c_s^2 = 1/3`). It is even in `c`: opposite populations get the same.
 #[inline(always)]

@@ -29,7 +29,7 @@
 //! neighbour: their loads never look at a neighbour's flag, so all `Q` loads
 //! are independent and in flight together. Both paths give a cell with no
 //! solid neighbour the same values, so a warp may take the near-wall path
-//! together when one of its cells needs it ([`warp_uniform_walls`]).
+//! together when one of its cells needs it (`warp_uniform_walls`).
 //!
 //! **Halfway bounce-back.** When the cell a population would be pulled from
 //! is solid, the population is the cell's own post-collision population of

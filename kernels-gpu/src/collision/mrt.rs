@@ -526,7 +526,7 @@ impl<T: Real> Mrt<T> {
 
     /// The change `M^T diag(s / |M_k|^2) M n` that relaxing the
     /// non-equilibrium parts `n` makes to the populations, by the basis's
-    /// matrix: the reference [`Self::relax_by_products`] is checked against.
+    /// matrix: the reference every basis's update is checked against.
     #[cfg(test)]
     fn relax_by_full_matrix<L: Lattice<Q>, const Q: usize>(&self, n: &[T; Q]) -> [T; Q] {
         let mut d = [T::ZERO; Q];

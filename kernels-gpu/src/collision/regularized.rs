@@ -19,7 +19,7 @@
 //! with the force's share `(u F + F u) / 2` taken out.
 //!
 //! Both take `Pi_neq` as the populations' own stress less the equilibrium's
-//! in closed form ([`non_equilibrium_stress`]), not as the stress of
+//! in closed form (`non_equilibrium_stress`), not as the stress of
 //! `f - feq`: the populations are then summed once and no array of
 //! non-equilibrium parts is live beside them, which in 16-bit storage, where
 //! these kernels are short of registers, is the difference that counts.
