@@ -424,7 +424,7 @@ pub fn refined_cavity(size: u32, levels: u32, fusion: crate::levels::Fusion) -> 
 /// The refinement of the benchmark's wind tunnel of side `size`
 /// ([`BenchGeometry::Tunnel`], 128 cells or more) with `levels` levels:
 /// level `k` covers a cube around the sphere reaching `(levels - k) size /
-/// 16` cells past its surface, and at least [`OPEN_MARGIN`] cells from the
+/// 16` cells past its surface, and at least `OPEN_MARGIN` cells from the
 /// inlet, so that every jump lies in the flow. (Every level takes level 0's
 /// cells of the sphere.)
 pub fn refined_tunnel(size: u32, levels: u32, fusion: crate::levels::Fusion) -> crate::levels::Refinement {

@@ -125,7 +125,7 @@ pub fn write(path: &Path, config: &SolverConfig, state: &SavedState) -> Result<(
     write_for(path, &fingerprint(config), state)
 }
 
-/// [`write`] for the set-up whose fingerprint is `set_up` (a refined
+/// [`write()`] for the set-up whose fingerprint is `set_up` (a refined
 /// domain's: [`crate::levels::Levels::fingerprint`]).
 pub fn write_for(path: &Path, set_up: &[u8; 32], state: &SavedState) -> Result<()> {
     let (head, payloads) = encode(set_up, state);

@@ -1,6 +1,6 @@
 //! The GPU backend on `cudarc`: a device with the kernels loaded, and one
 //! partition's buffers, boundary groups and launches
-//! ([`GpuPart`]); the executors that step partitions live in
+//! (`GpuPart`); the executors that step partitions live in
 //! [`crate::multi_gpu`] (the GPUs of one process) and [`crate::nccl`].
 
 use crate::cell_blocks::CellBlocks;

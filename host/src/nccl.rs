@@ -5,7 +5,7 @@
 //! [`crate::multi_gpu`]. Read-backs are collective: every rank computes its
 //! own cells' fields, mass or forces, and rank 0 receives only those.
 //!
-//! The raw NCCL calls live in [`Comm`], a thin wrapper: cudarc's safe
+//! The raw NCCL calls live in `Comm`, a thin wrapper: cudarc's safe
 //! communicator takes typed slices and gives no access to the handle, which
 //! polling for a dead peer (`ncclCommGetAsyncError`) and aborting from a
 //! watchdog thread need.

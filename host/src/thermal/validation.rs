@@ -15,7 +15,7 @@
 //! `dT_b/dt = kappa d^2 T_b/dy^2`,
 //!
 //! between no-slip walls held at fixed temperatures (`v = dv/dy = theta = 0`).
-//! [`LinearMode`] integrates them in time from the lattice run's own
+//! `LinearMode` integrates them in time from the lattice run's own
 //! initial state, so the theory and the model start alike and are read the
 //! same way: the amplitude of the mode of `v` over the lattice rows, and
 //! its logarithmic growth rate over the same window of steps.
@@ -364,7 +364,7 @@ fn viscous_rayleigh_taylor_rate(atwood: f64, g: f64, k: f64, nu: f64) -> f64 {
 ///
 /// Theory. A sharp interface between inviscid layers grows at `sigma_0 =
 /// sqrt(At g k)` (Rayleigh 1883; Taylor 1950); viscosity lowers this to the
-/// root of Chandrasekhar's relation ([`viscous_rayleigh_taylor_rate`]).
+/// root of Chandrasekhar's relation (`viscous_rayleigh_taylor_rate`).
 /// Here the layers are one gas, and heat diffuses across the interface as
 /// fast as momentum (Prandtl 1): over the `6 / sigma_0` steps of the run the
 /// interface thickens to `sqrt(2 kappa t) ~ 20` sites, `k delta ~ 1`, which
@@ -375,7 +375,7 @@ fn viscous_rayleigh_taylor_rate(atwood: f64, g: f64, k: f64, nu: f64) -> f64 {
 /// profile, the walls and the adiabatic gradient of the isothermal layers
 /// (their buoyancy frequency `N^2 = g^2 / (c_p T0)`, about a tenth of
 /// `sigma_0^2`; Spiegel & Veronis 1960), integrated from the lattice run's
-/// initial state ([`LinearMode`]). Left out: the gas's compressibility
+/// initial state (`LinearMode`). Left out: the gas's compressibility
 /// beyond that (`g / (k c_s^2)` and `sigma^2 / (k c_s)^2` below 1%) and its
 /// departures from Boussinesq (`At = 0.05`: viscosity and diffusivity vary
 /// by 5% across the layers).
@@ -615,11 +615,11 @@ fn benard_measured(ra: f64, backend: BackendKind, ptx: &str) -> Result<(f64, [f6
 /// about `-0.8` and `+0.7 kappa / d^2`: over the window of `0.45 d^2 /
 /// kappa` the mode's amplitude changes by a factor 1.4, many times what
 /// the start's transients or sound waves leave in it. The linear theory's
-/// rates, from [`LinearMode`] over the same window, and the onset they
+/// rates, from `LinearMode` over the same window, and the onset they
 /// interpolate to (which checks the integrator against `Ra_c`) are printed
 /// with the measured ones.
 ///
-/// `Ra = g alpha (dT - g d / c_p) d^3 / (nu kappa)` ([`benard_walls`]):
+/// `Ra = g alpha (dT - g d / c_p) d^3 / (nu kappa)` (`benard_walls`):
 /// `d = ny - 1 = 32`, `tau = 0.53`, `g = 2 10^-4`, so `dT / T0 ~ 0.12`,
 /// `g d / T0 ~ 0.009`. The two runs, 64 x 33 sites for 36 700 steps each,
 /// go on two threads.
