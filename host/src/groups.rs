@@ -53,10 +53,15 @@ impl BoundaryGroups {
     /// on an x face reads its cells a row apart, and the list kernels cost
     /// the dense D3Q27 tunnel a third of its speed. The operators not
     /// stamped into the heavy kernel run it through [`kernels_gpu::Chosen`],
-    /// which on D3Q27 needs 127 registers: over the whole dense box that
-    /// costs more than the lists' strided reads (the 256^3 tunnel, f32, on
-    /// an H200: MRT 55.5% of copy against 57.7%, cumulant 56.1% against
-    /// 64.1%; D3Q19 MRT 69.6% against 62.3%), so there they take `lists`.
+    /// which on the dense D3Q27 box takes 96 registers (72 in the operators'
+    /// own bulk kernels in 16-bit storage): with 16-bit storage that costs
+    /// more than the lists' strided reads, so there they take `lists`; in
+    /// f32 `naive` is ahead (the 256^3 tunnel on an H200, fraction of copy
+    /// bandwidth, `lists` against `naive`, Esoteric Pull / two-lattice:
+    /// 16-bit MRT 43.1% / 40.0% against 38.3% / 33.9%, cumulant 42.7% /
+    /// 39.0% against 38.8% / 34.4%; f32 MRT 63.5% / 58.9% against 64.8% /
+    /// 59.9%, regularized 63.8% / 58.7% against 67.2% / 62.2%,
+    /// `docs/bench/h200-2026-11-29-trt-pair-by-pair.txt`).
     /// On a sparse grid with 16-bit storage `lists` was the fastest in every
     /// row of the same tunnel (BGK, MRT, cumulant; D3Q19 and D3Q27; both
     /// schemes): 1.5-4.5% ahead of `memory`
@@ -64,7 +69,9 @@ impl BoundaryGroups {
     pub fn auto(grid: GridLayout, has_open: bool, collision: CollisionKind, q: usize, precision: Precision) -> Self {
         match (has_open, grid) {
             (false, _) => BoundaryGroups::Lists,
-            (true, GridLayout::Dense) if !collision.stamped() && q == 27 => BoundaryGroups::Lists,
+            (true, GridLayout::Dense) if !collision.stamped() && q == 27 && precision == Precision::F16 => {
+                BoundaryGroups::Lists
+            }
             (true, GridLayout::Dense) => BoundaryGroups::Naive,
             (true, GridLayout::Sparse { .. }) if precision == Precision::F16 => BoundaryGroups::Lists,
             (true, GridLayout::Sparse { .. }) => BoundaryGroups::Memory,
@@ -204,8 +211,8 @@ mod tests {
 
     /// `auto` takes the variants measured fastest: the bulk kernel alone
     /// without open cells; `naive` on the dense box and `memory` on a sparse
-    /// grid, except `lists` for the operators chosen at run time on a
-    /// dense D3Q27 box and for 16-bit storage on a sparse grid.
+    /// grid, except `lists` with 16-bit storage for the operators chosen at
+    /// run time on a dense D3Q27 box and for every operator on a sparse grid.
     #[test]
     fn auto_takes_the_variant_measured_fastest() {
         use kernels_gpu::CollisionKind::{Bgk, Cumulant, Mrt, Trt};
@@ -218,7 +225,8 @@ mod tests {
             (dense, true, Bgk, 19, F16, BoundaryGroups::Naive),
             (dense, true, Trt, 19, F64, BoundaryGroups::Naive),
             (dense, true, Mrt, 19, F32, BoundaryGroups::Naive),
-            (dense, true, Mrt, 27, F32, BoundaryGroups::Lists),
+            (dense, true, Mrt, 27, F32, BoundaryGroups::Naive),
+            (dense, true, Mrt, 27, F16, BoundaryGroups::Lists),
             (dense, true, Cumulant, 27, F16, BoundaryGroups::Lists),
             (sparse, true, Cumulant, 27, F32, BoundaryGroups::Memory),
             (sparse, true, Bgk, 19, F64, BoundaryGroups::Memory),

@@ -107,18 +107,29 @@ pub fn equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) ->
 /// takes a third fewer operations than each direction on its own.
 #[inline(always)]
 pub(crate) fn equilibrium_over_weights<L: Lattice<Q>, const Q: usize, T: Real>(rho: T, u: [T; 3]) -> [T; Q] {
-    let (rest, rho3, rho45) = equilibrium_parts(rho, u);
-    let mut x = [rest; Q];
+    let parts = equilibrium_parts(rho, u);
+    let mut x = [parts.0; Q];
     let mut a = 1;
     while a < Q {
-        let cu = dot_c(L::C[a], u);
-        let even = rho45.mul_add(cu * cu, rest);
-        let odd = rho3 * cu;
-        x[a] = even + odd;
-        x[opposite(a)] = even - odd;
+        (x[a], x[opposite(a)]) = equilibrium_pair::<L, Q, T>(parts, u, a);
         a += 2;
     }
     x
+}
+
+/// [`equilibrium_over_weights`] of direction `a` and its opposite, from
+/// [`equilibrium_parts`]: an operator that works pair by pair forms them
+/// there, with the same values.
+#[inline(always)]
+pub(crate) fn equilibrium_pair<L: Lattice<Q>, const Q: usize, T: Real>(
+    (rest, rho3, rho45): (T, T, T),
+    u: [T; 3],
+    a: usize,
+) -> (T, T) {
+    let cu = dot_c(L::C[a], u);
+    let even = rho45.mul_add(cu * cu, rest);
+    let odd = rho3 * cu;
+    (even + odd, even - odd)
 }
 
 /// The parts of [`equilibrium_over_weights`], `x_i = rest + rho3 c.u +

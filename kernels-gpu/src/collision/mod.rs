@@ -42,7 +42,9 @@ pub use cumulant::Cumulant;
 pub use mrt::Mrt;
 pub use regularized::{Les, Regularized, Smagorinsky};
 
-use crate::cell::{collide_bgk, density_velocity_scaled, dot_c, equilibrium_over_weights, GuoSource};
+#[cfg(test)]
+use crate::cell::equilibrium_over_weights;
+use crate::cell::{collide_bgk, density_velocity_scaled, dot_c, equilibrium_pair, equilibrium_parts, GuoSource};
 use crate::lattice::{opposite, Lattice};
 use crate::real::Real;
 
@@ -260,39 +262,62 @@ impl<T: Real> Collision<T> for Trt<T> {
     ) -> (T, [T; 3]) {
         let force = if FORCED { force } else { [T::ZERO; 3] };
         let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
-        let x = equilibrium_over_weights::<L, Q, T>(rho, u);
+        let parts = equilibrium_parts(rho, u);
         let (wp, wm) = (self.omega_plus, self.omega_minus);
         let half = T::from_f64(0.5);
-        // Non-equilibrium w x - f, formed as BGK forms it.
-        // A loop, not `array::from_fn`: LLVM does not always inline the latter
-        // into the largest kernels, which then pass arrays through local memory.
-        let mut noneq = [T::ZERO; Q];
-        for i in 0..Q {
-            noneq[i] = (T::from_f64(L::W[i]) * scale).mul_add(x[i], -f[i]);
-        }
-        // The odd parts relax by (wm - wp) more than BGK at wp relaxes them.
-        let extra = wm - wp;
-        let mut odd = [T::ZERO; Q];
-        let mut a = 1;
-        while a < Q {
-            let b = opposite(a);
-            odd[a] = half * (noneq[a] - noneq[b]);
-            odd[b] = -odd[a];
-            a += 2;
-        }
         let guo = GuoSource::new(wp, force, u, scale);
         // Guo's odd part 3 w c.F takes (1 - wm/2) instead of (1 - wp/2).
         let odd_force = half * (wp - wm) * T::from_f64(3.0) * scale;
-        for i in 0..Q {
-            let relaxed = extra.mul_add(odd[i], wp.mul_add(noneq[i], f[i]));
-            f[i] = if FORCED {
-                let odd_source = odd_force * T::from_f64(L::W[i]) * dot_c(L::C[i], force);
-                relaxed + guo.term::<L, Q>(i) + odd_source
-            } else {
-                relaxed
-            };
-        }
+        // The odd parts relax by (wm - wp) more than BGK at wp relaxes them.
+        let rates = TrtRates { wp, extra: wm - wp, odd_force, guo, force };
+        // Pair by pair, equilibrium included, so that a pair's values are
+        // done with before the next pair's (an array of the equilibrium
+        // beside the populations costs registers).
+        f[0] = rates.relax::<L, Q, FORCED>(f[0], trt_non_equilibrium::<L, Q, T>(0, f[0], parts.0, scale), T::ZERO, 0);
+        unrolled!(A < Q => {
+            if A % 2 == 1 {
+                let b = opposite(A);
+                let (xa, xb) = equilibrium_pair::<L, Q, T>(parts, u, A);
+                let na = trt_non_equilibrium::<L, Q, T>(A, f[A], xa, scale);
+                let nb = trt_non_equilibrium::<L, Q, T>(b, f[b], xb, scale);
+                let odd = half * (na - nb);
+                f[A] = rates.relax::<L, Q, FORCED>(f[A], na, odd, A);
+                f[b] = rates.relax::<L, Q, FORCED>(f[b], nb, -odd, b);
+            }
+        });
         (rho, u)
+    }
+}
+
+/// Non-equilibrium part `w x - f` of population `i`, formed as BGK forms it.
+#[inline(always)]
+fn trt_non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(i: usize, f: T, x: T, scale: T) -> T {
+    (T::from_f64(L::W[i]) * scale).mul_add(x, -f)
+}
+
+/// What [`Trt`] relaxes a population with (functions, not closures: the
+/// kernels that pick their operator at run time would not inline a closure).
+struct TrtRates<T> {
+    wp: T,
+    /// `omega_minus - omega_plus`.
+    extra: T,
+    /// The change of Guo's odd part's factor, in storage units.
+    odd_force: T,
+    guo: GuoSource<T>,
+    force: [T; 3],
+}
+
+impl<T: Real> TrtRates<T> {
+    /// Population `i` after BGK at `wp` and the extra relaxation of its odd part.
+    #[inline(always)]
+    fn relax<L: Lattice<Q>, const Q: usize, const FORCED: bool>(&self, f: T, noneq: T, odd: T, i: usize) -> T {
+        let relaxed = self.extra.mul_add(odd, self.wp.mul_add(noneq, f));
+        if FORCED {
+            let odd_source = self.odd_force * T::from_f64(L::W[i]) * dot_c(L::C[i], self.force);
+            relaxed + self.guo.term::<L, Q>(i) + odd_source
+        } else {
+            relaxed
+        }
     }
 }
 
