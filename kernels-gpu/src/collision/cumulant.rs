@@ -6,11 +6,11 @@
 //! u_x)^a (c_y - u_y)^b (c_z - u_z)^c` up to second order, and those come in
 //! closed form from the raw moments of the populations, which passes
 //! of 1D sums along z (in 3D), y and x give (the chimera transform of the paper,
-//! without the velocity: [`second_order`]). The passes work on the shifted
+//! without the velocity: `second_order`). The passes work on the shifted
 //! populations `f - w`, so no value of size 1/3 is added and taken away
 //! again in single precision (the concern of the paper's appendix). The
 //! way back is the inverse central transform by passes along x, y and z (in 3D)
-//! ([`populations`]), on the moments less their rest values (`prod m(a)`,
+//! (`populations`), on the moments less their rest values (`prod m(a)`,
 //! `m = 1, 0, 1/3`), with the halves it takes per axis taken first, and
 //! with the moments that are zero after every collision skipped.
 //!
