@@ -132,6 +132,15 @@ pub(crate) fn equilibrium_pair<L: Lattice<Q>, const Q: usize, T: Real>(
     (even + odd, even - odd)
 }
 
+/// `feq_i - f_i = w_i x_i - f_i` of population `i` (`x` from
+/// [`equilibrium_over_weights`], storage units `scale`), one fused
+/// operation: every operator that relaxes as BGK does forms it so, which
+/// keeps it BGK's bit for bit at BGK's rates.
+#[inline(always)]
+pub(crate) fn non_equilibrium_part<L: Lattice<Q>, const Q: usize, T: Real>(i: usize, f: T, x: T, scale: T) -> T {
+    (T::from_f64(L::W[i]) * scale).mul_add(x, -f)
+}
+
 /// The parts of [`equilibrium_over_weights`], `x_i = rest + rho3 c.u +
 /// rho45 (c.u)^2`: `rest = rho_bar - 3/2 rho u.u`, `rho3 = 3 rho`, `rho45 = 9/2 rho`.
 #[inline(always)]
@@ -175,8 +184,7 @@ pub(crate) fn relax_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bo
     scale: T,
 ) {
     let x = equilibrium_over_weights::<L, Q, T>(rho, u);
-    // feq_i - f_i = w_i x_i - f_i, one fused operation.
-    let relax = |f: T, i: usize| omega.mul_add((T::from_f64(L::W[i]) * scale).mul_add(x[i], -f), f);
+    let relax = |f: T, i: usize| omega.mul_add(non_equilibrium_part::<L, Q, T>(i, f, x[i], scale), f);
     if !FORCED {
         for i in 0..Q {
             f[i] = relax(f[i], i);

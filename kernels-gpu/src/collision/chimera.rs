@@ -15,6 +15,9 @@ pub(crate) const fn k(a: usize, b: usize, c: usize) -> usize {
     9 * a + 3 * b + c
 }
 
+/// Positions of the first-order moments (momentum, in a raw transform).
+pub(crate) const MOMENTUM: [usize; 3] = [k(1, 0, 0), k(0, 1, 0), k(0, 0, 1)];
+
 /// Position of velocity `c` in the array before the passes: `k(c_x + 1,
 /// c_y + 1, c_z + 1)` in 3D; in 2D the z index is 0 (the zeroth moment
 /// along z), as the z pass is skipped.

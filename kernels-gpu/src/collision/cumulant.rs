@@ -30,7 +30,7 @@
 //!   products of the second-order ones (a Gaussian's). Other higher rates
 //!   are not offered.
 
-use super::chimera::{self, k};
+use super::chimera::{self, k, MOMENTUM};
 use super::Collision;
 use crate::cell::density_velocity_of_moments;
 use crate::lattice::Lattice;
@@ -208,8 +208,7 @@ pub(crate) fn second_order<L: Lattice<Q>, const Q: usize, T: Real, const FORCED:
             [even + v[1], v[2] - v[0], even]
         });
     });
-    let momentum = [k(1, 0, 0), k(0, 1, 0), k(0, 0, 1)];
-    let (rho, u) = density_velocity_of_moments(r[k(0, 0, 0)], momentum.map(|i| r[i]), force, scale, L::D);
+    let (rho, u) = density_velocity_of_moments(r[k(0, 0, 0)], MOMENTUM.map(|i| r[i]), force, scale, L::D);
     let unscale = T::ONE / scale;
     let half = T::from_f64(0.5);
     let central = |a: usize, b: usize| {
@@ -217,7 +216,7 @@ pub(crate) fn second_order<L: Lattice<Q>, const Q: usize, T: Real, const FORCED:
         e[a] += 1;
         e[b] += 1;
         let raw = r[k(e[0], e[1], e[2])] * unscale;
-        let k = (-u[a]).mul_add(r[momentum[b]] * unscale, raw);
+        let k = (-u[a]).mul_add(r[MOMENTUM[b]] * unscale, raw);
         if FORCED {
             (half * u[b]).mul_add(force[a], k)
         } else {
@@ -235,8 +234,8 @@ pub(crate) fn second_order<L: Lattice<Q>, const Q: usize, T: Real, const FORCED:
 /// [`zero_after_collision`] zero (they are not read): passes along x, y and
 /// z (in 3D) of the inverse of the central transform, `R1 = k1 + u k0`, `R2
 /// = k2 + 2 u k1 + u^2 k0` and `f(-1, 0, 1) = ((R2 - R1) / 2, k0 - R2, (R2 +
-/// R1) / 2)`, 7 operations a line where the halves are not taken first, 4
-/// to 6 on the lines along x with zeros.
+/// R1) / 2)`: 7 operations a line with the halves taken first (9
+/// without), 4 to 6 on the lines along x with zeros.
 #[inline(always)]
 pub(crate) fn populations<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     mut p: [T; 27],

@@ -44,7 +44,9 @@ pub use regularized::{Les, Regularized, Smagorinsky};
 
 #[cfg(test)]
 use crate::cell::equilibrium_over_weights;
-use crate::cell::{collide_bgk, density_velocity_scaled, dot_c, equilibrium_pair, equilibrium_parts, GuoSource};
+use crate::cell::{
+    collide_bgk, density_velocity_scaled, dot_c, equilibrium_pair, equilibrium_parts, non_equilibrium_part, GuoSource,
+};
 use crate::lattice::{opposite, Lattice};
 use crate::real::Real;
 
@@ -72,7 +74,7 @@ pub(crate) fn non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real, const FORC
     let guo = GuoSource::new(T::ZERO, force, u, scale);
     let (mut source, mut n) = ([T::ZERO; Q], [T::ZERO; Q]);
     for i in 0..Q {
-        n[i] = (T::from_f64(L::W[i]) * scale).mul_add(x[i], -f[i]);
+        n[i] = non_equilibrium_part::<L, Q, T>(i, f[i], x[i], scale);
         if FORCED {
             source[i] = guo.term::<L, Q>(i);
             n[i] = T::from_f64(-0.5).mul_add(source[i], n[i]);
@@ -273,13 +275,13 @@ impl<T: Real> Collision<T> for Trt<T> {
         // Pair by pair, equilibrium included, so that a pair's values are
         // done with before the next pair's (an array of the equilibrium
         // beside the populations costs registers).
-        f[0] = rates.relax::<L, Q, FORCED>(f[0], trt_non_equilibrium::<L, Q, T>(0, f[0], parts.0, scale), T::ZERO, 0);
+        f[0] = rates.relax::<L, Q, FORCED>(f[0], non_equilibrium_part::<L, Q, T>(0, f[0], parts.0, scale), T::ZERO, 0);
         unrolled!(A < Q => {
             if A % 2 == 1 {
                 let b = opposite(A);
                 let (xa, xb) = equilibrium_pair::<L, Q, T>(parts, u, A);
-                let na = trt_non_equilibrium::<L, Q, T>(A, f[A], xa, scale);
-                let nb = trt_non_equilibrium::<L, Q, T>(b, f[b], xb, scale);
+                let na = non_equilibrium_part::<L, Q, T>(A, f[A], xa, scale);
+                let nb = non_equilibrium_part::<L, Q, T>(b, f[b], xb, scale);
                 let odd = half * (na - nb);
                 f[A] = rates.relax::<L, Q, FORCED>(f[A], na, odd, A);
                 f[b] = rates.relax::<L, Q, FORCED>(f[b], nb, -odd, b);
@@ -289,14 +291,8 @@ impl<T: Real> Collision<T> for Trt<T> {
     }
 }
 
-/// Non-equilibrium part `w x - f` of population `i`, formed as BGK forms it.
-#[inline(always)]
-fn trt_non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real>(i: usize, f: T, x: T, scale: T) -> T {
-    (T::from_f64(L::W[i]) * scale).mul_add(x, -f)
-}
-
-/// What [`Trt`] relaxes a population with (functions, not closures: the
-/// kernels that pick their operator at run time would not inline a closure).
+/// What [`Trt`] relaxes a population with (a method rather than a closure:
+/// LLVM does not always inline closures into the largest kernels).
 struct TrtRates<T> {
     wp: T,
     /// `omega_minus - omega_plus`.

@@ -17,7 +17,7 @@
 //! (energy fluxes, fourth-order and higher ghosts) only damp modes that
 //! carry no hydrodynamics, at the rates [`Mrt::published`] states.
 
-use super::chimera::{self, k};
+use super::chimera::{self, k, MOMENTUM};
 use super::cumulant::is_tensor_product;
 use super::Collision;
 use crate::cell::{density_velocity_of_moments, density_velocity_scaled, equilibrium_parts, relax_bgk, uf3};
@@ -423,9 +423,6 @@ fn moment_non_equilibrium<T: Real, const FORCED: bool>(
 
 /// Positions of D3Q27's normal second-order products in the moment array.
 const NORMAL: [usize; 3] = [k(2, 0, 0), k(0, 2, 0), k(0, 0, 2)];
-
-/// Positions of D3Q27's momentum in the moment array.
-const MOMENTUM: [usize; 3] = [k(1, 0, 0), k(0, 1, 0), k(0, 0, 1)];
 
 /// [`WeightMoments`] of the D3Q27 product at position `at` of the moment
 /// array, `p_a(c_x) p_b(c_y) p_c(c_z)` with `at = k(a, b, c)`, for `L`'s
