@@ -326,7 +326,7 @@ pub const INSTANCES: [(&str, usize, usize); 9] = {
 /// (D3Q27) and +7.2% / +6.9% (D3Q19 two-lattice) over 72 / 88 / 80; the f32
 /// kernels at 64 / 80 gained nothing (`docs/bench/h100-2026-11-21-919e805-launch.txt`).
 pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usize) -> Option<u32> {
-    use CollisionKind::{Bgk, Regularized, Smagorinsky as Smag, Trt};
+    use CollisionKind::{Bgk, Mrt, Regularized, Smagorinsky as Smag, Trt};
     use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
     // The sparse kernels run as ptxas allocates them (at the dense kernels'
     // caps the 16-bit ones spill), except D3Q27 f32 Esoteric Pull on 8^3
@@ -349,9 +349,12 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // a spill, on an H200, 256^3 periodic box: Smagorinsky D3Q19 two-lattice
     // +3.5% (64 -> 56) and D3Q27 Esoteric Pull +4.7% (80 -> 72), regularized
     // D3Q27 two-lattice +5.0% (77 -> 72)
-    // (`docs/bench/h200-2026-11-28-f16-operators-stress.txt`).
+    // (`docs/bench/h200-2026-11-28-f16-operators-stress.txt`). MRT D3Q19
+    // 16-bit Esoteric Pull since its sums go by velocity class: 72 -> 64
+    // (no spill), +1.7% (`docs/bench/h200-2026-11-29-mrt-d3q19-classes.txt`).
     match (kind, q, bytes) {
         (_, _, 8) => None,
+        (KernelKind::StreamCollide(Ep, Mrt), 19, 2) => Some(64),
         (KernelKind::StreamCollide(Ab, Smag), 19, 2) => Some(56),
         (KernelKind::StreamCollide(Ep, Smag), 27, 2) => Some(72),
         (KernelKind::StreamCollide(Ab, Regularized), 27, 2) => Some(72),
@@ -436,6 +439,8 @@ mod tests {
         assert_eq!(register_cap_for_entry("stream_collide_ep_smagorinsky_d3q27_f16"), Some(72));
         assert_eq!(register_cap_for_entry("stream_collide_ab_regularized_d3q27_f16"), Some(72));
         assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_d3q19_f32"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_d3q19_f16"), Some(64));
+        assert_eq!(register_cap_for_entry("stream_collide_ab_mrt_d3q19_f16"), None);
         // A name that merely starts like a kernel's prefix is not that kernel.
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgkx_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_d3q19_f64"), None);

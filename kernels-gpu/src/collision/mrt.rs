@@ -17,6 +17,8 @@
 //! (energy fluxes, fourth-order and higher ghosts) only damp modes that
 //! carry no hydrodynamics, at the rates [`Mrt::published`] states.
 
+mod classes;
+
 use super::chimera::{self, k, MOMENTUM};
 use super::cumulant::is_tensor_product;
 use super::Collision;
@@ -653,6 +655,8 @@ impl<T: Real> Collision<T> for Mrt<T> {
     ) -> (T, [T; 3]) {
         if L::D == 3 && is_tensor_product(&L::C, L::D) {
             self.relax_in_moments::<L, Q, FORCED>(f, force, scale)
+        } else if classes::is_d3q19::<L, Q>() {
+            self.relax_by_classes::<L, Q, FORCED>(f, force, scale)
         } else {
             self.relax_by_matrix::<L, Q, FORCED>(f, force, scale)
         }
