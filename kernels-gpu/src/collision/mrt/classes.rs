@@ -19,7 +19,7 @@
 //!   from it there; each plane pair's odd part is `c_a U_a + c_b U_b`, with
 //!   `U_a = z_qa +- z_ma` one sum per axis and plane.
 
-use super::{add_multiple, equilibrium_and_source, weight_moments, Mrt};
+use super::{add_multiple, equilibrium_and_source, weight_moments, Mrt, RateClass, WeightMoments};
 use crate::cell::{density_velocity_scaled, equilibrium_pair, equilibrium_parts, non_equilibrium_part, uf3, GuoSource};
 use crate::lattice::{opposite, Lattice};
 use crate::real::Real;
@@ -133,6 +133,29 @@ fn by_class<T: Real>(mut s: T, v: [i32; 3], x: [T; 3], total: T) -> T {
     s
 }
 
+/// What [`Mrt::amplitude`] needs of a row of `L`'s basis.
+#[derive(Clone, Copy)]
+struct RowConstants {
+    weights: WeightMoments,
+    class: RateClass,
+    inverse_norm: f64,
+}
+
+impl RowConstants {
+    /// Row `k`'s (zeros past `Q`, which branches never taken name).
+    const fn of<L: Lattice<Q>, const Q: usize>(k: usize) -> Self {
+        if k < Q {
+            Self {
+                weights: weight_moments::<L, Q>(k),
+                class: L::MOMENTS.class[k],
+                inverse_norm: 1.0 / L::MOMENTS.norm(k) as f64,
+            }
+        } else {
+            Self { weights: weight_moments::<L, Q>(k), class: RateClass::Conserved, inverse_norm: 0.0 }
+        }
+    }
+}
+
 /// BGK's update of population `i` from its non-equilibrium part `n`, as
 /// [`crate::cell::relax_bgk`] forms it.
 #[inline(always)]
@@ -152,13 +175,16 @@ fn bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
 }
 
 impl<T: Real> Mrt<T> {
-    /// Row `k`'s moment of `n - S/2`, given that of `n` (storage units),
-    /// times `(s_k - omega) / |M_k|^2`: its correction's amplitude.
+    /// A row's moment of `n - S/2`, given that of `n` (storage units),
+    /// times `(s_k - omega) / |M_k|^2`: its correction's amplitude. The
+    /// row's constants come as [`RowConstants`] (evaluated at compile time:
+    /// the kernels that pick their operator at run time would otherwise
+    /// compute them in a call).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn amplitude<L: Lattice<Q>, const Q: usize, const FORCED: bool>(
+    fn amplitude<const FORCED: bool>(
         &self,
-        k: usize,
+        row: RowConstants,
         moment: T,
         parts: (T, T, T),
         u: [T; 3],
@@ -167,13 +193,12 @@ impl<T: Real> Mrt<T> {
         scale: T,
     ) -> T {
         let moment = if FORCED {
-            let (_, source) = equilibrium_and_source(weight_moments::<L, Q>(k), parts, u, force, uf3);
+            let (_, source) = equilibrium_and_source(row.weights, parts, u, force, uf3);
             (T::from_f64(-0.5) * scale).mul_add(source, moment)
         } else {
             moment
         };
-        let class = L::MOMENTS.class[k];
-        moment * ((self.rate(class) - self.shear) * T::from_f64(1.0 / L::MOMENTS.norm(k) as f64))
+        moment * ((self.rate(row.class) - self.shear) * T::from_f64(row.inverse_norm))
     }
 
     /// [`Mrt::relax_by_matrix`] on D3Q19 by classes (see the module's notes):
@@ -231,7 +256,8 @@ impl<T: Real> Mrt<T> {
             if let Some(v) = const { even_values::<L, Q>(K) } {
                 let moment = by_class(-T::ZERO, less(v.axis, v.rest), axis, axes);
                 let moment = by_class(moment, less(v.plane, v.rest), plane, planes);
-                z[K] = self.amplitude::<L, Q, FORCED>(K, moment, parts, u, force, uf3, scale);
+                let row = const { RowConstants::of::<L, Q>(K) };
+                z[K] = self.amplitude::<FORCED>(row, moment, parts, u, force, uf3, scale);
             }
         });
         // Odd rows: the momentum of `n` is F / 2 and `q_a` is the momentum on
@@ -242,8 +268,9 @@ impl<T: Real> Mrt<T> {
             if FORCED {
                 moment = (T::from_f64(0.5) * scale).mul_add(force[A], moment);
             }
-            z[Q_ROWS[A]] = self.amplitude::<L, Q, FORCED>(Q_ROWS[A], moment, parts, u, force, uf3, scale);
-            z[M_ROWS[A]] = self.amplitude::<L, Q, FORCED>(M_ROWS[A], ghost[A], parts, u, force, uf3, scale);
+            let (flux, ghost_row) = const { (RowConstants::of::<L, Q>(Q_ROWS[A]), RowConstants::of::<L, Q>(M_ROWS[A])) };
+            z[Q_ROWS[A]] = self.amplitude::<FORCED>(flux, moment, parts, u, force, uf3, scale);
+            z[M_ROWS[A]] = self.amplitude::<FORCED>(ghost_row, ghost[A], parts, u, force, uf3, scale);
         });
         // Back. The even part of each class: a base its kind shares plus the
         // rows that differ from it there.
