@@ -351,6 +351,7 @@ pub(crate) struct GpuPart<L: Lattice<Q>, const Q: usize, S: DeviceStorage> {
 pub(crate) struct DeviceSparse {
     _neighbour: CudaSlice<u32>,
     _origin: CudaSlice<u32>,
+    _seed: CudaSlice<u32>,
     _mask: Option<CudaSlice<u32>>,
     pub(crate) tables: SparseTables,
 }
@@ -361,6 +362,7 @@ impl DeviceSparse {
         let neighbour = s.clone_htod(&layout.neighbour).ctx("uploading the neighbour-block table")?;
         let flat: Vec<u32> = layout.origin.iter().flatten().copied().collect();
         let origin = s.clone_htod(&flat).ctx("uploading the block origins")?;
+        let seed = s.clone_htod(&layout.seed).ctx("uploading the block seeds")?;
         let mask = layout
             .mask
             .as_ref()
@@ -369,10 +371,11 @@ impl DeviceSparse {
             .ctx("uploading the boundary-block bitmask")?;
         let (n, _) = neighbour.device_ptr(s);
         let (o, _) = origin.device_ptr(s);
+        let (r, _) = seed.device_ptr(s);
         let m = mask.as_ref().map(|m| m.device_ptr(s).0 as *const u32);
         // SAFETY: the device tables are copies of `layout`'s and live as long as these tables do.
-        let tables = unsafe { layout.tables_at(n as *const u32, o as *const [u32; 3], m) };
-        Ok(Self { _neighbour: neighbour, _origin: origin, _mask: mask, tables })
+        let tables = unsafe { layout.tables_at(n as *const u32, o as *const [u32; 3], r as *const u32, m) };
+        Ok(Self { _neighbour: neighbour, _origin: origin, _seed: seed, _mask: mask, tables })
     }
 }
 

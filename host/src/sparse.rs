@@ -184,6 +184,9 @@ pub struct SparseLayout {
     pub origin: Vec<[u32; 3]>,
     /// [`NEIGHBOUR_ENTRIES`] storage numbers per stored block.
     pub neighbour: Vec<u32>,
+    /// Per stored block, then the solid block (at the origin), the
+    /// stochastic-rounding seed of its local cell 0 ([`SparseTables`]).
+    pub seed: Vec<u32>,
     /// Storage number of each block of the box, `u32::MAX` where none.
     pub index: Vec<u32>,
     /// Storage numbers of the boundary blocks, ascending.
@@ -201,6 +204,19 @@ pub struct SparseLayout {
     /// Storage number of the first block of each block layer (one more
     /// entry for the end), after the boundary blocks `memory` stores first.
     pub layers: Vec<u32>,
+}
+
+/// The seed of each block's local cell 0 ([`SparseTables`]): its number in
+/// the dense box `dims`, wrapping, with the grid's layer 0 at the box's
+/// layer `z0`; blocks at `origin` (in blocks, edges `1 << shift` per axis),
+/// then the solid block at the origin.
+fn block_seeds(origin: &[[u32; 3]], dims: Dims, shift: [u32; 3], z0: u32) -> Vec<u32> {
+    let seed = |o: [u32; 3]| {
+        let [x, y, z] = [0, 1, 2].map(|a| o[a] << shift[a]);
+        let z = z.wrapping_add(z0);
+        x.wrapping_add(dims.nx.wrapping_mul(y.wrapping_add(dims.ny.wrapping_mul(z))))
+    };
+    origin.iter().chain([&[0; 3]]).map(|&o| seed(o)).collect()
 }
 
 impl SparseLayout {
@@ -360,7 +376,22 @@ impl SparseLayout {
             layers[z] = layers[z].max(layers[z - 1]);
         }
         let z0 = domain.z_offset.wrapping_sub(pad);
-        Ok(Self { dims: d, shift, shift_z, block_dims, origin, neighbour, index, boundary, mask, pad, z0, layers })
+        let seed = block_seeds(&origin, d, [shift, shift, shift_z], z0);
+        Ok(Self {
+            dims: d,
+            shift,
+            shift_z,
+            block_dims,
+            origin,
+            neighbour,
+            seed,
+            index,
+            boundary,
+            mask,
+            pad,
+            z0,
+            layers,
+        })
     }
 
     /// The blocks of this grid in the block layers `own` along z and in one
@@ -400,6 +431,7 @@ impl SparseLayout {
             block_dims: self.block_dims,
             origin: blocks.iter().map(|&b| self.origin[b as usize]).collect(),
             neighbour,
+            seed: blocks.iter().chain([&self.blocks()]).map(|&b| self.seed[b as usize]).collect(),
             index: self.index.iter().map(|&b| if b == u32::MAX { b } else { map[b as usize] }).collect(),
             boundary,
             mask: None,
@@ -417,25 +449,26 @@ impl SparseLayout {
         let mask = self.mask.as_ref().map(|m| m.words.as_ptr());
         // SAFETY: the tables are sized and filled by `build` (one row per
         // stored block, entries at most `blocks`; a bit per stored block).
-        unsafe { self.tables_at(self.neighbour.as_ptr(), self.origin.as_ptr(), mask) }
+        unsafe { self.tables_at(self.neighbour.as_ptr(), self.origin.as_ptr(), self.seed.as_ptr(), mask) }
     }
 
     /// The tables as kernels take them, with this grid's sizes and the
-    /// copies of its neighbour, origin and (when it has one) mask tables at
-    /// `neighbour`, `origin` and `mask` (device copies, say).
+    /// copies of its neighbour, origin, seed and (when it has one) mask
+    /// tables at `neighbour`, `origin`, `seed` and `mask` (device copies, say).
     ///
     /// # Safety
-    /// The three must be copies of this layout's tables, valid and
+    /// The four must be copies of this layout's tables, valid and
     /// unchanged while the result (or a copy) is used.
     pub unsafe fn tables_at(
         &self,
         neighbour: *const u32,
         origin: *const [u32; 3],
+        seed: *const u32,
         mask: Option<*const u32>,
     ) -> SparseTables {
         // SAFETY: the caller's contract, and `build`'s sizes.
         unsafe {
-            let t = SparseTables::new(self.blocks(), self.dims.nx, self.dims.ny, neighbour, origin).with_z0(self.z0);
+            let t = SparseTables::new(self.blocks(), self.dims.nx, self.dims.ny, neighbour, origin, seed);
             match mask {
                 Some(mask) => t.with_boundary_mask(mask, self.mask.as_ref().map_or(0, |m| m.rank_shift)),
                 None => t,
@@ -614,9 +647,12 @@ impl SparseLayout {
         )
     }
 
-    /// Bytes of the tables (neighbour blocks, origins and any bitmask).
+    /// Bytes of the tables (neighbour blocks, origins, seeds and any bitmask).
     pub fn table_bytes(&self) -> usize {
-        self.neighbour.len() * 4 + self.origin.len() * 12 + self.mask.as_ref().map_or(0, |m| m.words.len() * 4)
+        self.neighbour.len() * 4
+            + self.origin.len() * 12
+            + self.seed.len() * 4
+            + self.mask.as_ref().map_or(0, |m| m.words.len() * 4)
     }
 }
 

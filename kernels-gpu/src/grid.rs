@@ -134,6 +134,15 @@ pub trait Grid: Copy {
     /// The neighbours `x + c_j` of `cell` for the velocities `c` (entry 0,
     /// `c_0 = 0`, is the cell itself).
     fn neighbours<const Q: usize>(&self, cell: Self::Cell, c: &[[i32; 3]; Q]) -> Self::Neighbours<Q>;
+    /// [`Grid::neighbours`] for an Esoteric Pull step, which reads
+    /// populations of the cell and of its neighbours `j` odd only (and near
+    /// walls the flags of the others): a grid whose neighbours cost loads may
+    /// find the even ones only when asked for them. By default the same as
+    /// `neighbours`.
+    #[inline(always)]
+    fn odd_neighbours<const Q: usize>(&self, cell: Self::Cell, c: &[[i32; 3]; Q]) -> Self::Neighbours<Q> {
+        self.neighbours(cell, c)
+    }
 
     /// Number of launch units (layers, blocks).
     fn units(&self) -> u32;

@@ -42,12 +42,14 @@ pub struct SparseTables {
     /// sparse grid rounds exactly as the dense one does.
     nx: u32,
     ny: u32,
-    /// Global z of the grid's layer 0 (wrapping): a partition of the box
-    /// seeds its cells with their numbers in the whole box. Zero for a
-    /// whole grid.
-    z0: u32,
+    /// Per stored block, then the solid block, the seed of its local cell
+    /// 0: that cell's number in the whole dense box, wrapping (a
+    /// partition's blocks are placed in the whole box). A cell at `(x, y,
+    /// z)` in its block adds `x + nx (y + ny z)`.
+    seed: *const u32,
     /// [`NEIGHBOUR_ENTRIES`] storage numbers per stored block (see
-    /// [`neighbour_entry`]); the solid block's number where none is stored.
+    /// [`neighbour_entry`]; entry [`SELF_ENTRY`] is the block itself); the
+    /// solid block's number where none is stored.
     neighbour: *const u32,
     /// Position of each stored block, in blocks along each axis.
     origin: *const [u32; 3],
@@ -68,20 +70,22 @@ unsafe impl Sync for SparseTables {}
 
 impl SparseTables {
     /// The tables of `blocks` stored blocks over a box `nx` cells by `ny`,
-    /// at `neighbour` and `origin`.
+    /// at `neighbour`, `origin` and `seed`.
     ///
     /// # Safety
     /// `neighbour` must point to [`NEIGHBOUR_ENTRIES`]` * blocks` entries,
-    /// each at most `blocks`, and `origin` to `blocks` positions, both valid
-    /// and unchanged while the tables (or a copy) are used.
-    pub const unsafe fn new(blocks: u32, nx: u32, ny: u32, neighbour: *const u32, origin: *const [u32; 3]) -> Self {
-        Self { blocks, nx, ny, z0: 0, neighbour, origin, boundary: core::ptr::null(), rank_shift: 0 }
-    }
-
-    /// These tables for a partition of the box whose layer 0 is the box's
-    /// layer `z0` (wrapping).
-    pub const fn with_z0(self, z0: u32) -> Self {
-        Self { z0, ..self }
+    /// each at most `blocks`, entry [`SELF_ENTRY`] of row `b` being `b`;
+    /// `origin` to `blocks` positions and `seed` to `blocks + 1` seeds; all
+    /// valid and unchanged while the tables (or a copy) are used.
+    pub const unsafe fn new(
+        blocks: u32,
+        nx: u32,
+        ny: u32,
+        neighbour: *const u32,
+        origin: *const [u32; 3],
+        seed: *const u32,
+    ) -> Self {
+        Self { blocks, nx, ny, seed, neighbour, origin, boundary: core::ptr::null(), rank_shift: 0 }
     }
 
     /// These tables with the boundary-block bitmask at `mask`, whose words
@@ -158,24 +162,54 @@ pub struct SparseNeighbours<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32
     local: [u32; Q],
     /// Number of the cell itself in the dense box the grid covers.
     seed: u32,
+    /// Whether only the cell and its odd neighbours were found up front
+    /// ([`Grid::odd_neighbours`]); the others are then found when asked
+    /// for, from the cell, its block's table row and the velocities.
+    odd_only: bool,
+    cell: SparseCell,
+    row: *const u32,
+    c: [[i32; 3]; Q],
+}
+
+/// Whether neighbour `j` is one [`Grid::odd_neighbours`] leaves to be found
+/// when asked for: the even ones but the cell itself.
+#[inline(always)]
+const fn is_even_neighbour(j: usize) -> bool {
+    j != 0 && j & 1 == 0
+}
+
+impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> SparseNeighbours<Q, SHIFT, SHIFT_Z> {
+    /// Block and local number of neighbour `j`.
+    #[inline(always)]
+    fn of(&self, j: usize) -> (u32, u32) {
+        if self.odd_only && is_even_neighbour(j) {
+            // SAFETY: `row` is the cell's block's row of the tables the
+            // neighbours were found with.
+            unsafe { Sparse::<SHIFT, SHIFT_Z>::find(self.row, self.cell, self.c[j]) }
+        } else {
+            (self.block[j], self.local[j])
+        }
+    }
 }
 
 impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> Neighbourhood<Q> for SparseNeighbours<Q, SHIFT, SHIFT_Z> {
     #[inline(always)]
     fn cell(&self, j: usize) -> u32 {
-        (self.block[j] << Sparse::<SHIFT, SHIFT_Z>::BLOCK_SHIFT) | self.local[j]
+        let (block, local) = self.of(j);
+        (block << Sparse::<SHIFT, SHIFT_Z>::BLOCK_SHIFT) | local
     }
 
     /// Block `m`'s `Q` planes of `V` values are one run: `m Q V + slot V + l`.
     #[inline(always)]
     fn population(&self, j: usize, slot: usize) -> usize {
         let shift = Sparse::<SHIFT, SHIFT_Z>::BLOCK_SHIFT;
-        ((self.block[j] as usize * Q) << shift) + (((slot as u32) << shift) | self.local[j]) as usize
+        let (block, local) = self.of(j);
+        ((block as usize * Q) << shift) + (((slot as u32) << shift) | local) as usize
     }
 
     /// The cell's number in the whole dense box, worked out in
-    /// [`Grid::neighbours`] from the position and the tables' `z0` (which
-    /// places a partition's grid in the box), so `unit_offset` plays no part.
+    /// [`Grid::neighbours`] from its block's seed (which places a
+    /// partition's grid in the box), so `unit_offset` plays no part.
     #[inline(always)]
     fn seed_cell(&self, _unit_offset: u32) -> u32 {
         self.seed
@@ -229,31 +263,18 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
 
     /// Per axis the offset position `p = l + c` leaves the block when
     /// `p < 0` or `p >= B`; the block across is one table entry, the place
-    /// in it `p mod B`. Only cells on a block face load an entry; the local
-    /// number is the cell's own plus a constant, corrected by a block edge
-    /// on the axes crossed.
+    /// in it `p mod B` ([`Sparse::find`]).
     #[inline(always)]
     fn neighbours<const Q: usize>(&self, cell: SparseCell, c: &[[i32; 3]; Q]) -> Self::Neighbours<Q> {
-        let (edge, edge_z) = (Self::EDGE as i32, Self::EDGE_Z as i32);
-        let step = |p: i32, len: i32| (p >= len) as i32 - (p < 0) as i32;
-        let row = cell.b as usize * NEIGHBOUR_ENTRIES;
-        let own = self.index_of(cell) & (Self::BLOCK_CELLS - 1);
-        let mut nb = SparseNeighbours { block: [0; Q], local: [0; Q], seed: 0 };
-        for j in 0..Q {
-            let [cx, cy, cz] = c[j];
-            let (sx, sy, sz) =
-                (step(cell.x as i32 + cx, edge), step(cell.y as i32 + cy, edge), step(cell.z as i32 + cz, edge_z));
-            let k = neighbour_entry(sx, sy, sz);
-            // SAFETY: every stored block has its row of entries (`SparseTables::new`).
-            nb.block[j] =
-                if k == SELF_ENTRY { cell.b } else { unsafe { ReadOnly::load(self.tables.neighbour.add(row + k)) } };
-            let shift = (cx - edge * sx) + (cy - edge * sy) * edge + (cz - edge_z * sz) * edge * edge;
-            nb.local[j] = own.wrapping_add(shift as u32);
-        }
-        let [x, y, z] = self.position(cell);
-        let z = z.wrapping_add(self.tables.z0);
-        nb.seed = x.wrapping_add(self.tables.nx.wrapping_mul(y.wrapping_add(self.tables.ny.wrapping_mul(z))));
-        nb
+        self.found_neighbours(cell, c, false)
+    }
+
+    /// The even neighbours are found when asked for: only cells near walls
+    /// ask, for their flags, so their table entries are loaded on that path
+    /// alone.
+    #[inline(always)]
+    fn odd_neighbours<const Q: usize>(&self, cell: SparseCell, c: &[[i32; 3]; Q]) -> Self::Neighbours<Q> {
+        self.found_neighbours(cell, c, true)
     }
 
     #[inline(always)]
@@ -330,6 +351,63 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
 }
 
 impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
+    /// The neighbours of `cell` for the velocities `c`, the even ones left
+    /// to be found when asked for if `odd_only`.
+    #[inline(always)]
+    fn found_neighbours<const Q: usize>(
+        &self,
+        cell: SparseCell,
+        c: &[[i32; 3]; Q],
+        odd_only: bool,
+    ) -> SparseNeighbours<Q, SHIFT, SHIFT_Z> {
+        // SAFETY: every stored block has its row of entries (`SparseTables::new`).
+        let row = unsafe { self.tables.neighbour.add(cell.b as usize * NEIGHBOUR_ENTRIES) };
+        let mut nb = SparseNeighbours { block: [0; Q], local: [0; Q], seed: 0, odd_only, cell, row, c: *c };
+        for j in 0..Q {
+            if !(odd_only && is_even_neighbour(j)) {
+                // SAFETY: as above.
+                (nb.block[j], nb.local[j]) = unsafe { Self::find(row, cell, c[j]) };
+            }
+        }
+        // SAFETY: a seed per block, the solid one included (`SparseTables::new`).
+        let block_seed = unsafe { ReadOnly::load(self.tables.seed.add(cell.b as usize)) };
+        let (nx, ny) = (self.tables.nx, self.tables.ny);
+        let local = cell.x.wrapping_add(nx.wrapping_mul(cell.y.wrapping_add(ny.wrapping_mul(cell.z))));
+        nb.seed = block_seed.wrapping_add(local);
+        nb
+    }
+
+    /// The block and local number of the neighbour `x + c` of `cell`, whose
+    /// block's row of the neighbour-block table is `row`. Only a cell on a
+    /// block face loads an entry along an axis; the local number is the
+    /// cell's own plus a constant, corrected by a block edge on the axes
+    /// crossed.
+    ///
+    /// # Safety
+    /// `row` must point to the [`NEIGHBOUR_ENTRIES`] entries of `cell`'s block.
+    #[inline(always)]
+    unsafe fn find(row: *const u32, cell: SparseCell, c: [i32; 3]) -> (u32, u32) {
+        let (edge, edge_z) = (Self::EDGE as i32, Self::EDGE_Z as i32);
+        let step = |p: i32, len: i32| (p >= len) as i32 - (p < 0) as i32;
+        let [cx, cy, cz] = c;
+        let (sx, sy, sz) =
+            (step(cell.x as i32 + cx, edge), step(cell.y as i32 + cy, edge), step(cell.z as i32 + cz, edge_z));
+        let k = neighbour_entry(sx, sy, sz);
+        // A direction along two or three axes loads its entry whether or
+        // not it leaves the block (the row's own entry is the block):
+        // cheaper than choosing, and the warp reads one row.
+        let diagonal = (cx != 0) as u32 + (cy != 0) as u32 + (cz != 0) as u32 > 1;
+        let block = if !diagonal && k == SELF_ENTRY {
+            cell.b
+        } else {
+            // SAFETY: the caller's `row`.
+            unsafe { ReadOnly::load(row.add(k)) }
+        };
+        let own = cell.x | (cell.y << SHIFT) | (cell.z << (2 * SHIFT));
+        let shift = (cx - edge * sx) + (cy - edge * sy) * edge + (cz - edge_z * sz) * edge * edge;
+        (block, own.wrapping_add(shift as u32))
+    }
+
     /// Whether stored block `b` holds an open cell, by the bitmask (which
     /// must not be null).
     #[inline(always)]
