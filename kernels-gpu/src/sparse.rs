@@ -263,7 +263,7 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
 
     /// Per axis the offset position `p = l + c` leaves the block when
     /// `p < 0` or `p >= B`; the block across is one table entry, the place
-    /// in it `p mod B` ([`Sparse::find`]).
+    /// in it `p mod B` (`Sparse::find`).
     #[inline(always)]
     fn neighbours<const Q: usize>(&self, cell: SparseCell, c: &[[i32; 3]; Q]) -> Self::Neighbours<Q> {
         self.found_neighbours(cell, c, false)
