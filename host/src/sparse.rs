@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::groups::BoundaryGroups;
 use crate::solver::{GridLayout, SolverConfig};
 use kernels_gpu::flags::{is_flow, moving_wall_id, FROZEN, WALL};
-use kernels_gpu::sparse::{neighbour_entry, Sparse, SparseTables, NEIGHBOUR_ENTRIES};
+use kernels_gpu::sparse::{box_number, neighbour_entry, Sparse, SparseTables, NEIGHBOUR_ENTRIES};
 use kernels_gpu::{Dims, Grid};
 use std::ops::Range;
 
@@ -213,8 +213,7 @@ pub struct SparseLayout {
 fn block_seeds(origin: &[[u32; 3]], dims: Dims, shift: [u32; 3], z0: u32) -> Vec<u32> {
     let seed = |o: [u32; 3]| {
         let [x, y, z] = [0, 1, 2].map(|a| o[a] << shift[a]);
-        let z = z.wrapping_add(z0);
-        x.wrapping_add(dims.nx.wrapping_mul(y.wrapping_add(dims.ny.wrapping_mul(z))))
+        box_number([x, y, z.wrapping_add(z0)], dims.nx, dims.ny)
     };
     origin.iter().chain([&[0; 3]]).map(|&o| seed(o)).collect()
 }

@@ -25,7 +25,16 @@ pub const fn neighbour_entry(dx: i32, dy: i32, dz: i32) -> usize {
     (SELF_ENTRY as i32 + dx + 3 * dy + 9 * dz) as usize
 }
 
-/// A block-sparse grid's sizes and the addresses of its two tables: what a
+/// Number of the cell at `p` in a box `nx` by `ny` cells across (wrapping):
+/// the seed of a cell's stochastic rounding, which the sparse grid's
+/// per-block seeds ([`SparseTables`]) split into the block's part and the
+/// cell's place in it.
+#[inline(always)]
+pub const fn box_number(p: [u32; 3], nx: u32, ny: u32) -> u32 {
+    p[0].wrapping_add(nx.wrapping_mul(p[1].wrapping_add(ny.wrapping_mul(p[2]))))
+}
+
+/// A block-sparse grid's sizes and the addresses of its tables: what a
 /// kernel receives (by value, `#[repr(C)]`). The block edges are not in it:
 /// they are the [`Sparse`] grid's type parameters, so kernels index with
 /// constants.
@@ -371,8 +380,7 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
         }
         // SAFETY: a seed per block, the solid one included (`SparseTables::new`).
         let block_seed = unsafe { ReadOnly::load(self.tables.seed.add(cell.b as usize)) };
-        let (nx, ny) = (self.tables.nx, self.tables.ny);
-        let local = cell.x.wrapping_add(nx.wrapping_mul(cell.y.wrapping_add(ny.wrapping_mul(cell.z))));
+        let local = box_number([cell.x, cell.y, cell.z], self.tables.nx, self.tables.ny);
         nb.seed = block_seed.wrapping_add(local);
         nb
     }

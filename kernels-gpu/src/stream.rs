@@ -86,8 +86,14 @@ impl Streaming {
 /// The neighbours `x + c_i` of a cell.
 #[inline(always)]
 pub fn neighbours<L: Lattice<Q>, const Q: usize, G: Grid>(grid: &G, cell: G::Cell) -> G::Neighbours<Q> {
-    const { assert!(L::MAX_SPEED <= G::MAX_OFFSET, "the lattice reaches farther than the grid's neighbours") };
+    reaches::<L, Q, G>();
     grid.neighbours(cell, &L::C)
+}
+
+/// Fails to compile if `L`'s velocities reach farther than `G`'s neighbours.
+#[inline(always)]
+fn reaches<L: Lattice<Q>, const Q: usize, G: Grid>() {
+    const { assert!(L::MAX_SPEED <= G::MAX_OFFSET, "the lattice reaches farther than the grid's neighbours") };
 }
 
 /// Index of population `i` of neighbour `j` (`j = 0`: the cell itself).
@@ -347,7 +353,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage,
     // warp takes that path together (16-bit storage): the per-cell choice
     // reads them in a loop that the compiler then no longer writes out.
     let nb = if warp_uniform_walls::<S>() {
-        const { assert!(L::MAX_SPEED <= G::MAX_OFFSET, "the lattice reaches farther than the grid's neighbours") };
+        reaches::<L, Q, G>();
         grid.odd_neighbours(cell, &L::C)
     } else {
         neighbours::<L, Q, G>(grid, cell)
