@@ -161,7 +161,7 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
 ) {
     let n = *links.cells.add(k as usize);
     let nb = neighbours::<L, Q, G>(grid, grid.cell_of(n));
-    let arrived = load::<L, Q, S, true>(scheme, p, f, flags, &nb);
+    let arrived = load::<L, Q, S, true, _>(scheme, p, f, flags, &nb);
     // Between steps `f*_i(x)` is still in the buffer: no gather needed.
     let fi = interpolate_links(&arrived, links, k, |i| carried_value::<L, Q, S>(scheme, p.step, f, &nb, i));
     let (rho, u) = density_velocity::<L, Q, S::Real>(&rescaled(fi, 1.0 / S::SCALE), p.force);
@@ -190,7 +190,7 @@ pub unsafe fn update<L: Lattice<Q>, const Q: usize, S: Storage, C: Collision<S::
 ) {
     let cell = grid.cell_of(*links.cells.add(k as usize));
     let nb = neighbours::<L, Q, G>(grid, cell);
-    let arrived = load::<L, Q, S, true>(scheme, p, src, flags, &nb);
+    let arrived = load::<L, Q, S, true, _>(scheme, p, src, flags, &nb);
     let carried = |i| *links.carried.add(Q * k as usize + i);
     let mut fi = interpolate_links(&arrived, links, k, carried);
     collide::<L, Q, S, C>(&mut fi, p);

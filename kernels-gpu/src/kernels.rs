@@ -329,24 +329,26 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     use CollisionKind::{Bgk, Mrt, Regularized, Smagorinsky as Smag, Trt};
     use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
     // The sparse kernels run as ptxas allocates them (at the dense kernels'
-    // caps the 16-bit ones spill), except D3Q27 f32 Esoteric Pull on 8^3
-    // blocks: uncapped it takes 108 (BGK) or 128 (TRT) registers, 25%
-    // occupancy; at 96 (no spill) 31%, and on an H100 +4.2% / +4.9% in a
-    // periodic 256^3 box, +10% / +4% in the packed bed. At 96 the 4^3-block
-    // BGK kernel spills, and TRT ran 3% slower in the periodic box
-    // (`docs/bench/h100-2026-11-24-0a6c18c-sparse-cap.txt`).
-    // Since Esoteric Pull finds the even neighbours only near walls in
-    // 16-bit, the D3Q27 BGK kernels take 127 registers uncapped and fit 96
-    // with no spill: on an H200 the 4^3-block one then runs +6.8% in the
-    // packed bed (the periodic box unmoved). D3Q19 f32 Esoteric Pull BGK
-    // fits 64 (from 72, no spill): +2.4% / +3.9% (8^3 blocks, periodic /
-    // bed), -0.2% / +3.1% (4^3) (`docs/bench/h200-2026-11-29-sparse-caps.txt`,
-    // which also has the caps that spill, left out).
+    // caps the 16-bit ones spill), except where a cap fits without a spill
+    // and measured faster. D3Q27 f32 Esoteric Pull on 8^3 blocks: BGK and
+    // MRT at 96 (31% occupancy, not 25%; for BGK on an H100 +4.2% in a
+    // periodic 256^3 box, +10% in the packed bed,
+    // `docs/bench/h100-2026-11-24-0a6c18c-sparse-cap.txt`); TRT and
+    // Smagorinsky spill at 96 and run uncapped (108 and 114). On 4^3
+    // blocks TRT and MRT stay at their earlier 96 (TRT uncapped takes 107,
+    // since Esoteric Pull finds its even neighbours only near walls in f32
+    // too). D3Q27 16-bit BGK takes 127 uncapped and
+    // fits 96: on an H200 +6.8% in the bed on 4^3 blocks. D3Q19 f32 BGK fits
+    // 64 on 8^3 blocks (+2.4% periodic, +3.9% bed on an H200,
+    // `docs/bench/h200-2026-11-29-sparse-caps.txt`, which also has the caps
+    // that spill) and 72 on 4^3 (uncapped 80).
     if !matches!(grid, GridKind::Dense) {
         return match (kind, grid, q, bytes) {
-            (KernelKind::StreamCollide(Ep, Bgk | Trt), GridKind::Sparse8, 27, 4) => Some(96),
+            (KernelKind::StreamCollide(Ep, Bgk | Mrt), GridKind::Sparse8, 27, 4) => Some(96),
+            (KernelKind::StreamCollide(Ep, Trt | Mrt), GridKind::Sparse4, 27, 4) => Some(96),
             (KernelKind::StreamCollide(Ep, Bgk), _, 27, 2) => Some(96),
-            (KernelKind::StreamCollide(Ep, Bgk), _, 19, 4) => Some(64),
+            (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse8, 19, 4) => Some(64),
+            (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse4, 19, 4) => Some(72),
             _ => None,
         };
     }
@@ -457,7 +459,10 @@ mod tests {
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse8_d3q19_f32"), Some(64));
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse4_d3q27_f16"), Some(96));
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse4_d3q19_f16"), None);
-        assert_eq!(register_cap_for_entry("stream_collide_ep_trt_sparse8_d3q27_f32"), Some(96));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_trt_sparse8_d3q27_f32"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ep_trt_sparse4_d3q27_f32"), Some(96));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_sparse8_d3q27_f32"), Some(96));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse4_d3q19_f32"), Some(72));
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse4_d3q27_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_sparse8_d3q27_f16"), Some(96));
         assert_eq!(register_cap_for_entry("stream_collide_ep_trt_sparse8_d3q27_f16"), None);

@@ -69,7 +69,7 @@ pub unsafe fn transit<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     let nb = neighbours::<L, Q, G>(grid, cell);
     // No solid lies within a ghost cell's reach (the host refuses jumps
     // that meet walls), so it pulls without looking at its neighbours.
-    let fi = load::<L, Q, S, false>(scheme, p, src, flags, &nb);
+    let fi = load::<L, Q, S, false, _>(scheme, p, src, flags, &nb);
     store::<L, Q, S>(scheme, p, dst, &nb, &fi);
 }
 

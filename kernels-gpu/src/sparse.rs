@@ -202,6 +202,8 @@ impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> SparseNeighbours<Q, S
 }
 
 impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> Neighbourhood<Q> for SparseNeighbours<Q, SHIFT, SHIFT_Z> {
+    const FOUND_WHEN_ASKED: bool = true;
+
     #[inline(always)]
     fn cell(&self, j: usize) -> u32 {
         let (block, local) = self.of(j);

@@ -259,23 +259,46 @@ const fn warp_uniform_walls<S: Storage>() -> bool {
 /// # Safety
 /// `f` must hold `Q * cells` values and `flags` `cells` bytes.
 #[inline(always)]
-pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS: bool>(
+pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS: bool, N: Neighbourhood<Q>>(
+    scheme: Streaming,
+    p: &StepParams<S::Real, impl Copy>,
+    f: *const S,
+    flags: *const u8,
+    nb: &N,
+) -> [S::Real; Q] {
+    if CHECK_WALLS && warp_uniform_walls::<S>() {
+        return load_near_walls::<L, Q, S>(scheme, p, f, flags, nb);
+    }
+    let mut fi = [S::Real::ZERO; Q];
+    // Two-lattice finds every neighbour up front: its loop stays as the
+    // compiler writes it.
+    if CHECK_WALLS && N::FOUND_WHEN_ASKED && matches!(scheme, Streaming::EsotericPull) {
+        unrolled!(I < Q => {
+            fi[I] = load_one::<L, Q, S, CHECK_WALLS>(scheme, p, f, flags, nb, I);
+        });
+    } else {
+        for i in 0..Q {
+            fi[i] = load_one::<L, Q, S, CHECK_WALLS>(scheme, p, f, flags, nb, i);
+        }
+    }
+    fi
+}
+
+/// Population `i` of [`load`].
+///
+/// # Safety
+/// As [`load`].
+#[inline(always)]
+unsafe fn load_one<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS: bool>(
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     f: *const S,
     flags: *const u8,
     nb: &impl Neighbourhood<Q>,
-) -> [S::Real; Q] {
-    if CHECK_WALLS && warp_uniform_walls::<S>() {
-        return load_near_walls::<L, Q, S>(scheme, p, f, flags, nb);
-    }
-    let scale = S::Real::from_f64(S::SCALE);
-    let mut fi = [S::Real::ZERO; Q];
-    for i in 0..Q {
-        let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, nb, i);
-        fi[i] = S::fetch(f.add(slot)).load_scaled() + term * scale;
-    }
-    fi
+    i: usize,
+) -> S::Real {
+    let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, nb, i);
+    S::fetch(f.add(slot)).load_scaled() + term * S::Real::from_f64(S::SCALE)
 }
 
 /// [`load`] near walls in two passes: the populations, then the moving-wall
@@ -349,15 +372,10 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage,
     if !is_fluid(flag) {
         return;
     }
-    // Leaving the even neighbours to be found near walls pays where the
-    // warp takes that path together (16-bit storage): the per-cell choice
-    // reads them in a loop that the compiler then no longer writes out.
-    let nb = if warp_uniform_walls::<S>() {
-        reaches::<L, Q, G>();
-        grid.odd_neighbours(cell, &L::C)
-    } else {
-        neighbours::<L, Q, G>(grid, cell)
-    };
+    // Esoteric Pull streams from the cell and its odd neighbours; the
+    // others are asked for near walls only, for their flags.
+    reaches::<L, Q, G>();
+    let nb = grid.odd_neighbours(cell, &L::C);
     update_fluid::<L, Q, S, C>(Streaming::EsotericPull, p, f, f, flags, flag, &nb);
 }
 
@@ -455,9 +473,9 @@ pub(crate) unsafe fn load_fluid<L: Lattice<Q>, const Q: usize, S: Storage>(
     nb: &impl Neighbourhood<Q>,
 ) -> [S::Real; Q] {
     if near_walls::<S>(flag) {
-        load::<L, Q, S, true>(scheme, p, src, flags, nb)
+        load::<L, Q, S, true, _>(scheme, p, src, flags, nb)
     } else {
-        load::<L, Q, S, false>(scheme, p, src, flags, nb)
+        load::<L, Q, S, false, _>(scheme, p, src, flags, nb)
     }
 }
 
@@ -593,7 +611,7 @@ unsafe fn update_open<L: Lattice<Q>, const Q: usize, S: Storage>(
     nb: &impl Neighbourhood<Q>,
 ) {
     let open = &open.at_step(p.step);
-    let fi = rescaled(load::<L, Q, S, true>(scheme, p, src, flags, nb), 1.0 / S::SCALE);
+    let fi = rescaled(load::<L, Q, S, true, _>(scheme, p, src, flags, nb), 1.0 / S::SCALE);
     let (rho, u) = open_boundary_moments::<L, Q, S::Real>(&fi, open, open.kind == INLET);
     let post = if open.scheme == REGULARIZED {
         regularized_collided::<L, Q, S::Real>(&fi, rho, u, open.normal, &open.rates, p.force)
@@ -661,7 +679,7 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     let flag = flag_of(flags, n);
     let (rho, u) = if is_flow(flag) {
         let nb = neighbours::<L, Q, G>(grid, cell);
-        let fi = rescaled(load::<L, Q, S, true>(scheme, p, f, flags, &nb), 1.0 / S::SCALE);
+        let fi = rescaled(load::<L, Q, S, true, _>(scheme, p, f, flags, &nb), 1.0 / S::SCALE);
         density_velocity::<L, Q, S::Real>(&fi, p.force)
     } else {
         let u = match moving_wall_id(flag) {

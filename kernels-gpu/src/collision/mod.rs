@@ -12,25 +12,6 @@
 //! operator and its moment bases, [`regularized`] the regularized operator
 //! and the Smagorinsky eddy viscosity, [`cumulant`] the cumulant operator.
 
-/// Runs `$body` with `$k` a constant `usize`, for each of `0..$q` up to 27
-/// (or up to 3, over the axes): the transforms' loops written out, so that
-/// every matrix entry is a constant (LLVM leaves 27 x 27 loops rolled and
-/// reads the matrix from memory).
-macro_rules! unrolled {
-    (axis $k:ident < $q:expr => $body:block) => {
-        unrolled!(@ $k, $q, $body; 0 1 2)
-    };
-    ($k:ident < $q:expr => $body:block) => {
-        unrolled!(@ $k, $q, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26)
-    };
-    (@ $k:ident, $q:expr, $body:block; $($n:literal)*) => {$(
-        if $n < $q {
-            const $k: usize = $n;
-            $body
-        }
-    )*};
-}
-
 mod chimera;
 pub mod cumulant;
 pub mod mrt;
