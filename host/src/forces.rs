@@ -73,7 +73,7 @@ pub fn momentum_exchange<L: Lattice<Q>, const Q: usize, S: Storage>(
                     // SAFETY: `f` and `flags` are sized for the grid (asserted above).
                     let fi = *arriving.get_or_insert_with(|| unsafe {
                         let nb = neighbours::<L, Q, _>(&g, cell);
-                        load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb)
+                        load::<L, Q, S, true, _>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb)
                     });
                     // In storage units (`Storage::SCALE`), as the kernels keep them.
                     let unscaled = |v: S::Real| v.to_f64() / S::SCALE;

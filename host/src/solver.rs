@@ -739,7 +739,7 @@ pub fn mass_of<L: Lattice<Q>, const Q: usize, S: Storage>(
             }
             let nb = neighbours::<L, Q, _>(&g, g.cell_of(n));
             // SAFETY: `f` and `flags` are sized for the grid (asserted above).
-            let fi = unsafe { load::<L, Q, S, true>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb) };
+            let fi = unsafe { load::<L, Q, S, true, _>(config.streaming, &p, f.as_ptr(), flags.as_ptr(), &nb) };
             mass += 1.0 + fi.iter().map(|v| v.to_f64()).sum::<f64>();
         }
         mass
