@@ -184,10 +184,11 @@ pub trait Grid: Copy {
 
 /// A cell's gathered neighbours (see [`Grid::neighbours`]).
 pub trait Neighbourhood<const Q: usize> {
-    /// Whether some neighbours are found only when asked for
-    /// ([`Grid::odd_neighbours`]): a loop over every direction is then
-    /// written out, since asking by a run-time index would keep the
-    /// velocities in memory.
+    /// Whether this type may find some neighbours only when asked for
+    /// (those a [`Grid::odd_neighbours`] leaves, which only Esoteric Pull
+    /// asks for): such a step's loop over every direction is then written
+    /// out, since asking by a run-time index would keep the velocities in
+    /// memory.
     const FOUND_WHEN_ASKED: bool = false;
     /// Number of neighbour `j` (as [`Grid::index_of`]), for its flag.
     fn cell(&self, j: usize) -> u32;

@@ -17,9 +17,9 @@
 #![allow(clippy::needless_range_loop)]
 
 /// Runs `$body` with `$k` a constant `usize`, for each of `0..$q` up to 27
-/// (or up to 3, over the axes): the transforms' loops written out, so that
-/// every matrix entry is a constant (LLVM leaves 27 x 27 loops rolled and
-/// reads the matrix from memory).
+/// (or up to 3, over the axes): loops written out, so that every table entry
+/// they index is a constant (LLVM leaves 27 x 27 transforms rolled and reads
+/// the matrix from memory).
 macro_rules! unrolled {
     (axis $k:ident < $q:expr => $body:block) => {
         unrolled!(@ $k, $q, $body; 0 1 2)

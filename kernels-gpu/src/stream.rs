@@ -270,8 +270,10 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
         return load_near_walls::<L, Q, S>(scheme, p, f, flags, nb);
     }
     let mut fi = [S::Real::ZERO; Q];
-    // Two-lattice finds every neighbour up front: its loop stays as the
-    // compiler writes it.
+    // Only Esoteric Pull asks for neighbours found late (two-lattice finds
+    // every one up front): two-lattice's loop stays as the compiler writes
+    // it. (A condition the compiler folds later, such as asking the
+    // neighbourhood, changes the code of every sparse kernel.)
     if CHECK_WALLS && N::FOUND_WHEN_ASKED && matches!(scheme, Streaming::EsotericPull) {
         unrolled!(I < Q => {
             fi[I] = load_one::<L, Q, S, CHECK_WALLS>(scheme, p, f, flags, nb, I);
