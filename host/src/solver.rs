@@ -244,8 +244,8 @@ impl CollisionModel {
             CollisionModel::Trt { magic } => format!("trt, magic parameter {magic}"),
             CollisionModel::Mrt => {
                 let m = Mrt::published(1.0, lattice.name());
-                let ghost = if lattice.dimension() == 2 { String::new() } else { format!(", ghost {}", m.ghost) };
-                format!("mrt, rates bulk {}, flux {}, fourth order {}{ghost}", m.bulk, m.flux, m.fourth)
+                let ghost = if lattice.dimension() == 2 { String::new() } else { format!(", ghost {}", m.ghost()) };
+                format!("mrt, rates bulk {}, flux {}, fourth order {}{ghost}", m.bulk(), m.flux(), m.fourth())
             }
             CollisionModel::Regularized { smagorinsky: 0.0 } => "regularized".to_string(),
             CollisionModel::Regularized { smagorinsky } => format!("regularized, {}", les(smagorinsky)),
@@ -312,7 +312,7 @@ impl<T: Real> CollisionParams<T> {
         match self {
             CollisionParams::Bgk(Bgk { omega }) => equal(omega),
             CollisionParams::Trt(t) => t,
-            CollisionParams::Mrt(m) => equal(m.shear),
+            CollisionParams::Mrt(m) => equal(m.shear()),
             CollisionParams::Regularized(r) => equal(r.omega),
             CollisionParams::Smagorinsky(s) => equal(T::ONE / s.les.tau),
             CollisionParams::Cumulant(c) => equal(c.shear),
@@ -325,7 +325,7 @@ impl<T: Real> CollisionParams<T> {
         let z = T::ZERO;
         let les = Les { tau: z, factor: z };
         let mut c = Chosen {
-            mrt: Mrt { shear: z, bulk: z, flux: z, fourth: z, ghost: z },
+            mrt: Mrt::new(z, z, z, z, z),
             regularized: Regularized { omega: z, les },
             smagorinsky: Smagorinsky { les },
             cumulant: Cumulant { shear: z, bulk: z },
@@ -495,16 +495,7 @@ impl SolverConfig {
                     omega_minus: T::from_f64(t.omega_minus),
                 })
             }
-            CollisionModel::Mrt => {
-                let m = Mrt::published(self.tau, self.lattice.name());
-                CollisionParams::Mrt(Mrt {
-                    shear: T::from_f64(m.shear),
-                    bulk: T::from_f64(m.bulk),
-                    flux: T::from_f64(m.flux),
-                    fourth: T::from_f64(m.fourth),
-                    ghost: T::from_f64(m.ghost),
-                })
-            }
+            CollisionModel::Mrt => CollisionParams::Mrt(Mrt::published(self.tau, self.lattice.name()).cast()),
             CollisionModel::Regularized { smagorinsky } => CollisionParams::Regularized(Regularized {
                 omega: T::from_f64(1.0 / self.tau),
                 les: self.les(smagorinsky),

@@ -122,7 +122,7 @@ impl BinaryConfig {
 /// equal to the shear viscosity, the non-hydrodynamic moments at rate 1.
 pub fn ludwig_mrt<T: kernels_gpu::Real>(tau: f64) -> Mrt<T> {
     let omega = T::from_f64(1.0 / tau);
-    Mrt { shear: omega, bulk: omega, flux: T::ONE, fourth: T::ONE, ghost: T::ONE }
+    Mrt::new(omega, omega, T::ONE, T::ONE, T::ONE)
 }
 
 /// Density, velocity, order parameter, chemical potential and pressure of

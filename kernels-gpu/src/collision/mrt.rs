@@ -236,19 +236,59 @@ fn add_multiple<T: Real>(s: &mut T, m: i32, v: T) {
 /// and `S` is added whole, which is `(1 - s_k / 2)` times `S` in each
 /// moment `k` (as Guo's term is in BGK). With every rate equal this is BGK
 /// up to round-off.
+///
+/// Built by [`Mrt::new`], which also derives the coefficients D3Q19's
+/// update takes ([`classes`]), so the rates are read through methods.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Mrt<T> {
+    shear: T,
+    bulk: T,
+    flux: T,
+    fourth: T,
+    ghost: T,
+    classes: classes::ClassRates<T>,
+}
+
+impl<T: Real> Mrt<T> {
+    /// MRT with these rates: of the shear moments (`1 / tau`), the bulk
+    /// moment, the third-order energy fluxes, the fourth-order moments and
+    /// the remaining ghosts.
+    pub fn new(shear: T, bulk: T, flux: T, fourth: T, ghost: T) -> Self {
+        let classes = classes::ClassRates::new([shear, bulk, flux, fourth, ghost].map(T::to_f64));
+        Self { shear, bulk, flux, fourth, ghost, classes }
+    }
+
+    /// These rates in precision `U`.
+    pub fn cast<U: Real>(&self) -> Mrt<U> {
+        let u = |x: T| U::from_f64(x.to_f64());
+        Mrt::new(u(self.shear), u(self.bulk), u(self.flux), u(self.fourth), u(self.ghost))
+    }
+
     /// Rate of the shear moments, `1 / tau`.
-    pub shear: T,
+    pub fn shear(&self) -> T {
+        self.shear
+    }
+
     /// Rate of the bulk moment.
-    pub bulk: T,
+    pub fn bulk(&self) -> T {
+        self.bulk
+    }
+
     /// Rate of the third-order energy fluxes.
-    pub flux: T,
+    pub fn flux(&self) -> T {
+        self.flux
+    }
+
     /// Rate of the fourth-order moments.
-    pub fourth: T,
+    pub fn fourth(&self) -> T {
+        self.fourth
+    }
+
     /// Rate of the remaining ghosts.
-    pub ghost: T,
+    pub fn ghost(&self) -> T {
+        self.ghost
+    }
 }
 
 impl Mrt<f64> {
@@ -264,15 +304,15 @@ impl Mrt<f64> {
     pub fn published(tau: f64, lattice: &str) -> Self {
         let shear = 1.0 / tau;
         match lattice {
-            "d2q9" => Self { shear, bulk: 1.64, flux: 1.9, fourth: 1.54, ghost: 1.0 },
-            "d3q27" => Self { shear, bulk: 1.19, flux: 1.2, fourth: 1.4, ghost: 1.0 },
-            _ => Self { shear, bulk: 1.19, flux: 1.2, fourth: 1.4, ghost: 1.98 },
+            "d2q9" => Self::new(shear, 1.64, 1.9, 1.54, 1.0),
+            "d3q27" => Self::new(shear, 1.19, 1.2, 1.4, 1.0),
+            _ => Self::new(shear, 1.19, 1.2, 1.4, 1.98),
         }
     }
 
     /// Every rate `omega`: BGK's update, up to round-off.
     pub fn all(omega: f64) -> Self {
-        Self { shear: omega, bulk: omega, flux: omega, fourth: omega, ghost: omega }
+        Self::new(omega, omega, omega, omega, omega)
     }
 }
 

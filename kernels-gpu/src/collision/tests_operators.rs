@@ -205,14 +205,7 @@ fn scaled<L: Lattice<Q>, const Q: usize, C: Collision<f32>>(c: &C, name: &str) {
 }
 
 fn all_scaled<L: Lattice<Q>, const Q: usize>() {
-    let m = Mrt::published(0.8, L::NAME);
-    let mrt = Mrt {
-        shear: m.shear as f32,
-        bulk: m.bulk as f32,
-        flux: m.flux as f32,
-        fourth: m.fourth as f32,
-        ghost: m.ghost as f32,
-    };
+    let mrt: Mrt<f32> = Mrt::published(0.8, L::NAME).cast();
     scaled::<L, Q, _>(&mrt, "MRT");
     let les = Les { tau: 0.55f32, factor: regularized::smagorinsky_factor(0.17) as f32 };
     scaled::<L, Q, _>(&Regularized { omega: 1.0 / 0.55f32, les }, "regularized LES");
