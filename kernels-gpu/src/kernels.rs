@@ -341,13 +341,16 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // fits 96: on an H200 +6.8% in the bed on 4^3 blocks. D3Q19 f32 BGK fits
     // 64 on 8^3 blocks (+2.4% periodic, +3.9% bed on an H200,
     // `docs/bench/h200-2026-11-29-sparse-caps.txt`, which also has the caps
-    // that spill) and 72 on 4^3 (uncapped 80).
+    // that spill) and 72 on 4^3 (uncapped 80). D3Q19 f32 MRT on 8^3 blocks
+    // takes 84 uncapped and fits 80: +3.0% periodic, +15% in the packed bed
+    // (`docs/bench/h200-2026-11-29-mrt-d3q19-linear-map.txt`).
     if !matches!(grid, GridKind::Dense) {
         return match (kind, grid, q, bytes) {
             (KernelKind::StreamCollide(Ep, Bgk | Mrt), GridKind::Sparse8, 27, 4) => Some(96),
             (KernelKind::StreamCollide(Ep, Trt | Mrt), GridKind::Sparse4, 27, 4) => Some(96),
             (KernelKind::StreamCollide(Ep, Bgk), _, 27, 2) => Some(96),
             (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse8, 19, 4) => Some(64),
+            (KernelKind::StreamCollide(Ep, Mrt), GridKind::Sparse8, 19, 4) => Some(80),
             (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse4, 19, 4) => Some(72),
             _ => None,
         };
@@ -361,11 +364,16 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // +3.5% (64 -> 56) and D3Q27 Esoteric Pull +4.7% (80 -> 72), regularized
     // D3Q27 two-lattice +5.0% (77 -> 72)
     // (`docs/bench/h200-2026-11-28-f16-operators-stress.txt`). MRT D3Q19
-    // 16-bit Esoteric Pull since its sums go by velocity class: 72 -> 64
-    // (no spill), +1.7% (`docs/bench/h200-2026-11-29-mrt-d3q19-classes.txt`).
+    // Esoteric Pull at 64 (no spill): 16-bit since its sums go by velocity
+    // class (72 -> 64, +1.7%, `docs/bench/h200-2026-11-29-mrt-d3q19-classes.txt`),
+    // f32 since they are one linear map (72 -> 64, +0.8% periodic, +4.2% in
+    // the forced bed); its 16-bit two-lattice kernel at 56 (from 64, no
+    // spill): +2.2% periodic, -1.5% in the bed
+    // (`docs/bench/h200-2026-11-29-mrt-d3q19-linear-map.txt`).
     match (kind, q, bytes) {
         (_, _, 8) => None,
-        (KernelKind::StreamCollide(Ep, Mrt), 19, 2) => Some(64),
+        (KernelKind::StreamCollide(Ep, Mrt), 19, _) => Some(64),
+        (KernelKind::StreamCollide(Ab, Mrt), 19, 2) => Some(56),
         (KernelKind::StreamCollide(Ab, Smag), 19, 2) => Some(56),
         (KernelKind::StreamCollide(Ep, Smag), 27, 2) => Some(72),
         (KernelKind::StreamCollide(Ab, Regularized), 27, 2) => Some(72),
@@ -449,9 +457,12 @@ mod tests {
         assert_eq!(register_cap_for_entry("stream_collide_ep_smagorinsky_d3q19_f16"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_smagorinsky_d3q27_f16"), Some(72));
         assert_eq!(register_cap_for_entry("stream_collide_ab_regularized_d3q27_f16"), Some(72));
-        assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_d3q19_f32"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_d3q19_f32"), Some(64));
         assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_d3q19_f16"), Some(64));
-        assert_eq!(register_cap_for_entry("stream_collide_ab_mrt_d3q19_f16"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ab_mrt_d3q19_f16"), Some(56));
+        assert_eq!(register_cap_for_entry("stream_collide_ab_mrt_d3q19_f32"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_sparse8_d3q19_f32"), Some(80));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_sparse4_d3q19_f32"), None);
         // A name that merely starts like a kernel's prefix is not that kernel.
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgkx_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_d3q19_f64"), None);
