@@ -238,7 +238,7 @@ fn add_multiple<T: Real>(s: &mut T, m: i32, v: T) {
 /// up to round-off.
 ///
 /// Built by [`Mrt::new`], which also derives the coefficients D3Q19's
-/// update takes ([`classes`]), so the rates are read through methods.
+/// update by velocity classes takes, so the rates are read through methods.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Mrt<T> {
