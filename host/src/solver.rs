@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::fields::Fields;
 pub use crate::saved::{SavedBlocks, SavedPart, SavedState};
 use kernels_gpu::{
-    Bgk, Chosen, CollisionKind, Cumulant, F16s, Lattice, Les, Mrt, Real, Regularized, Smagorinsky, StepParams, Storage,
-    Streaming, Trt, D2Q9, D3Q19, D3Q27,
+    Bgk, Chosen, CollisionKind, Cumulant, F16s, Lattice, Les, Mrt, MrtRates, Real, Regularized, Smagorinsky,
+    StepParams, Storage, Streaming, Trt, D2Q9, D3Q19, D3Q27,
 };
 use serde::{Deserialize, Serialize};
 
@@ -244,8 +244,14 @@ impl CollisionModel {
             CollisionModel::Trt { magic } => format!("trt, magic parameter {magic}"),
             CollisionModel::Mrt => {
                 let m = Mrt::published(1.0, lattice.name());
-                let ghost = if lattice.dimension() == 2 { String::new() } else { format!(", ghost {}", m.ghost()) };
-                format!("mrt, rates bulk {}, flux {}, fourth order {}{ghost}", m.bulk(), m.flux(), m.fourth())
+                let ghost =
+                    if lattice.dimension() == 2 { String::new() } else { format!(", ghost {}", m.rates().ghost) };
+                format!(
+                    "mrt, rates bulk {}, flux {}, fourth order {}{ghost}",
+                    m.rates().bulk,
+                    m.rates().flux,
+                    m.rates().fourth
+                )
             }
             CollisionModel::Regularized { smagorinsky: 0.0 } => "regularized".to_string(),
             CollisionModel::Regularized { smagorinsky } => format!("regularized, {}", les(smagorinsky)),
@@ -312,7 +318,7 @@ impl<T: Real> CollisionParams<T> {
         match self {
             CollisionParams::Bgk(Bgk { omega }) => equal(omega),
             CollisionParams::Trt(t) => t,
-            CollisionParams::Mrt(m) => equal(m.shear()),
+            CollisionParams::Mrt(m) => equal(m.rates().shear),
             CollisionParams::Regularized(r) => equal(r.omega),
             CollisionParams::Smagorinsky(s) => equal(T::ONE / s.les.tau),
             CollisionParams::Cumulant(c) => equal(c.shear),
@@ -325,7 +331,7 @@ impl<T: Real> CollisionParams<T> {
         let z = T::ZERO;
         let les = Les { tau: z, factor: z };
         let mut c = Chosen {
-            mrt: Mrt::new(z, z, z, z, z),
+            mrt: Mrt::new(MrtRates { shear: z, bulk: z, flux: z, fourth: z, ghost: z }),
             regularized: Regularized { omega: z, les },
             smagorinsky: Smagorinsky { les },
             cumulant: Cumulant { shear: z, bulk: z },

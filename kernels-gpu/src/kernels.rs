@@ -365,10 +365,12 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // D3Q27 two-lattice +5.0% (77 -> 72)
     // (`docs/bench/h200-2026-11-28-f16-operators-stress.txt`). MRT D3Q19
     // Esoteric Pull at 64 (no spill): 16-bit since its sums go by velocity
-    // class (72 -> 64, +1.7%, `docs/bench/h200-2026-11-29-mrt-d3q19-classes.txt`),
-    // f32 since they are one linear map (72 -> 64, +0.8% periodic, +4.2% in
-    // the forced bed); its 16-bit two-lattice kernel at 56 (from 64, no
-    // spill): +2.2% periodic, -1.5% in the bed
+    // class (72 -> 64, +1.7%, `docs/bench/h200-2026-11-29-mrt-d3q19-classes.txt`;
+    // as one linear map 72 is still 3.2% slower,
+    // `docs/bench/h200-2026-11-29-every-operator-mrt-linear-map.txt`), f32
+    // since they are one linear map (72 -> 64, +0.8% periodic, +4.2% in the
+    // forced bed); its 16-bit two-lattice kernel at 56 (from 64, no spill):
+    // a trade, +2.2% periodic and -1.5% in the forced bed
     // (`docs/bench/h200-2026-11-29-mrt-d3q19-linear-map.txt`).
     match (kind, q, bytes) {
         (_, _, 8) => None,

@@ -63,7 +63,9 @@ pub mod warp;
 #[cfg(target_arch = "nvptx64")]
 mod entry;
 
-pub use collision::{Bgk, Chosen, Collision, CollisionKind, Cumulant, Les, Mrt, Regularized, Smagorinsky, Trt};
+pub use collision::{
+    Bgk, Chosen, Collision, CollisionKind, Cumulant, Les, Mrt, MrtRates, Regularized, Smagorinsky, Trt,
+};
 pub use flags::CellKind;
 pub use grid::Grid;
 pub use kernels::{GridKind, KernelKind, LevelKernel};

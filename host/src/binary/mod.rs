@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuDevice;
 use crate::solver::{BackendKind, KernelReport, LatticeKind, Precision};
 use kernels_gpu::binary::{BinaryParams, FreeEnergy};
-use kernels_gpu::collision::Mrt;
+use kernels_gpu::collision::{Mrt, MrtRates};
 use kernels_gpu::{D2Q9, D3Q19, D3Q27};
 use slab::Slab;
 
@@ -122,7 +122,7 @@ impl BinaryConfig {
 /// equal to the shear viscosity, the non-hydrodynamic moments at rate 1.
 pub fn ludwig_mrt<T: kernels_gpu::Real>(tau: f64) -> Mrt<T> {
     let omega = T::from_f64(1.0 / tau);
-    Mrt::new(omega, omega, T::ONE, T::ONE, T::ONE)
+    Mrt::new(MrtRates { shear: omega, bulk: omega, flux: T::ONE, fourth: T::ONE, ghost: T::ONE })
 }
 
 /// Density, velocity, order parameter, chemical potential and pressure of

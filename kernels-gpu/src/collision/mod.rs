@@ -20,7 +20,7 @@ pub mod regularized;
 mod tests_operators;
 
 pub use cumulant::Cumulant;
-pub use mrt::Mrt;
+pub use mrt::{Mrt, MrtRates};
 pub use regularized::{Les, Regularized, Smagorinsky};
 
 #[cfg(test)]

@@ -237,57 +237,56 @@ fn add_multiple<T: Real>(s: &mut T, m: i32, v: T) {
 /// moment `k` (as Guo's term is in BGK). With every rate equal this is BGK
 /// up to round-off.
 ///
-/// Built by [`Mrt::new`], which also derives the coefficients D3Q19's
-/// update by velocity classes takes, so the rates are read through methods.
+/// Built by [`Mrt::new`] from its [`MrtRates`], which also derives the
+/// coefficients D3Q19's update by velocity classes takes (every `Mrt`
+/// carries them, 14 values, whatever its lattice), so the rates are read
+/// back through [`Mrt::rates`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Mrt<T> {
-    shear: T,
-    bulk: T,
-    flux: T,
-    fourth: T,
-    ghost: T,
-    classes: classes::ClassRates<T>,
+    rates: MrtRates<T>,
+    classes: classes::ClassCoefficients<T>,
+}
+
+/// The rates of [`Mrt`]'s classes of moments (see [`RateClass`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MrtRates<T> {
+    /// Rate of the shear moments, `1 / tau`.
+    pub shear: T,
+    /// Rate of the bulk moment.
+    pub bulk: T,
+    /// Rate of the third-order energy fluxes.
+    pub flux: T,
+    /// Rate of the fourth-order moments.
+    pub fourth: T,
+    /// Rate of the remaining ghosts.
+    pub ghost: T,
 }
 
 impl<T: Real> Mrt<T> {
-    /// MRT with these rates: of the shear moments (`1 / tau`), the bulk
-    /// moment, the third-order energy fluxes, the fourth-order moments and
-    /// the remaining ghosts.
-    pub fn new(shear: T, bulk: T, flux: T, fourth: T, ghost: T) -> Self {
-        let classes = classes::ClassRates::new([shear, bulk, flux, fourth, ghost].map(T::to_f64));
-        Self { shear, bulk, flux, fourth, ghost, classes }
+    /// MRT with these rates.
+    pub fn new(rates: MrtRates<T>) -> Self {
+        let r = rates;
+        let classes = classes::ClassCoefficients::new([r.shear, r.bulk, r.flux, r.fourth, r.ghost].map(T::to_f64));
+        Self { rates, classes }
+    }
+
+    /// The rates it was built with.
+    pub fn rates(&self) -> MrtRates<T> {
+        self.rates
     }
 
     /// These rates in precision `U`.
     pub fn cast<U: Real>(&self) -> Mrt<U> {
-        let u = |x: T| U::from_f64(x.to_f64());
-        Mrt::new(u(self.shear), u(self.bulk), u(self.flux), u(self.fourth), u(self.ghost))
-    }
-
-    /// Rate of the shear moments, `1 / tau`.
-    pub fn shear(&self) -> T {
-        self.shear
-    }
-
-    /// Rate of the bulk moment.
-    pub fn bulk(&self) -> T {
-        self.bulk
-    }
-
-    /// Rate of the third-order energy fluxes.
-    pub fn flux(&self) -> T {
-        self.flux
-    }
-
-    /// Rate of the fourth-order moments.
-    pub fn fourth(&self) -> T {
-        self.fourth
-    }
-
-    /// Rate of the remaining ghosts.
-    pub fn ghost(&self) -> T {
-        self.ghost
+        let (r, u) = (self.rates, |x: T| U::from_f64(x.to_f64()));
+        Mrt::new(MrtRates {
+            shear: u(r.shear),
+            bulk: u(r.bulk),
+            flux: u(r.flux),
+            fourth: u(r.fourth),
+            ghost: u(r.ghost),
+        })
     }
 }
 
@@ -304,15 +303,15 @@ impl Mrt<f64> {
     pub fn published(tau: f64, lattice: &str) -> Self {
         let shear = 1.0 / tau;
         match lattice {
-            "d2q9" => Self::new(shear, 1.64, 1.9, 1.54, 1.0),
-            "d3q27" => Self::new(shear, 1.19, 1.2, 1.4, 1.0),
-            _ => Self::new(shear, 1.19, 1.2, 1.4, 1.98),
+            "d2q9" => Self::new(MrtRates { shear, bulk: 1.64, flux: 1.9, fourth: 1.54, ghost: 1.0 }),
+            "d3q27" => Self::new(MrtRates { shear, bulk: 1.19, flux: 1.2, fourth: 1.4, ghost: 1.0 }),
+            _ => Self::new(MrtRates { shear, bulk: 1.19, flux: 1.2, fourth: 1.4, ghost: 1.98 }),
         }
     }
 
     /// Every rate `omega`: BGK's update, up to round-off.
     pub fn all(omega: f64) -> Self {
-        Self::new(omega, omega, omega, omega, omega)
+        Self::new(MrtRates { shear: omega, bulk: omega, flux: omega, fourth: omega, ghost: omega })
     }
 }
 
@@ -322,11 +321,11 @@ impl<T: Real> Mrt<T> {
     fn rate(&self, class: RateClass) -> T {
         match class {
             RateClass::Conserved => T::ZERO,
-            RateClass::Shear => self.shear,
-            RateClass::Bulk => self.bulk,
-            RateClass::Flux => self.flux,
-            RateClass::Fourth => self.fourth,
-            RateClass::Ghost => self.ghost,
+            RateClass::Shear => self.rates.shear,
+            RateClass::Bulk => self.rates.bulk,
+            RateClass::Flux => self.rates.flux,
+            RateClass::Fourth => self.rates.fourth,
+            RateClass::Ghost => self.rates.ghost,
         }
     }
 }
@@ -534,10 +533,10 @@ impl<T: Real> Mrt<T> {
                     eq = (-half).mul_add(source, eq);
                 }
                 let m = eq.mul_add(scale, -own);
-                z[K] = m * ((self.rate(L::MOMENTS.class[K]) - self.shear) * T::from_f64(1.0 / L::MOMENTS.norm(K) as f64));
+                z[K] = m * ((self.rate(L::MOMENTS.class[K]) - self.rates.shear) * T::from_f64(1.0 / L::MOMENTS.norm(K) as f64));
             }
         });
-        relax_bgk::<L, Q, T, FORCED>(f, rho, u, self.shear, force, scale);
+        relax_bgk::<L, Q, T, FORCED>(f, rho, u, self.rates.shear, force, scale);
         // Back: the even rows' sum and the odd rows' sum at each pair's first
         // velocity give both populations.
         unrolled!(A < Q => {
@@ -633,7 +632,7 @@ impl<T: Real> Mrt<T> {
         });
         let mean = third * (n[0] + n[1] + n[2]);
         unrolled!(axis A < 3 => {
-            m[NORMAL[A]] += self.shear.mul_add(n[A] - mean, self.bulk * mean);
+            m[NORMAL[A]] += self.rates.shear.mul_add(n[A] - mean, self.rates.bulk * mean);
             if FORCED {
                 m[NORMAL[A]] += source[A];
                 m[MOMENTUM[A]] = force[A].mul_add(scale, m[MOMENTUM[A]]);

@@ -2,7 +2,7 @@
 //! correction of [`Mrt::relax_by_matrix`] (BGK at the shear rate plus, for
 //! each moment whose rate differs, its part of the non-equilibrium times
 //! the difference), as one linear map whose few coefficients the host forms
-//! from the rates ([`ClassRates`]): about 105 operations a cell on top of
+//! from the rates ([`ClassCoefficients`]): about 105 operations a cell on top of
 //! BGK's update, where the same corrections summed row by row per class
 //! took 140 (and over the whole rows 200).
 //!
@@ -102,11 +102,12 @@ const _: () = {
 
 /// The coefficients of the update by classes for one set of rates, formed
 /// on the host ([`Mrt::new`]): a cell multiplies by them and forms no rate
-/// itself. With `r_k = (s_k - omega) / |M_k|^2` of row `k` and the class
-/// sums `S` of `n'`:
+/// itself. With `r_k = (s_k - omega) / |M_k|^2` of row `k`, the even
+/// part is a map of the class sums of `n'` (each class's entry is what it
+/// gets beyond the totals' shares):
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct ClassRates<T> {
+pub(super) struct ClassCoefficients<T> {
     /// An axis class's even correction per its own sum, the axes' total,
     /// the sum of the plane that lacks its axis and the planes' total.
     axis: [T; 4],
@@ -124,10 +125,11 @@ pub(super) struct ClassRates<T> {
     source: T,
 }
 
-impl<T: Real> ClassRates<T> {
+impl<T: Real> ClassCoefficients<T> {
     /// The coefficients for the rates `[shear, bulk, flux, fourth, ghost]`,
-    /// summed in f64 from the basis and rounded once. Equal rates give
-    /// zeros, and so BGK's update bit for bit.
+    /// summed in f64 from the basis and rounded once. Equal rates make
+    /// every coefficient of the map zero (all but `source`), and so give
+    /// BGK's update bit for bit.
     pub(super) fn new(rates: [f64; 5]) -> Self {
         let [shear, bulk, flux, fourth, ghost] = rates;
         let excess = |k: usize| {
@@ -213,15 +215,15 @@ impl<T: Real> Mrt<T> {
         let force = if FORCED { force } else { [T::ZERO; 3] };
         let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
         let parts = equilibrium_parts(rho, u);
-        let omega = self.shear;
+        let omega = self.rates.shear;
         let guo = GuoSource::new(omega, force, u, scale);
         let n0 = non_equilibrium_part::<L, Q, T>(0, f[0], parts.0, scale);
         bgk::<L, Q, T, FORCED>(&mut f[0], n0, omega, &guo, k.source, 0);
         // Pair by pair: BGK's update, and of `n'` the class sums of the
-        // pair sums (`axis`, `plane`), the axis pairs' differences along
+        // pair sums (`axis_sum`, `plane_sum`), the axis pairs' differences along
         // their axis, and the planes' differences summed along each of
         // their axes (`along_plane[plane][axis]`).
-        let (mut axis, mut plane, mut along) = ([-T::ZERO; 3], [-T::ZERO; 3], [-T::ZERO; 3]);
+        let (mut axis_sum, mut plane_sum, mut along) = ([-T::ZERO; 3], [-T::ZERO; 3], [-T::ZERO; 3]);
         let mut along_plane = [[-T::ZERO; 3]; 3];
         unrolled!(A < Q => {
             if A % 2 == 1 {
@@ -234,11 +236,11 @@ impl<T: Real> Mrt<T> {
                 let (sum, difference) = (na + nb, na - nb);
                 match const { class_at::<L, Q>(A) } {
                     Some((true, a)) => {
-                        axis[a] = sum;
+                        axis_sum[a] = sum;
                         along[a] = if L::C[A][a] == 1 { difference } else { -difference };
                     }
                     Some((false, p)) => {
-                        plane[p] += sum;
+                        plane_sum[p] += sum;
                         unrolled!(axis G < 3 => {
                             add_multiple(&mut along_plane[p][G], L::C[A][G], difference);
                         });
@@ -248,14 +250,14 @@ impl<T: Real> Mrt<T> {
             }
         });
         // Even: the map of the class sums.
-        let (axes, planes) = (axis[0] + axis[1] + axis[2], plane[0] + plane[1] + plane[2]);
+        let (axes, planes) = (axis_sum[0] + axis_sum[1] + axis_sum[2], plane_sum[0] + plane_sum[1] + plane_sum[2]);
         let axis_base = k.axis[1].mul_add(axes, k.axis[3] * planes);
         let plane_base = k.plane[1].mul_add(axes, k.plane[3] * planes);
         f[0] += k.rest[0].mul_add(axes, k.rest[1] * planes);
         let (mut even_axis, mut even_plane) = ([T::ZERO; 3], [T::ZERO; 3]);
         unrolled!(axis A < 3 => {
-            even_axis[A] = k.axis[0].mul_add(axis[A], k.axis[2].mul_add(plane[A], axis_base));
-            even_plane[A] = k.plane[0].mul_add(axis[A], k.plane[2].mul_add(plane[A], plane_base));
+            even_axis[A] = k.axis[0].mul_add(axis_sum[A], k.axis[2].mul_add(plane_sum[A], axis_base));
+            even_plane[A] = k.plane[0].mul_add(axis_sum[A], k.plane[2].mul_add(plane_sum[A], plane_base));
         });
         // Odd: per axis the flux and ghost amplitudes, and back the
         // oriented sums `U` per plane and axis.
@@ -281,7 +283,7 @@ impl<T: Real> Mrt<T> {
                 let c = L::C[A];
                 match const { class_at::<L, Q>(A) } {
                     Some((true, a)) => {
-                        // The odd part, `q(e_a) z_qa` oriented, in the sum.
+                        // Even part plus the oriented odd part `q(e_a) z_qa`, fused.
                         let odd = if c[a] == 1 { k.flux[1] } else { -k.flux[1] };
                         f[A] += odd.mul_add(along[a], even_axis[a]);
                         f[b] += (-odd).mul_add(along[a], even_axis[a]);
@@ -357,6 +359,7 @@ const fn ghost_sign<L: Lattice<Q>, const Q: usize>(p: usize, g: usize) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collision::MrtRates;
     use crate::lattice::D3Q19;
 
     /// By classes and by rows the update is the same up to round-off: the
@@ -365,8 +368,11 @@ mod tests {
     /// rates up to 2 over norms of 8 and more: within `19 |M|max^2 eps |n|`.
     #[test]
     fn classes_give_the_rows_update() {
-        let rates =
-            [Mrt::published(0.53, "d3q19"), Mrt::new(1.7, 0.9, 1.3, 1.1, 1.6), Mrt::new(0.6, 1.9, 0.4, 1.95, 0.2)];
+        let rates = [
+            Mrt::published(0.53, "d3q19"),
+            Mrt::new(MrtRates { shear: 1.7, bulk: 0.9, flux: 1.3, fourth: 1.1, ghost: 1.6 }),
+            Mrt::new(MrtRates { shear: 0.6, bulk: 1.9, flux: 0.4, fourth: 1.95, ghost: 0.2 }),
+        ];
         let force = [2e-4, -1e-4, 3e-4];
         for (s, mrt) in rates.iter().enumerate() {
             for state in 0..4 {
