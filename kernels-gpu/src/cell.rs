@@ -48,6 +48,15 @@ pub fn moments<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q]) -> (T, [T; 3]
     (rho_bar, j)
 }
 
+/// The force of an unforced step: `-0` in each component, which adds
+/// nothing (`x + -0 == x` for every `x`), so the compiler drops the
+/// half-force additions; `+0` would cost one a component (it turns a `-0`
+/// into `+0`, so it cannot be folded).
+#[inline(always)]
+pub(crate) fn no_force<T: Real>() -> [T; 3] {
+    [-T::ZERO; 3]
+}
+
 /// Density and velocity of a cell, with the half-force correction of Guo et
 /// al. (2002): `u = (j + F/2) / rho`.
 #[inline(always)]
@@ -165,7 +174,7 @@ pub fn collide_bgk<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     force: [T; 3],
     scale: T,
 ) -> (T, [T; 3]) {
-    let (rho, u) = density_velocity_scaled::<L, Q, T>(f, if FORCED { force } else { [T::ZERO; 3] }, scale);
+    let (rho, u) = density_velocity_scaled::<L, Q, T>(f, if FORCED { force } else { no_force() }, scale);
     relax_bgk::<L, Q, T, FORCED>(f, rho, u, omega, force, scale);
     (rho, u)
 }

@@ -326,7 +326,7 @@ pub const INSTANCES: [(&str, usize, usize); 9] = {
 /// (D3Q27) and +7.2% / +6.9% (D3Q19 two-lattice) over 72 / 88 / 80; the f32
 /// kernels at 64 / 80 gained nothing (`docs/bench/h100-2026-11-21-919e805-launch.txt`).
 pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usize) -> Option<u32> {
-    use CollisionKind::{Bgk, Mrt, Regularized, Smagorinsky as Smag, Trt};
+    use CollisionKind::{Bgk, Cumulant, Mrt, Regularized, Smagorinsky as Smag, Trt};
     use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
     // The sparse kernels run as ptxas allocates them (at the dense kernels'
     // caps the 16-bit ones spill), except where a cap fits without a spill
@@ -343,7 +343,10 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // `docs/bench/h200-2026-11-29-sparse-caps.txt`, which also has the caps
     // that spill) and 72 on 4^3 (uncapped 80). D3Q19 f32 MRT on 8^3 blocks
     // takes 84 uncapped and fits 80: +3.0% periodic, +15% in the packed bed
-    // (`docs/bench/h200-2026-11-29-mrt-d3q19-linear-map.txt`).
+    // (`docs/bench/h200-2026-11-29-mrt-d3q19-linear-map.txt`). D3Q19 16-bit
+    // regularized Esoteric Pull fits 72: since loads add no zero it takes
+    // 76 uncapped, 9.0% slower than at 72 before on 8^3 blocks; at 72 1.7%
+    // (`docs/bench/h200-2026-11-29-loads-add-no-zero.txt`).
     if !matches!(grid, GridKind::Dense) {
         return match (kind, grid, q, bytes) {
             (KernelKind::StreamCollide(Ep, Bgk | Mrt), GridKind::Sparse8, 27, 4) => Some(96),
@@ -352,6 +355,7 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
             (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse8, 19, 4) => Some(64),
             (KernelKind::StreamCollide(Ep, Mrt), GridKind::Sparse8, 19, 4) => Some(80),
             (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse4, 19, 4) => Some(72),
+            (KernelKind::StreamCollide(Ep, Regularized), _, 19, 2) => Some(72),
             _ => None,
         };
     }
@@ -371,9 +375,16 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // since they are one linear map (72 -> 64, +0.8% periodic, +4.2% in the
     // forced bed); its 16-bit two-lattice kernel at 56 (from 64, no spill):
     // a trade, +2.2% periodic and -1.5% in the forced bed
-    // (`docs/bench/h200-2026-11-29-mrt-d3q19-linear-map.txt`).
+    // (`docs/bench/h200-2026-11-29-mrt-d3q19-linear-map.txt`). Since loads
+    // add no zero (`docs/bench/h200-2026-11-29-loads-add-no-zero.txt`):
+    // the cumulant operator's D3Q27 16-bit two-lattice kernel fits 72
+    // (uncapped 80, the count of BGK's before; +3.9%), and f64 D3Q27 BGK
+    // two-lattice, which went from 124 registers to 162 (0.5% slower),
+    // runs at 128 as fast as before.
     match (kind, q, bytes) {
+        (KernelKind::StreamCollide(Ab, Bgk), 27, 8) => Some(128),
         (_, _, 8) => None,
+        (KernelKind::StreamCollide(Ab, Cumulant), 27, 2) => Some(72),
         (KernelKind::StreamCollide(Ep, Mrt), 19, _) => Some(64),
         (KernelKind::StreamCollide(Ab, Mrt), 19, 2) => Some(56),
         (KernelKind::StreamCollide(Ab, Smag), 19, 2) => Some(56),
@@ -465,6 +476,12 @@ mod tests {
         assert_eq!(register_cap_for_entry("stream_collide_ab_mrt_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_sparse8_d3q19_f32"), Some(80));
         assert_eq!(register_cap_for_entry("stream_collide_ep_mrt_sparse4_d3q19_f32"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ab_cumulant_d3q27_f16"), Some(72));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_cumulant_d3q27_f16"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ab_bgk_d3q27_f64"), Some(128));
+        assert_eq!(register_cap_for_entry("stream_collide_ab_bgk_d3q19_f64"), None);
+        assert_eq!(register_cap_for_entry("stream_collide_ep_regularized_sparse8_d3q19_f16"), Some(72));
+        assert_eq!(register_cap_for_entry("stream_collide_ep_regularized_sparse4_d3q19_f16"), Some(72));
         // A name that merely starts like a kernel's prefix is not that kernel.
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgkx_d3q19_f32"), None);
         assert_eq!(register_cap_for_entry("stream_collide_ep_bgk_d3q19_f64"), None);

@@ -108,6 +108,15 @@ impl SparseTables {
     pub const unsafe fn with_boundary_mask(self, mask: *const u32, rank_shift: u32) -> Self {
         Self { boundary: mask, rank_shift, ..self }
     }
+
+    /// The number of `cell` in the whole dense box: its block's seed plus
+    /// its place in the block.
+    #[inline(always)]
+    fn seed_of(&self, cell: SparseCell) -> u32 {
+        // SAFETY: a seed per block, the solid one included (`SparseTables::new`).
+        let block_seed = unsafe { ReadOnly::load(self.seed.add(cell.b as usize)) };
+        block_seed.wrapping_add(box_number([cell.x, cell.y, cell.z], self.nx, self.ny))
+    }
 }
 
 /// A block-sparse grid of blocks `2^SHIFT` cells along x and y and
@@ -169,7 +178,8 @@ pub struct SparseCell {
 pub struct SparseNeighbours<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> {
     block: [u32; Q],
     local: [u32; Q],
-    /// Number of the cell itself in the dense box the grid covers.
+    /// Number of the cell itself in the dense box the grid covers, drawn up
+    /// front with the odd neighbours only (see `seed_cell`).
     seed: u32,
     /// Whether only the cell and its odd neighbours were found up front
     /// ([`Grid::odd_neighbours`]); the others are then found when asked
@@ -178,6 +188,7 @@ pub struct SparseNeighbours<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32
     cell: SparseCell,
     row: *const u32,
     c: [[i32; 3]; Q],
+    tables: SparseTables,
 }
 
 /// Whether neighbour `j` is one [`Grid::odd_neighbours`] leaves to be found
@@ -218,12 +229,22 @@ impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> Neighbourhood<Q> for 
         ((block as usize * Q) << shift) + (((slot as u32) << shift) | local) as usize
     }
 
-    /// The cell's number in the whole dense box, worked out in
-    /// [`Grid::neighbours`] from its block's seed (which places a
-    /// partition's grid in the box), so `unit_offset` plays no part.
+    /// The cell's number in the whole dense box, worked out from its
+    /// block's seed (which places a partition's grid in the box), so
+    /// `unit_offset` plays no part. With every neighbour found up front
+    /// (two-lattice) it is drawn here, where the store asks for it: the
+    /// 16-bit D3Q27 kernels take 72-79 registers instead of 86-88, and BGK
+    /// runs 4.9% faster in the periodic box, though D3Q19 runs 0.7-2.7%
+    /// slower (`docs/bench/h200-2026-11-29-no-zero-late-seed.txt`). Esoteric
+    /// Pull draws it with its odd neighbours: drawn late it measured 5.2%
+    /// slower in 16-bit D3Q19 (`docs/bench/h200-2026-11-29-sparse-late-seed.txt`).
     #[inline(always)]
     fn seed_cell(&self, _unit_offset: u32) -> u32 {
-        self.seed
+        if self.odd_only {
+            self.seed
+        } else {
+            self.tables.seed_of(self.cell)
+        }
     }
 }
 
@@ -373,17 +394,15 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
     ) -> SparseNeighbours<Q, SHIFT, SHIFT_Z> {
         // SAFETY: every stored block has its row of entries (`SparseTables::new`).
         let row = unsafe { self.tables.neighbour.add(cell.b as usize * NEIGHBOUR_ENTRIES) };
-        let mut nb = SparseNeighbours { block: [0; Q], local: [0; Q], seed: 0, odd_only, cell, row, c: *c };
+        let seed = if odd_only { self.tables.seed_of(cell) } else { 0 };
+        let mut nb =
+            SparseNeighbours { block: [0; Q], local: [0; Q], seed, odd_only, cell, row, c: *c, tables: self.tables };
         for j in 0..Q {
             if !(odd_only && is_even_neighbour(j)) {
                 // SAFETY: as above.
                 (nb.block[j], nb.local[j]) = unsafe { Self::find(row, cell, c[j]) };
             }
         }
-        // SAFETY: a seed per block, the solid one included (`SparseTables::new`).
-        let block_seed = unsafe { ReadOnly::load(self.tables.seed.add(cell.b as usize)) };
-        let local = box_number([cell.x, cell.y, cell.z], self.tables.nx, self.tables.ny);
-        nb.seed = block_seed.wrapping_add(local);
         nb
     }
 

@@ -21,7 +21,7 @@
 //! step's other updates, as the open boundaries and curved walls are
 //! ([`crate::groups`], [`crate::curved`]): the bulk kernels do not change.
 
-use crate::cell::{density_velocity, equilibrium};
+use crate::cell::{density_velocity, equilibrium, no_force};
 use crate::grid::{Grid, Neighbourhood};
 use crate::lattice::Lattice;
 use crate::params::StepParams;
@@ -91,7 +91,7 @@ pub unsafe fn absorb<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
         *v = S::fetch(f.add(stored_slot::<L, Q>(scheme, odd, &nb, i))).load_scaled();
     }
     let fi = rescaled(fi, 1.0 / S::SCALE);
-    let (rho, u) = density_velocity::<L, Q, S::Real>(&fi, [S::Real::ZERO; 3]);
+    let (rho, u) = density_velocity::<L, Q, S::Real>(&fi, no_force());
     let (now, target) =
         (equilibrium::<L, Q, S::Real>(rho, u), equilibrium::<L, Q, S::Real>(sponge.density, sponge.velocity));
     let sigma = S::Real::load(sponge.strength.add(k as usize));

@@ -157,13 +157,23 @@ pub fn open_boundary_moments<L: Lattice<Q>, const Q: usize, T: Real>(
     }
 }
 
-/// Ladd's moving-wall term for population `i` bounced off a wall with flag `flag`.
+/// Ladd's moving-wall term for population `i` bounced off a wall with flag
+/// `flag`; [`no_term`] off a wall at rest.
 #[inline(always)]
 fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(p: &StepParams<T, impl Copy>, flag: u8, i: usize) -> T {
     match moving_wall_id(flag) {
         Some(k) => T::from_f64(6.0 * L::W[i]) * dot_c(L::C[i], wall_velocity(p, k)),
-        None => T::ZERO,
+        None => no_term(),
     }
+}
+
+/// The wall term of a population that has none: `-0`, which adds nothing
+/// (`x + -0 == x` for every `x`), so the compiler drops the addition where
+/// it knows there is no term; `+0` would cost an operation a population (it
+/// turns a stored `-0` into `+0`, so it cannot be folded).
+#[inline(always)]
+fn no_term<T: Real>() -> T {
+    -T::ZERO
 }
 
 /// Entry `k` of the wall-velocity table, chosen with constant indices so the
@@ -219,7 +229,7 @@ fn source_slot<L: Lattice<Q>, const Q: usize, T: Real>(
 
 /// Where population `i` arriving at the cell with neighbours `nb` at a step
 /// of parity `p.step & 1` is stored, and the wall term to add to the stored
-/// value (zero unless bounced off a moving wall). With `CHECK_WALLS = false`
+/// value (`-0`, which adds nothing, unless bounced off a moving wall). With `CHECK_WALLS = false`
 /// the cell is known to have no solid neighbour and no flag is read.
 ///
 /// # Safety
@@ -235,9 +245,9 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
     let (solid, term) = if CHECK_WALLS && i != 0 {
         let source_flag = flag_of(flags, nb.cell(opposite(i)));
         let solid = is_solid(source_flag);
-        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { T::ZERO })
+        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { no_term() })
     } else {
-        (false, T::ZERO)
+        (false, no_term())
     };
     (source_slot::<L, Q, T>(scheme, p, nb, i, solid), term)
 }
@@ -306,8 +316,9 @@ unsafe fn load_one<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
 /// [`load`] near walls in two passes: the populations, then the moving-wall
 /// terms, only if a neighbour is a moving wall. Choosing a wall's velocity
 /// from the parameters costs as much as the rest of the load, and most cells
-/// next to a wall (all those by a still one) need none. Adding zero where
-/// there is no term keeps the values of the one-pass load (`-0 + 0 = +0`).
+/// next to a wall (all those by a still one) need none. Where there is no
+/// term nothing is added, so the values are the one-pass load's, which adds
+/// [`no_term`] there.
 ///
 /// # Safety
 /// As [`load`].
@@ -332,13 +343,8 @@ unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
     }
     if moving {
         let scale = S::Real::from_f64(S::SCALE);
-        fi[0] += S::Real::ZERO;
         for i in 1..Q {
             fi[i] += wall_momentum::<L, Q, S::Real>(p, source_flags[i], i) * scale;
-        }
-    } else {
-        for v in fi.iter_mut() {
-            *v += S::Real::ZERO;
         }
     }
     fi

@@ -32,7 +32,7 @@
 
 use super::chimera::{self, k, MOMENTUM};
 use super::Collision;
-use crate::cell::density_velocity_of_moments;
+use crate::cell::{density_velocity_of_moments, no_force};
 use crate::lattice::Lattice;
 use crate::real::Real;
 
@@ -267,7 +267,7 @@ impl<T: Real> Collision<T> for Cumulant<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let force = if FORCED { force } else { no_force() };
         let (rho_bar, rho, u, [xx, yy, zz, xy, xz, yz]) = second_order::<L, Q, T, FORCED>(f, force, scale);
         let three_d = L::D == 3;
         let (w, wb) = (self.shear, self.bulk);

@@ -26,7 +26,8 @@ pub use regularized::{Les, Regularized, Smagorinsky};
 #[cfg(test)]
 use crate::cell::equilibrium_over_weights;
 use crate::cell::{
-    collide_bgk, density_velocity_scaled, dot_c, equilibrium_pair, equilibrium_parts, non_equilibrium_part, GuoSource,
+    collide_bgk, density_velocity_scaled, dot_c, equilibrium_pair, equilibrium_parts, no_force, non_equilibrium_part,
+    GuoSource,
 };
 use crate::lattice::{opposite, Lattice};
 use crate::real::Real;
@@ -49,7 +50,7 @@ pub(crate) fn non_equilibrium<L: Lattice<Q>, const Q: usize, T: Real, const FORC
     force: [T; 3],
     scale: T,
 ) -> NonEquilibrium<T, Q> {
-    let force = if FORCED { force } else { [T::ZERO; 3] };
+    let force = if FORCED { force } else { no_force() };
     let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
     let x = equilibrium_over_weights::<L, Q, T>(rho, u);
     let guo = GuoSource::new(T::ZERO, force, u, scale);
@@ -243,7 +244,7 @@ impl<T: Real> Collision<T> for Trt<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let force = if FORCED { force } else { no_force() };
         let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
         let parts = equilibrium_parts(rho, u);
         let (wp, wm) = (self.omega_plus, self.omega_minus);

@@ -22,7 +22,7 @@ mod classes;
 use super::chimera::{self, k, MOMENTUM};
 use super::cumulant::is_tensor_product;
 use super::Collision;
-use crate::cell::{density_velocity_of_moments, density_velocity_scaled, equilibrium_parts, relax_bgk, uf3};
+use crate::cell::{density_velocity_of_moments, density_velocity_scaled, equilibrium_parts, no_force, relax_bgk, uf3};
 use crate::lattice::{Lattice, WEIGHT_DENOMINATOR};
 use crate::real::Real;
 
@@ -499,7 +499,7 @@ impl<T: Real> Mrt<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let force = if FORCED { force } else { no_force() };
         let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
         // Opposite pairs (a, a + 1) for odd a: sums at a, differences at a + 1.
         let mut p = [T::ZERO; Q];
@@ -604,7 +604,7 @@ impl<T: Real> Mrt<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let force = if FORCED { force } else { no_force() };
         let (two, third) = (T::from_f64(2.0), T::from_f64(1.0 / 3.0));
         let mut m = chimera::gather::<L, Q, T>(f);
         unrolled!(axis P < 3 => {

@@ -25,7 +25,7 @@
 //! these kernels are short of registers, is the difference that counts.
 
 use super::Collision;
-use crate::cell::{density_velocity_scaled, equilibrium_over_weights, relax_bgk, GuoSource};
+use crate::cell::{density_velocity_scaled, equilibrium_over_weights, no_force, relax_bgk, GuoSource};
 use crate::lattice::Lattice;
 use crate::real::Real;
 use crate::regularized::{stress, stress_part, PAIRS};
@@ -116,7 +116,7 @@ impl<T: Real> Collision<T> for Regularized<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let force = if FORCED { force } else { no_force() };
         let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
         let pi = non_equilibrium_stress::<L, Q, T, FORCED>(f, rho, u, force, scale);
         let omega = if self.les.factor == T::ZERO { self.omega } else { self.les.rate(&pi, rho, scale) };
@@ -152,7 +152,7 @@ impl<T: Real> Collision<T> for Smagorinsky<T> {
         force: [T; 3],
         scale: T,
     ) -> (T, [T; 3]) {
-        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let force = if FORCED { force } else { no_force() };
         let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
         let pi = non_equilibrium_stress::<L, Q, T, FORCED>(f, rho, u, force, scale);
         // Guo's BGK update at the cell's rate, as BGK writes it.

@@ -26,7 +26,9 @@
 //!   z_qa +- z_ma` one sum per axis and plane.
 
 use super::{add_multiple, Mrt, RateClass};
-use crate::cell::{density_velocity_scaled, equilibrium_pair, equilibrium_parts, non_equilibrium_part, GuoSource};
+use crate::cell::{
+    density_velocity_scaled, equilibrium_pair, equilibrium_parts, no_force, non_equilibrium_part, GuoSource,
+};
 use crate::lattice::{opposite, Lattice, D3Q19};
 use crate::real::Real;
 
@@ -212,7 +214,7 @@ impl<T: Real> Mrt<T> {
         scale: T,
     ) -> (T, [T; 3]) {
         let k = &self.classes;
-        let force = if FORCED { force } else { [T::ZERO; 3] };
+        let force = if FORCED { force } else { no_force() };
         let (rho, u) = density_velocity_scaled::<L, Q, T>(f, force, scale);
         let parts = equilibrium_parts(rho, u);
         let omega = self.rates.shear;
