@@ -767,6 +767,8 @@ mod tests {
             let nb = grid.neighbours(cell, &L::C);
             let (x, y, z) = dims.coords(m as u32);
             assert_eq!(nb.seed_cell(7), m as u32, "seeds are dense numbers");
+            // Esoteric Pull draws the seed with its odd neighbours, two-lattice when asked.
+            assert_eq!(grid.odd_neighbours(cell, &L::C).seed_cell(7), m as u32, "seeds drawn up front");
             for j in 0..Q {
                 let wrap = |p: u32, c: i32, len: u32| (p as i64 + c as i64).rem_euclid(len as i64) as u32;
                 let [cx, cy, cz] = L::C[j];

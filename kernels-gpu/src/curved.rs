@@ -92,7 +92,11 @@ fn needs_carried<T: Real>(q: T) -> bool {
 #[inline(always)]
 pub fn interpolated<T: Real>(q: T, a: T, b: T, c: T) -> T {
     let two_q = q + q;
-    if needs_carried(q) {
+    if two_q == T::ONE {
+        // The formula below would give `+0 c + a`, which turns an `a` of -0
+        // into +0 where the bounce-back of the bulk path keeps it.
+        a
+    } else if needs_carried(q) {
         (two_q - T::ONE).mul_add(c, a) / two_q
     } else {
         two_q.mul_add(a - b, b)
