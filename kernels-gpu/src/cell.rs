@@ -48,13 +48,18 @@ pub fn moments<L: Lattice<Q>, const Q: usize, T: Real>(f: &[T; Q]) -> (T, [T; 3]
     (rho_bar, j)
 }
 
-/// The force of an unforced step: `-0` in each component, which adds
-/// nothing (`x + -0 == x` for every `x`), so the compiler drops the
-/// half-force additions; `+0` would cost one a component (it turns a `-0`
-/// into `+0`, so it cannot be folded).
+/// A term that is not there: `-0`, which adds nothing (`x + -0 == x` for
+/// every `x`), so the compiler drops the addition; `+0` would cost one (it
+/// turns a `-0` into `+0`, so it cannot be folded).
+#[inline(always)]
+pub(crate) fn nothing<T: Real>() -> T {
+    -T::ZERO
+}
+
+/// The force of an unforced step, [`nothing`] in each component.
 #[inline(always)]
 pub(crate) fn no_force<T: Real>() -> [T; 3] {
-    [-T::ZERO; 3]
+    [nothing(); 3]
 }
 
 /// Density and velocity of a cell, with the half-force correction of Guo et

@@ -39,7 +39,7 @@
 //! Esoteric Pull it is the slot of the *other* parity (the one written last
 //! step), which no other cell touches this step.
 
-use crate::cell::{density_velocity, dot_c, equilibrium};
+use crate::cell::{density_velocity, dot_c, equilibrium, nothing};
 use crate::collision::Collision;
 use crate::flags::{flag_of, is_flow, is_fluid, is_open, is_solid, moving_wall_id, MAX_MOVING_WALLS, NEAR_SOLID};
 use crate::grid::{Grid, Neighbourhood};
@@ -158,22 +158,13 @@ pub fn open_boundary_moments<L: Lattice<Q>, const Q: usize, T: Real>(
 }
 
 /// Ladd's moving-wall term for population `i` bounced off a wall with flag
-/// `flag`; [`no_term`] off a wall at rest.
+/// `flag`; nothing (`-0`, see [`nothing`]) off a wall at rest.
 #[inline(always)]
 fn wall_momentum<L: Lattice<Q>, const Q: usize, T: Real>(p: &StepParams<T, impl Copy>, flag: u8, i: usize) -> T {
     match moving_wall_id(flag) {
         Some(k) => T::from_f64(6.0 * L::W[i]) * dot_c(L::C[i], wall_velocity(p, k)),
-        None => no_term(),
+        None => nothing(),
     }
-}
-
-/// The wall term of a population that has none: `-0`, which adds nothing
-/// (`x + -0 == x` for every `x`), so the compiler drops the addition where
-/// it knows there is no term; `+0` would cost an operation a population (it
-/// turns a stored `-0` into `+0`, so it cannot be folded).
-#[inline(always)]
-fn no_term<T: Real>() -> T {
-    -T::ZERO
 }
 
 /// Entry `k` of the wall-velocity table, chosen with constant indices so the
@@ -245,9 +236,9 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
     let (solid, term) = if CHECK_WALLS && i != 0 {
         let source_flag = flag_of(flags, nb.cell(opposite(i)));
         let solid = is_solid(source_flag);
-        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { no_term() })
+        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { nothing() })
     } else {
-        (false, no_term())
+        (false, nothing())
     };
     (source_slot::<L, Q, T>(scheme, p, nb, i, solid), term)
 }
@@ -318,7 +309,7 @@ unsafe fn load_one<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
 /// from the parameters costs as much as the rest of the load, and most cells
 /// next to a wall (all those by a still one) need none. Where there is no
 /// term nothing is added, so the values are the one-pass load's, which adds
-/// [`no_term`] there.
+/// [`nothing`] there.
 ///
 /// # Safety
 /// As [`load`].
