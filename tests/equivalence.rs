@@ -115,7 +115,7 @@ fn gpu_matches_cpu_bit_for_bit() {
         0,
     )
     .unwrap();
-    duct.grid = lbm::host::solver::GridLayout::Sparse { edge: 4 };
+    duct.grid = lbm::host::solver::GridLayout::Sparse { block: lbm::host::sparse::BlockShape::Cube4 };
     lbm::host::sponge::add(&mut duct.domain, lbm::host::domain::Face::XMax, 10, 0.4, [0.02, 0.0, 0.0]).unwrap();
     let sparse_sponged = duct;
     let runs = cases
@@ -288,7 +288,10 @@ fn cavity_with_sphere(lattice: LatticeKind, precision: Precision, streaming: Str
 #[test]
 fn curved_walls_at_one_half_are_halfway_bounce_back() {
     for (lattice, precision, streaming) in CURVED_CASES {
-        for grid in [lbm::host::solver::GridLayout::Dense, lbm::host::solver::GridLayout::Sparse { edge: 4 }] {
+        for grid in [
+            lbm::host::solver::GridLayout::Dense,
+            lbm::host::solver::GridLayout::Sparse { block: lbm::host::sparse::BlockShape::Cube4 },
+        ] {
             let plain = {
                 let mut c = cavity_with_sphere(lattice, precision, streaming, true);
                 c.domain.curved = Default::default();
@@ -326,7 +329,10 @@ fn curved_walls_at_one_half_are_halfway_bounce_back() {
 fn gpu_matches_cpu_with_curved_walls() {
     let Some(gpu) = common::gpu("gpu_matches_cpu_with_curved_walls") else { return };
     for (lattice, precision, streaming) in CURVED_CASES {
-        for grid in [lbm::host::solver::GridLayout::Dense, lbm::host::solver::GridLayout::Sparse { edge: 8 }] {
+        for grid in [
+            lbm::host::solver::GridLayout::Dense,
+            lbm::host::solver::GridLayout::Sparse { block: lbm::host::sparse::BlockShape::Cube8 },
+        ] {
             let mut c = cavity_with_sphere(lattice, precision, streaming, false);
             c.grid = grid;
             c.collision = lbm::host::solver::CollisionModel::Trt { magic: 0.1 };
@@ -391,14 +397,15 @@ fn operators_agree_across_streaming_schemes() {
 }
 
 /// The GPU runs every operator's arithmetic as the CPU does, bit for bit:
-/// forced cavities on every lattice and precision, a duct on both sparse
-/// grids, a channel whose inlet and outlet cells (lists) collide with BGK,
+/// forced cavities on every lattice and precision, ducts on every sparse
+/// block shape, a channel whose inlet and outlet cells (lists) collide with BGK,
 /// and spheres with curved walls, whose cells collide with the operator
 /// too (the kernel that picks it at run time, dense and sparse).
 #[test]
 fn operators_match_cpu_bit_for_bit() {
     let Some(gpu) = common::gpu("operators_match_cpu_bit_for_bit") else { return };
     use lbm::host::solver::GridLayout;
+    use lbm::host::sparse::BlockShape;
     for (k, collision) in bulk_only_operators().into_iter().enumerate() {
         let mut runs: Vec<(SolverConfig, String)> = Vec::new();
         for (n, (lattice, precision)) in OPERATOR_CASES.into_iter().enumerate() {
@@ -409,15 +416,17 @@ fn operators_match_cpu_bit_for_bit() {
                 format!("{lattice:?} {precision:?} {streaming:?} cavity"),
             ));
         }
-        for (edge, lattice, precision, streaming) in [
-            (4, LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull),
-            (8, LatticeKind::D3Q27, Precision::F16, Streaming::TwoLattice),
+        for (block, lattice, precision, streaming) in [
+            (BlockShape::Cube4, LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull),
+            (BlockShape::Cube8, LatticeKind::D3Q27, Precision::F16, Streaming::TwoLattice),
+            (BlockShape::Row32, LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull),
+            (BlockShape::Row32, LatticeKind::D3Q27, Precision::F32, Streaming::TwoLattice),
         ] {
             let mut duct =
                 lbm::host::validation::duct_config(lattice, precision, streaming, Dims::new(32, 16, 8), 0).unwrap();
-            duct.grid = GridLayout::Sparse { edge };
+            duct.grid = GridLayout::Sparse { block };
             duct.force = [1e-5, 0.0, 0.0];
-            runs.push((duct, format!("{lattice:?} {precision:?} {streaming:?} duct on {edge}^3 blocks")));
+            runs.push((duct, format!("{lattice:?} {precision:?} {streaming:?} duct on {} blocks", block.describe())));
         }
         let spec = Channel { width: 30, length: 100, tau: 0.6, u_in: 0.05, scheme: OpenScheme::Regularized };
         runs.push((
@@ -429,7 +438,7 @@ fn operators_match_cpu_bit_for_bit() {
             "D3Q27 cavity with a curved sphere".into(),
         ));
         let mut sphere = cavity_with_sphere(LatticeKind::D3Q19, Precision::F16, Streaming::EsotericPull, false);
-        sphere.grid = GridLayout::Sparse { edge: 4 };
+        sphere.grid = GridLayout::Sparse { block: BlockShape::Cube4 };
         runs.push((sphere, "D3Q19 F16 cavity with a curved sphere on 4^3 blocks".into()));
         // The cumulant operator runs on D2Q9 and D3Q27 only.
         runs.retain(|(c, _)| collision.kind().built_for(c.lattice.q()));

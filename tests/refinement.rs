@@ -333,7 +333,7 @@ fn refined_cylinder_array(
         lattice: LatticeKind::D2Q9,
         precision,
         streaming,
-        grid: GridLayout::Sparse { edge },
+        grid: GridLayout::Sparse { block: lbm::host::sparse::BlockShape::cube(edge).unwrap() },
         groups: BoundaryGroups::Lists,
         tau,
         collision: CollisionModel::Trt { magic: 3.0 / 16.0 },

@@ -1,6 +1,6 @@
 //! The block-sparse grid against the dense box: the same populations and
 //! fields bit for bit, for every lattice, precision, streaming scheme and
-//! block edge, on geometries that leave blocks out (a cavity with a solid
+//! block shape, on geometries that leave blocks out (a cavity with a solid
 //! lump, a channel with an inlet and an outlet, a sphere in a tunnel with
 //! regularized ones, a porous bed), after odd and even step counts.
 
@@ -8,6 +8,7 @@ mod common;
 
 use lbm::host::cases::{cavity_config, duct_config};
 use lbm::host::solver::GridLayout;
+use lbm::host::sparse::BlockShape;
 use lbm::host::{LatticeKind, Precision};
 use lbm::kernels::flags::{is_flow, CellKind, OPEN};
 use lbm::kernels::layout::population_index;
@@ -55,29 +56,29 @@ fn geometries(lattice: LatticeKind, precision: Precision, streaming: Streaming) 
         let (dx, dy, dz) = (x as f64 - 10.0, y as f64 - 8.0, z as f64 - c);
         dx * dx + dy * dy + dz * dz <= 16.0
     });
-    // A periodic porous bed of random spheres, driven by a body force.
+    // A periodic porous bed of random spheres, driven by a body force: 32
+    // cells along x, so that rows of 32 cells tile it too.
     let mut bed = cavity_config(lattice, precision, streaming, side - 2, 100.0, 0.08).unwrap();
-    bed.domain = lbm::host::domain::Domain::with_faces(
-        Dims::new(side, side, nz(side)),
-        [lbm::host::domain::FaceBoundary::Periodic; 6],
-    )
-    .unwrap();
+    let bed_dims = Dims::new(32, side, nz(side));
+    bed.domain =
+        lbm::host::domain::Domain::with_faces(bed_dims, [lbm::host::domain::FaceBoundary::Periodic; 6]).unwrap();
     bed.force = force;
     let mut seed = 12345u64;
     let mut random = move || {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (seed >> 33) as f64 / (1u64 << 31) as f64
     };
+    let lengths = [bed_dims.nx, bed_dims.ny, bed_dims.nz].map(f64::from);
     let spheres: Vec<[f64; 3]> = (0..12)
-        .map(|_| [random() * side as f64, random() * side as f64, if three { random() * side as f64 } else { 0.0 }])
+        .map(|_| [random() * lengths[0], random() * lengths[1], if three { random() * lengths[2] } else { 0.0 }])
         .collect();
     let bed = with_walls(bed, |x, y, z| {
         spheres.iter().any(|s| {
-            let wrap = |a: f64, b: f64| {
-                let d = (a - b).abs();
-                d.min(side as f64 - d)
+            let wrap = |a: u32, k: usize| {
+                let d = (a as f64 - s[k]).abs();
+                d.min(lengths[k] - d)
             };
-            let (dx, dy, dz) = (wrap(x as f64, s[0]), wrap(y as f64, s[1]), wrap(z as f64, s[2]));
+            let (dx, dy, dz) = (wrap(x, 0), wrap(y, 1), wrap(z, 2));
             dx * dx + dy * dy + dz * dz <= 9.0
         })
     });
@@ -97,12 +98,13 @@ fn sparse_matches_dense(backend: BackendKind) {
         for precision in [Precision::F64, Precision::F32, Precision::F16] {
             for streaming in Streaming::ALL {
                 for (name, config) in geometries(lattice, precision, streaming) {
-                    for edge in [4, 8] {
-                        let what = format!("{name} {lattice:?} {precision:?} {streaming:?} edge {edge}");
-                        let sparse_config = SolverConfig { grid: GridLayout::Sparse { edge }, ..config.clone() };
+                    for block in BlockShape::ALL {
+                        let what = format!("{name} {lattice:?} {precision:?} {streaming:?} {block:?}");
+                        let sparse_config = SolverConfig { grid: GridLayout::Sparse { block }, ..config.clone() };
                         let (mut dense, mut sparse) = (on.build(config.clone()), on.build(sparse_config));
                         let d = config.domain.dims;
-                        let whole_blocks = d.nx % edge == 0 && d.ny % edge == 0 && (d.nz == 1 || d.nz % edge == 0);
+                        let whole_blocks =
+                            [d.nx, d.ny, d.nz].into_iter().zip(block.edges(d.nz)).all(|(n, e)| n % e == 0);
                         // Cells whose state must agree: every flow cell, or only the
                         // fluid ones where open faces lie past whole blocks.
                         let compared = |flag: u8| is_flow(flag) && (whole_blocks || flag & OPEN == 0);
@@ -174,16 +176,20 @@ on_backends!(sparse_matches_dense);
 
 /// A checkpoint resumes whatever the grid: a dense run's state (whole
 /// layers) on a sparse grid, a sparse run's (its blocks) on the dense box
-/// or on blocks of another size, and each continues bit for bit as an
+/// or on blocks of another shape, and each continues bit for bit as an
 /// unbroken run.
 fn checkpoints_cross_grids(backend: BackendKind) {
     let on = common::On::from(backend);
     for (name, config) in geometries(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull) {
-        let sparse = SolverConfig { grid: GridLayout::Sparse { edge: 4 }, ..config.clone() };
-        let sparse8 = SolverConfig { grid: GridLayout::Sparse { edge: 8 }, ..config.clone() };
-        for (from, to) in
-            [(config.clone(), sparse.clone()), (sparse.clone(), config.clone()), (sparse.clone(), sparse8)]
-        {
+        let on_blocks = |block| SolverConfig { grid: GridLayout::Sparse { block }, ..config.clone() };
+        let (sparse, sparse8, rows) =
+            (on_blocks(BlockShape::Cube4), on_blocks(BlockShape::Cube8), on_blocks(BlockShape::Row32));
+        for (from, to) in [
+            (config.clone(), sparse.clone()),
+            (sparse.clone(), config.clone()),
+            (sparse.clone(), rows.clone()),
+            (rows, sparse8),
+        ] {
             let mut first = on.build(from.clone());
             first.step(7).unwrap();
             let state = first.save_state().unwrap();
@@ -246,8 +252,7 @@ fn boundary_group_variants_agree(backend: BackendKind) {
                 cases.push(("tunnel with a ramped inlet profile", profile));
                 for (name, config) in cases {
                     for &collision in &collisions {
-                        for grid in [GridLayout::Dense, GridLayout::Sparse { edge: 4 }, GridLayout::Sparse { edge: 8 }]
-                        {
+                        for grid in GridLayout::ALL {
                             let base = SolverConfig { grid, collision, ..config.clone() };
                             let mut reference = on.build(base.clone());
                             let variants = BoundaryGroups::ALL
@@ -312,7 +317,9 @@ fn split_sparse_matches_one_partition(backend: BackendKind) {
                 for (name, config) in geometries(lattice, precision, streaming) {
                     // The walls, as an object the flow pushes on.
                     let walls = vec![config.domain.flags.map(|f| f == CellKind::Wall.to_flag())];
-                    for (edge, parts) in [(4, 2), (4, 4), (8, 2)] {
+                    for (block, parts) in
+                        [(BlockShape::Cube4, 2), (BlockShape::Cube4, 4), (BlockShape::Cube8, 2), (BlockShape::Row32, 2)]
+                    {
                         // Every variant and (on GPUs) every exchange in f32; the
                         // other precisions with the defaults.
                         let all = precision == Precision::F32;
@@ -323,7 +330,7 @@ fn split_sparse_matches_one_partition(backend: BackendKind) {
                         };
                         let exchanges = if all { Exchange::ALL.to_vec() } else { vec![Exchange::Disaggregated] };
                         for groups in groups {
-                            let c = SolverConfig { grid: GridLayout::Sparse { edge }, groups, ..config.clone() };
+                            let c = SolverConfig { grid: GridLayout::Sparse { block }, groups, ..config.clone() };
                             let mut one = on.build(c.clone());
                             let mut split: Vec<(String, Box<dyn lbm::Solver>)> = match backend {
                                 BackendKind::Cpu => {
@@ -356,7 +363,7 @@ fn split_sparse_matches_one_partition(backend: BackendKind) {
                                     s.step(steps).unwrap();
                                     let got = s.save_state().unwrap();
                                     let what = format!(
-                                        "{name} {lattice:?} {precision:?} {streaming:?} edge {edge} {} {parts} parts {how}",
+                                        "{name} {lattice:?} {precision:?} {streaming:?} {block:?} {} {parts} parts {how}",
                                         groups.name()
                                     );
                                     assert!(
@@ -389,7 +396,7 @@ fn split_sparse_matches_one_partition(backend: BackendKind) {
                             s.step(3).unwrap();
                             assert!(
                                 s.save_state().unwrap().populations() == one.save_state().unwrap().populations(),
-                                "{name} {lattice:?} {precision:?} {streaming:?} edge {edge} {parts} parts {how}: resumed run differs"
+                                "{name} {lattice:?} {precision:?} {streaming:?} {block:?} {parts} parts {how}: resumed run differs"
                             );
                         }
                     }

@@ -5,6 +5,7 @@ use crate::domain::{Domain, Face, FaceBoundary, OpenScheme};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 use crate::solver::{CollisionModel, GridLayout, Initial, LatticeKind, Named, Precision, SolverConfig, DEFAULT_MAGIC};
+use crate::sparse::BlockShape;
 use kernels_gpu::{CollisionKind, Dims, Streaming};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -192,9 +193,10 @@ pub struct SimulationSection {
     /// the faster of the two for this geometry).
     #[serde(default = "default_grid")]
     pub grid: String,
-    /// Block edge of a sparse grid, 4 or 8 (default 4 for `"sparse"`;
-    /// `"auto"` tries both unless one is given).
-    pub block: Option<u32>,
+    /// Block shape of a sparse grid: `4` or `8` (cubes), or `"32x4"` (32
+    /// cells along x, 4 along y and z). Default 4 for `"sparse"`; `"auto"`
+    /// tries every shape unless one is given.
+    pub block: Option<BlockKey>,
     /// How inlets and outlets are updated: `"auto"` (default: the fastest
     /// measured for the grid, [`crate::groups::BoundaryGroups::auto`]),
     /// `"lists"` (one kernel per inlet or outlet over its cells, after the
@@ -520,35 +522,63 @@ fn periodic() -> FaceSpec {
     FaceSpec::Named("periodic".into())
 }
 
+/// `[simulation] block`: a cube's edge, or a shape's name.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum BlockKey {
+    /// `block = 8`.
+    Edge(u32),
+    /// `block = "32x4"` (or `"8"`).
+    Name(String),
+}
+
+impl BlockKey {
+    /// The shape it names.
+    fn shape(&self) -> Result<BlockShape> {
+        let found = match self {
+            BlockKey::Edge(e) => BlockShape::cube(*e),
+            BlockKey::Name(n) => BlockShape::ALL.into_iter().find(|b| b.key() == n.trim()),
+        };
+        found.ok_or_else(|| {
+            let given = match self {
+                BlockKey::Edge(e) => e.to_string(),
+                BlockKey::Name(n) => format!("{n:?}"),
+            };
+            Error::Setup(format!(
+                "block = {given}: a sparse grid's blocks are 4 or 8 cells on a side, or \"32x4\" (32 cells along x, 4 along y and z)"
+            ))
+        })
+    }
+}
+
 /// What `[simulation] grid` asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum GridRequest {
     /// This layout.
     Fixed(GridLayout),
-    /// The faster layout for the geometry, sparse with blocks of one of `edges`.
+    /// The faster layout for the geometry, sparse with blocks of one of `shapes`.
     Auto {
-        /// Block edges to consider.
-        edges: &'static [u32],
+        /// Block shapes to consider.
+        shapes: &'static [BlockShape],
     },
 }
 
 /// Parses `[simulation] grid` and `block`.
-fn parse_grid(name: &str, block: Option<u32>) -> Result<GridRequest> {
-    let edge = block.unwrap_or(crate::sparse::DEFAULT_EDGE);
-    if !crate::sparse::EDGES.contains(&edge) {
-        return Err(Error::Setup(format!("block = {edge}: a sparse grid's blocks are 4 or 8 cells on a side")));
-    }
+fn parse_grid(name: &str, block: Option<&BlockKey>) -> Result<GridRequest> {
+    let shape = block.map(BlockKey::shape).transpose()?;
     match name.to_ascii_lowercase().as_str() {
         "dense" if block.is_some() => Err(Error::Setup(
             "block applies to grid = \"sparse\" or \"auto\": remove it, or choose one of those".into(),
         )),
         "dense" => Ok(GridRequest::Fixed(GridLayout::Dense)),
-        "sparse" => Ok(GridRequest::Fixed(GridLayout::Sparse { edge })),
+        "sparse" => Ok(GridRequest::Fixed(GridLayout::Sparse { block: shape.unwrap_or(BlockShape::DEFAULT) })),
         "auto" => Ok(GridRequest::Auto {
-            edges: match block {
-                None => &crate::sparse::EDGES,
-                Some(4) => &crate::sparse::EDGES[..1],
-                Some(_) => &crate::sparse::EDGES[1..],
+            shapes: match shape {
+                None => &BlockShape::ALL,
+                Some(b) => {
+                    let k = BlockShape::ALL.iter().position(|&s| s == b).expect("a shape of ALL");
+                    &BlockShape::ALL[k..=k]
+                }
             },
         }),
         _ => Err(Error::UnknownName { what: "grid", name: name.into(), choices: "dense, sparse, auto".into() }),
@@ -823,7 +853,7 @@ impl Case {
         // Everything a case builds goes by blocks, so a box of 2^32 cells or
         // more is fine on a sparse grid; a dense one is refused here, before
         // any geometry is voxelised.
-        let grid_request = parse_grid(&sim.grid, sim.block).map_err(in_case(path, "[simulation] grid"))?;
+        let grid_request = parse_grid(&sim.grid, sim.block.as_ref()).map_err(in_case(path, "[simulation] grid"))?;
         if grid_request == GridRequest::Fixed(GridLayout::Dense) {
             crate::domain::check_dense(dims).map_err(in_case(path, "[simulation] size / grid"))?;
         }
@@ -1007,7 +1037,7 @@ impl Case {
             // grid's size limit is checked once the choice is made).
             grid: match grid_request {
                 GridRequest::Fixed(layout) => layout,
-                GridRequest::Auto { edges } => GridLayout::Sparse { edge: edges[0] },
+                GridRequest::Auto { shapes } => GridLayout::Sparse { block: shapes[0] },
             },
             groups: crate::groups::BoundaryGroups::Lists,
             tau,
@@ -1040,8 +1070,8 @@ impl Case {
                 config.grid = layout;
                 None
             }
-            GridRequest::Auto { edges } => {
-                let (layout, why) = crate::sparse::choose(&config, edges, sim.devices.len())
+            GridRequest::Auto { shapes } => {
+                let (layout, why) = crate::sparse::choose(&config, shapes, sim.devices.len())
                     .map_err(in_case(path, "[simulation] grid"))?;
                 config.grid = layout;
                 Some(why)
@@ -1058,8 +1088,8 @@ impl Case {
             )
         });
         config.validate().map_err(in_case(path, "[simulation] boundary_groups"))?;
-        if let GridLayout::Sparse { edge } = config.grid {
-            crate::sparse::SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups)
+        if let GridLayout::Sparse { block } = config.grid {
+            crate::sparse::SparseLayout::build(&config.domain, block, config.lattice.near_wall_radius(), config.groups)
                 .map_err(in_case(path, "[simulation] grid"))?;
         }
         let refinement = match &self.refinement {
@@ -1151,7 +1181,13 @@ impl Case {
         faces: &[FaceBoundary; 6],
     ) -> Result<RefinedSetup> {
         use crate::levels::{band, Fusion, LevelGeometry, RefinedBox, Refinement};
-        let edge = self.simulation.block.unwrap_or(8);
+        let block = self.simulation.block.as_ref().map(BlockKey::shape).transpose()?.unwrap_or(BlockShape::Cube8);
+        let Some(edge) = block.cube_edge() else {
+            return Err(Error::Setup(format!(
+                "block = \"{}\": refinement levels have cubic blocks: give block = 4 or 8",
+                block.key()
+            )));
+        };
         if self.output.region.is_some() {
             return Err(Error::Setup(
                 "[output] region applies to uniform grids; a refined domain writes each level's own cells: remove it"
@@ -1220,7 +1256,7 @@ impl Case {
                 Some(LevelGeometry::new(faces_flags, level_objects, r.levels.max(1), cell_size)?)
             }
         };
-        config.grid = GridLayout::Sparse { edge };
+        config.grid = GridLayout::Sparse { block };
         config.groups = crate::groups::BoundaryGroups::Lists;
         Ok(RefinedSetup { refinement: Refinement { levels: r.levels, boxes, fusion, geometry }, edge })
     }
@@ -1392,7 +1428,7 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
         let sparse = with("grid = \"sparse\"\nboundary_groups = \"Bitmask\"").unwrap();
         assert_eq!(
             (sparse.config.grid, sparse.config.groups),
-            (GridLayout::Sparse { edge: 4 }, BoundaryGroups::Bitmask)
+            (GridLayout::Sparse { block: BlockShape::Cube4 }, BoundaryGroups::Bitmask)
         );
         let e = with("boundary_groups = \"memory\"").unwrap_err().to_string();
         assert!(e.contains("boundary_groups") && e.contains("grid = \"sparse\""), "{e}");
@@ -1455,12 +1491,15 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
     fn the_grid_is_chosen_by_name_and_auto_says_why() {
         let with = |keys: &str| setup(&CAVITY.replace("steps = 10", &format!("steps = 10\n{keys}")));
         assert_eq!(setup(CAVITY).unwrap().config.grid, GridLayout::Dense);
-        assert_eq!(with("grid = \"sparse\"").unwrap().config.grid, GridLayout::Sparse { edge: 4 });
-        assert_eq!(with("grid = \"Sparse\"\nblock = 8").unwrap().config.grid, GridLayout::Sparse { edge: 8 });
+        let sparse = |block| GridLayout::Sparse { block };
+        assert_eq!(with("grid = \"sparse\"").unwrap().config.grid, sparse(BlockShape::Cube4));
+        assert_eq!(with("grid = \"Sparse\"\nblock = 8").unwrap().config.grid, sparse(BlockShape::Cube8));
+        assert_eq!(with("grid = \"sparse\"\nblock = \"32x4\"").unwrap().config.grid, sparse(BlockShape::Row32));
         for (keys, says) in [
             ("grid = \"tree\"", "dense, sparse, auto"),
             ("grid = \"dense\"\nblock = 4", "block applies to"),
             ("grid = \"sparse\"\nblock = 5", "4 or 8"),
+            ("grid = \"sparse\"\nblock = \"16x4\"", "\"32x4\" (32 cells along x"),
         ] {
             let e = with(keys).unwrap_err().to_string();
             assert!(e.contains("[simulation] grid") || e.contains(says), "{keys}: {e}");

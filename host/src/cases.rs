@@ -26,7 +26,7 @@ pub fn tube_config(dims: Dims, corner: [u32; 2], width: u32) -> Result<SolverCon
         lattice: LatticeKind::D3Q19,
         precision: Precision::F32,
         streaming: Streaming::EsotericPull,
-        grid: crate::solver::GridLayout::Sparse { edge: 8 },
+        grid: crate::solver::GridLayout::Sparse { block: crate::sparse::BlockShape::Cube8 },
         groups: crate::groups::BoundaryGroups::Lists,
         tau: 0.8,
         force: [0.0, 0.0, 1e-5],

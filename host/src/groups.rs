@@ -217,7 +217,7 @@ mod tests {
     fn auto_takes_the_variant_measured_fastest() {
         use kernels_gpu::CollisionKind::{Bgk, Cumulant, Mrt, Trt};
         use Precision::{F16, F32, F64};
-        let (dense, sparse) = (GridLayout::Dense, GridLayout::Sparse { edge: 8 });
+        let (dense, sparse) = (GridLayout::Dense, GridLayout::Sparse { block: crate::sparse::BlockShape::Cube8 });
         for (grid, open, kind, q, precision, want) in [
             (dense, false, Mrt, 27, F32, BoundaryGroups::Lists),
             (sparse, false, Bgk, 19, F32, BoundaryGroups::Lists),

@@ -89,8 +89,14 @@ pub fn build_on(config: SolverConfig, kind: ExecutorKind, ptx: &str) -> Result<B
     // A sparse grid's partitions own whole block layers.
     let room = |thickness: u32| match config.grid {
         _ if config.lattice.dimension() == 2 => 1,
-        solver::GridLayout::Sparse { edge } if !config.domain.dims.nz.is_multiple_of(edge) => 1,
-        solver::GridLayout::Sparse { edge } => config.domain.dims.nz / thickness.max(edge),
+        solver::GridLayout::Sparse { block } => {
+            let (nz, edge) = (config.domain.dims.nz, block.edges(config.domain.dims.nz)[2]);
+            if nz.is_multiple_of(edge) {
+                nz / thickness.max(edge)
+            } else {
+                1
+            }
+        }
         solver::GridLayout::Dense => config.domain.dims.nz / thickness,
     };
     let (lattice, precision) = (config.lattice, config.precision);

@@ -71,9 +71,9 @@ impl PartGrid {
     pub fn new(config: &SolverConfig, split: bool) -> Result<Self> {
         match config.grid {
             GridLayout::Dense => Ok(PartGrid::Dense(config.domain.dims)),
-            GridLayout::Sparse { edge } => {
+            GridLayout::Sparse { block } => {
                 let reach = config.lattice.near_wall_radius();
-                let layout = SparseLayout::build_part(&config.domain, edge, reach, config.groups, split)?;
+                let layout = SparseLayout::build_part(&config.domain, block, reach, config.groups, split)?;
                 Ok(PartGrid::Sparse(Box::new(layout)))
             }
         }
@@ -222,7 +222,7 @@ impl PartGrid {
                 SavedPart { layers: slab.z.clone(), blocks: None, populations }
             }
             PartGrid::Sparse(s) => {
-                let edge = [1 << s.shift, 1 << s.shift, 1 << s.shift_z];
+                let edge = s.edges();
                 let own = s.own_layers();
                 let mut blocks: Vec<([u32; 3], usize)> = (s.origin.iter().enumerate())
                     .filter(|(_, o)| own.contains(&o[2]))
@@ -308,11 +308,11 @@ impl PartGrid {
             }
             (PartGrid::Sparse(a), PartGrid::Sparse(b)) => {
                 let v = a.block_cells();
-                let (edge, layer) = (1usize << a.shift, 1u32 << a.shift_z);
+                let [ex, ey, layer] = a.edges();
                 // Block layer and layer within the blocks of each side's crossing layer.
                 let place = |s: &SparseLayout, z: u32| ((z + s.pad) / layer, ((z + s.pad) % layer) as usize);
                 let ((za, la), (zb, lb)) = (place(a, copy.from.z(from_len)), place(b, copy.to.z(to_len)));
-                let start = |block: u32, l: usize| block as usize * q * v + copy.first * v + l * edge * edge;
+                let start = |block: u32, l: usize| block as usize * q * v + copy.first * v + l * (ex * ey) as usize;
                 let mut runs: Vec<HaloRun> = Vec::new();
                 for by in 0..a.block_dims[1] {
                     for bx in 0..a.block_dims[0] {
@@ -328,7 +328,7 @@ impl PartGrid {
                             _ => runs.push(HaloRun {
                                 from,
                                 to,
-                                width: edge * edge,
+                                width: (ex * ey) as usize,
                                 rows: copy.count,
                                 row_pitch: v,
                                 depth: 1,

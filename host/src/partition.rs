@@ -111,7 +111,8 @@ impl Slab {
     /// of `halo` layers: a sparse grid's partitions own whole block layers.
     pub fn split_grid(config: &SolverConfig, parts: u32, halo: u32) -> Result<Vec<Self>> {
         let nz = config.domain.dims.nz;
-        let GridLayout::Sparse { edge } = config.grid else { return Self::split(nz, parts, halo) };
+        let GridLayout::Sparse { block } = config.grid else { return Self::split(nz, parts, halo) };
+        let edge = block.edges(nz)[2];
         if !nz.is_multiple_of(edge) || nz / edge < parts {
             return Err(Error::Setup(format!(
                 "a sparse grid splits along z into partitions of whole {edge}-cell block layers: {nz} layers cannot be split \
@@ -376,7 +377,7 @@ mod tests {
             assert_eq!(c.domain.sponges.len(), 1);
             let what = format!("{streaming:?} along {axis}");
             check::<D3Q19, 19, f32>(&c, &what);
-            c.grid = crate::solver::GridLayout::Sparse { edge: 4 };
+            c.grid = crate::solver::GridLayout::Sparse { block: crate::sparse::BlockShape::Cube4 };
             check::<D3Q19, 19, f32>(&c, &format!("{what}, sparse"));
         }
         // Other lattices and precisions: stochastic rounding's noise in the
@@ -407,7 +408,7 @@ mod tests {
                 let dims = Dims::new(8, 12, 16);
                 let mut c =
                     crate::validation::duct_config(LatticeKind::D3Q19, Precision::F32, streaming, dims, axis).unwrap();
-                c.grid = crate::solver::GridLayout::Sparse { edge: 4 };
+                c.grid = crate::solver::GridLayout::Sparse { block: crate::sparse::BlockShape::Cube4 };
                 c.groups = groups;
                 let mut one = CpuSolver::<D3Q19, 19, f32>::new(c.clone()).unwrap();
                 one.step(41).unwrap();
@@ -427,11 +428,13 @@ mod tests {
     #[test]
     fn sparse_splits_are_whole_block_layers() {
         let mut c = forced_cavity(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, 14);
-        c.grid = crate::solver::GridLayout::Sparse { edge: 4 };
+        c.grid = crate::solver::GridLayout::Sparse { block: crate::sparse::BlockShape::Cube4 };
         let slabs = Slab::split_grid(&c, 3, HALO_LAYERS).unwrap();
         assert_eq!(slabs.iter().map(|s| s.z.clone()).collect::<Vec<_>>(), [0..8, 8..12, 12..16]);
         for parts in [5, 2] {
-            c.grid = crate::solver::GridLayout::Sparse { edge: if parts == 5 { 4 } else { 8 } };
+            c.grid = crate::solver::GridLayout::Sparse {
+                block: if parts == 5 { crate::sparse::BlockShape::Cube4 } else { crate::sparse::BlockShape::Cube8 },
+            };
             c.domain.dims.nz = if parts == 5 { 16 } else { 12 };
             let err = Slab::split_grid(&c, parts, HALO_LAYERS).unwrap_err().to_string();
             assert!(err.contains("whole") && err.contains("grid = \"dense\""), "{err}");

@@ -6,6 +6,7 @@ use crate::domain::{Domain, OpenScheme};
 use crate::error::{Error, Result};
 use crate::fields::Fields;
 pub use crate::saved::{SavedBlocks, SavedPart, SavedState};
+use crate::sparse::BlockShape;
 use kernels_gpu::{
     Bgk, Chosen, CollisionKind, Cumulant, F16s, Lattice, Les, Mrt, MrtRates, Real, Regularized, Smagorinsky,
     StepParams, Storage, Streaming, Trt, D2Q9, D3Q19, D3Q27,
@@ -570,26 +571,31 @@ pub enum GridLayout {
     /// Every cell of the box.
     #[default]
     Dense,
-    /// Blocks of `edge`^3 cells (4 or 8), only those with flow or a moving
-    /// wall ([`crate::sparse`]).
+    /// Blocks of cells, only those with flow or a moving wall
+    /// ([`crate::sparse`]).
     Sparse {
-        /// Block edge in cells.
-        edge: u32,
+        /// Their shape.
+        block: BlockShape,
     },
 }
 
 impl GridLayout {
-    /// Every layout `lbm bench` measures: dense, and sparse with each block edge.
-    pub const ALL: [GridLayout; 3] =
-        [GridLayout::Dense, GridLayout::Sparse { edge: 4 }, GridLayout::Sparse { edge: 8 }];
+    /// Every layout `lbm bench` measures: dense, and sparse with each block shape.
+    pub const ALL: [GridLayout; 4] = [
+        GridLayout::Dense,
+        GridLayout::Sparse { block: BlockShape::Cube4 },
+        GridLayout::Sparse { block: BlockShape::Cube8 },
+        GridLayout::Sparse { block: BlockShape::Row32 },
+    ];
 
-    /// Name in reports and on the command line: `dense`, `sparse4`, `sparse8`.
+    /// Name in reports and on the command line: `dense`, `sparse4`,
+    /// `sparse8`, `sparse32x4`.
     pub const fn name(self) -> &'static str {
         match self {
             GridLayout::Dense => "dense",
-            GridLayout::Sparse { edge: 4 } => "sparse4",
-            GridLayout::Sparse { edge: 8 } => "sparse8",
-            GridLayout::Sparse { .. } => "sparse",
+            GridLayout::Sparse { block: BlockShape::Cube4 } => "sparse4",
+            GridLayout::Sparse { block: BlockShape::Cube8 } => "sparse8",
+            GridLayout::Sparse { block: BlockShape::Row32 } => "sparse32x4",
         }
     }
 
@@ -597,8 +603,9 @@ impl GridLayout {
     pub const fn kind(self) -> kernels_gpu::GridKind {
         match self {
             GridLayout::Dense => kernels_gpu::GridKind::Dense,
-            GridLayout::Sparse { edge: 8 } => kernels_gpu::GridKind::Sparse8,
-            GridLayout::Sparse { .. } => kernels_gpu::GridKind::Sparse4,
+            GridLayout::Sparse { block: BlockShape::Cube4 } => kernels_gpu::GridKind::Sparse4,
+            GridLayout::Sparse { block: BlockShape::Cube8 } => kernels_gpu::GridKind::Sparse8,
+            GridLayout::Sparse { block: BlockShape::Row32 } => kernels_gpu::GridKind::Sparse32x4,
         }
     }
 }

@@ -38,67 +38,157 @@ use std::ops::Range;
 macro_rules! with_sparse {
     ($layout:expr, |$g:ident| $body:expr) => {{
         let layout: &$crate::sparse::SparseLayout = $layout;
-        match (layout.shift, layout.shift_z) {
-            (2, 2) => {
-                let $g = layout.grid::<2, 2>();
+        match layout.shift {
+            [2, 2, 2] => {
+                let $g = layout.grid::<2, 2, 2>();
                 $body
             }
-            (3, 3) => {
-                let $g = layout.grid::<3, 3>();
+            [3, 3, 3] => {
+                let $g = layout.grid::<3, 3, 3>();
                 $body
             }
-            (2, 0) => {
-                let $g = layout.grid::<2, 0>();
+            [5, 2, 2] => {
+                let $g = layout.grid::<5, 2, 2>();
                 $body
             }
-            (3, 0) => {
-                let $g = layout.grid::<3, 0>();
+            [2, 2, 0] => {
+                let $g = layout.grid::<2, 2, 0>();
                 $body
             }
-            _ => unreachable!("blocks are 4 or 8 cells on a side (SparseLayout::build)"),
+            [3, 3, 0] => {
+                let $g = layout.grid::<3, 3, 0>();
+                $body
+            }
+            [5, 2, 0] => {
+                let $g = layout.grid::<5, 2, 0>();
+                $body
+            }
+            _ => unreachable!("a shape of BlockShape (SparseLayout::build)"),
         }
     }};
 }
 pub(crate) use with_sparse;
 
-/// Block edges a sparse grid may have.
-pub const EDGES: [u32; 2] = [4, 8];
+/// Shape of a sparse grid's blocks. In a one-layer 2D box a block is one
+/// layer deep, its x and y edges as below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockShape {
+    /// 4 cells on a side: the fewest cells stored around scattered flow.
+    Cube4,
+    /// 8 cells on a side.
+    Cube8,
+    /// 32 cells along x, 4 along y and z (512 cells, as `Cube8`). A row is
+    /// as long as a warp, so a warp's loads of a direction fill whole
+    /// 32-byte sectors as the dense grid's do: a 16-bit row of 8 cells
+    /// fills half of one, and a pull across the block's x face splits it.
+    Row32,
+}
 
-/// The block edge when a case names none.
-pub const DEFAULT_EDGE: u32 = 4;
+impl BlockShape {
+    /// Every shape, in the order `grid = "auto"` tries them.
+    pub const ALL: [BlockShape; 3] = [BlockShape::Cube4, BlockShape::Cube8, BlockShape::Row32];
 
-/// Speed per stored cell of the sparse kernels with blocks of each edge of
-/// [`EDGES`], as a fraction of the dense kernels' per cell: the slowest
-/// ratio measured in a fully active periodic box, on an H100 and an H200
-/// (D3Q27 16-bit Esoteric Pull on the H200; two-lattice f32 runs within 5%
-/// of dense with 8^3 blocks, `docs/bench/h*-2026-11-24-1864fa6-sparse.txt`).
-/// `grid = "auto"` takes the sparse grid when it stores a smaller share of
-/// the box than this.
-pub const SPARSE_EFFICIENCY: [f64; 2] = [0.65, 0.73];
+    /// The shape when a case names none.
+    pub const DEFAULT: BlockShape = BlockShape::Cube4;
+
+    /// `log2` of the edges along x, y and z of a 3D box's blocks.
+    pub const fn shifts_3d(self) -> [u32; 3] {
+        match self {
+            BlockShape::Cube4 => [2, 2, 2],
+            BlockShape::Cube8 => [3, 3, 3],
+            BlockShape::Row32 => [5, 2, 2],
+        }
+    }
+
+    /// `log2` of the block edges along x, y and z in a box `nz` cells deep
+    /// (one layer, 0, along z in a one-layer 2D box).
+    pub const fn shifts(self, nz: u32) -> [u32; 3] {
+        let [x, y, z] = self.shifts_3d();
+        [x, y, if nz == 1 { 0 } else { z }]
+    }
+
+    /// The block edges in a box `nz` cells deep.
+    pub const fn edges(self, nz: u32) -> [u32; 3] {
+        let [x, y, z] = self.shifts(nz);
+        [1 << x, 1 << y, 1 << z]
+    }
+
+    /// The edge of a cube, `None` for `Row32`: refinement levels need cubes.
+    pub const fn cube_edge(self) -> Option<u32> {
+        match self {
+            BlockShape::Cube4 => Some(4),
+            BlockShape::Cube8 => Some(8),
+            BlockShape::Row32 => None,
+        }
+    }
+
+    /// The cube of edge `edge`, if 4 or 8.
+    pub const fn cube(edge: u32) -> Option<BlockShape> {
+        match edge {
+            4 => Some(BlockShape::Cube4),
+            8 => Some(BlockShape::Cube8),
+            _ => None,
+        }
+    }
+
+    /// As the case key `block` names it: `4`, `8`, `32x4`.
+    pub const fn key(self) -> &'static str {
+        match self {
+            BlockShape::Cube4 => "4",
+            BlockShape::Cube8 => "8",
+            BlockShape::Row32 => "32x4",
+        }
+    }
+
+    /// For reports: `4^3`, `8^3`, `32x4x4`.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            BlockShape::Cube4 => "4^3",
+            BlockShape::Cube8 => "8^3",
+            BlockShape::Row32 => "32x4x4",
+        }
+    }
+
+    /// Speed per stored cell of the sparse kernels with blocks of this
+    /// shape, as a fraction of the dense kernels' per cell: the slowest
+    /// ratio measured in a fully active periodic box (D3Q19 and D3Q27, f32
+    /// and 16-bit, both streaming schemes): on an H100 and an H200 for the
+    /// cubes (`docs/bench/h*-2026-11-24-1864fa6-sparse.txt`), on an H200
+    /// for rows, D3Q27 16-bit Esoteric Pull
+    /// (`docs/bench/h200-2026-11-29-sparse-rows.txt`). `grid = "auto"`
+    /// takes the sparse grid when it stores a smaller share of the box than
+    /// this.
+    pub const fn efficiency(self) -> f64 {
+        match self {
+            BlockShape::Cube4 => 0.65,
+            BlockShape::Cube8 => 0.73,
+            BlockShape::Row32 => 0.82,
+        }
+    }
+}
 
 /// The grid `grid = "auto"` picks for `config` on `partitions` partitions,
-/// and why, in a sentence: the sparse grid of the edge in `edges` whose
-/// stored share of the box over its [`SPARSE_EFFICIENCY`] is least, if
-/// that is below 1 (the dense box's cost).
-pub fn choose(config: &SolverConfig, edges: &[u32], partitions: usize) -> Result<(GridLayout, String)> {
-    // (cost against dense, edge, stored share, efficiency)
-    let mut best: Option<(f64, u32, f64, f64)> = None;
+/// and why, in a sentence: the sparse grid of the shape in `shapes` whose
+/// stored share of the box over its [`BlockShape::efficiency`] is least,
+/// if that is below 1 (the dense box's cost).
+pub fn choose(config: &SolverConfig, shapes: &[BlockShape], partitions: usize) -> Result<(GridLayout, String)> {
+    // (cost against dense, shape, stored share)
+    let mut best: Option<(f64, BlockShape, f64)> = None;
     let mut refused = None;
-    for &edge in edges {
-        let sparse = SolverConfig { grid: GridLayout::Sparse { edge }, ..config.clone() };
+    for &block in shapes {
+        let sparse = SolverConfig { grid: GridLayout::Sparse { block }, ..config.clone() };
         let split = match partitions {
             1 => Ok(Vec::new()),
             n => crate::partition::Slab::split_grid(&sparse, n as u32, 1),
         };
         let built = split
-            .and_then(|_| SparseLayout::build(&config.domain, edge, config.lattice.near_wall_radius(), config.groups));
+            .and_then(|_| SparseLayout::build(&config.domain, block, config.lattice.near_wall_radius(), config.groups));
         match built {
             Ok(layout) => {
                 let share = layout.stored_share();
-                let k = EDGES.iter().position(|&e| e == edge).expect("an edge of EDGES");
-                let cost = share / SPARSE_EFFICIENCY[k];
+                let cost = share / block.efficiency();
                 if best.is_none_or(|(c, ..)| cost < c) {
-                    best = Some((cost, edge, share, SPARSE_EFFICIENCY[k]));
+                    best = Some((cost, block, share));
                 }
             }
             Err(e) => refused = Some(e),
@@ -107,18 +197,20 @@ pub fn choose(config: &SolverConfig, edges: &[u32], partitions: usize) -> Result
     // A box too large for the dense grid takes the sparse one whatever it costs.
     let dense_fits = crate::domain::check_dense(config.domain.dims).is_ok();
     Ok(match (best, refused) {
-        (Some((cost, edge, share, efficiency)), _) if cost < 1.0 || !dense_fits => (
-            GridLayout::Sparse { edge },
+        (Some((cost, block, share)), _) if cost < 1.0 || !dense_fits => (
+            GridLayout::Sparse { block },
             format!(
-                "grid auto: sparse, {edge}^3 blocks (they store {:.1}% of the box's cells, and run at {:.0}% of the dense speed per cell or better)",
+                "grid auto: sparse, {} blocks (they store {:.1}% of the box's cells, and run at {:.0}% of the dense speed per cell or better)",
+                block.describe(),
                 100.0 * share,
-                100.0 * efficiency
+                100.0 * block.efficiency()
             ),
         ),
-        (Some((_, edge, share, _)), _) => (
+        (Some((_, block, share)), _) => (
             GridLayout::Dense,
             format!(
-                "grid auto: dense ({edge}^3 blocks would store {:.1}% of the box's cells, too many for the sparse kernels to be faster)",
+                "grid auto: dense ({} blocks would store {:.1}% of the box's cells, too many for the sparse kernels to be faster)",
+                block.describe(),
                 100.0 * share
             ),
         ),
@@ -174,10 +266,10 @@ impl BoundaryMask {
 pub struct SparseLayout {
     /// The dense box the grid covers.
     pub dims: Dims,
-    /// `log2` of the block edge along x and y.
-    pub shift: u32,
-    /// `log2` of the block edge along z (0 for a one-layer 2D box).
-    pub shift_z: u32,
+    /// The block shape.
+    pub block: BlockShape,
+    /// `log2` of the block edges along x, y and z (z: 0 for a one-layer 2D box).
+    pub shift: [u32; 3],
     /// Blocks along each axis of the box (rounded up).
     pub block_dims: [u32; 3],
     /// Position of each stored block, in blocks.
@@ -195,7 +287,7 @@ pub struct SparseLayout {
     /// choose blocks by it (the `bitmask` variant).
     pub mask: Option<BoundaryMask>,
     /// Cells of padding below the domain's layer 0 along z: none for a
-    /// whole grid; `edge - 1` for a partition of a split box, whose lower
+    /// whole grid; the z edge less 1 for a partition of a split box, whose lower
     /// halo layer is then the top layer of a block layer of its own, and
     /// whose own layers start a block layer.
     pub pad: u32,
@@ -219,35 +311,40 @@ fn block_seeds(origin: &[[u32; 3]], dims: Dims, shift: [u32; 3], z0: u32) -> Vec
 }
 
 impl SparseLayout {
-    /// The grid of blocks of edge `edge` (4 or 8) that `domain` needs,
-    /// for a lattice whose populations travel up to `reach` cells per axis,
-    /// laid out for the boundary-group variant `groups`.
-    pub fn build(domain: &Domain, edge: u32, reach: u32, groups: BoundaryGroups) -> Result<Self> {
-        Self::build_part(domain, edge, reach, groups, false)
+    /// The grid of blocks of shape `block` that `domain` needs, for a
+    /// lattice whose populations travel up to `reach` cells per axis, laid
+    /// out for the boundary-group variant `groups`.
+    pub fn build(domain: &Domain, block: BlockShape, reach: u32, groups: BoundaryGroups) -> Result<Self> {
+        Self::build_part(domain, block, reach, groups, false)
     }
 
     /// As [`SparseLayout::build`], for the local domain of a partition
     /// when `split` (own layers, a whole number of block layers, between
     /// two halo layers; see [`SparseLayout::pad`]).
-    pub fn build_part(domain: &Domain, edge: u32, reach: u32, groups: BoundaryGroups, split: bool) -> Result<Self> {
-        if !EDGES.contains(&edge) {
-            return Err(Error::Setup(format!("a sparse grid's block edge is 4 or 8, not {edge}")));
-        }
+    pub fn build_part(
+        domain: &Domain,
+        block: BlockShape,
+        reach: u32,
+        groups: BoundaryGroups,
+        split: bool,
+    ) -> Result<Self> {
         let d = domain.dims;
-        let shift = edge.trailing_zeros();
-        let shift_z = if d.nz == 1 { 0 } else { shift };
-        let (b, bz) = (1u32 << shift, 1u32 << shift_z);
-        let pad = if split { bz - 1 } else { 0 };
-        assert!(!split || (d.nz - 2).is_multiple_of(bz), "a split sparse grid's partitions own whole block layers");
-        let block_dims = [d.nx.div_ceil(b), d.ny.div_ceil(b), (d.nz + pad).div_ceil(bz)];
+        let shift = block.shifts(d.nz);
+        let edges = block.edges(d.nz);
+        let pad = if split { edges[2] - 1 } else { 0 };
+        assert!(
+            !split || (d.nz - 2).is_multiple_of(edges[2]),
+            "a split sparse grid's partitions own whole block layers"
+        );
+        let block_dims = [d.nx.div_ceil(edges[0]), d.ny.div_ceil(edges[1]), (d.nz + pad).div_ceil(edges[2])];
         // A partition's z faces are its halos, not the box's faces.
-        check_faces(domain, [b, b, bz], reach, if split { 2 } else { 3 })?;
+        check_faces(domain, edges, reach, if split { 2 } else { 3 })?;
         let total = block_dims.iter().map(|&n| n as usize).product::<usize>();
         let mut stored = vec![false; total];
         let block_of = |x: u32, y: u32, z: u32| {
-            (x >> shift) as usize
+            (x >> shift[0]) as usize
                 + block_dims[0] as usize
-                    * ((y >> shift) as usize + block_dims[1] as usize * ((z + pad) >> shift_z) as usize)
+                    * ((y >> shift[1]) as usize + block_dims[1] as usize * ((z + pad) >> shift[2]) as usize)
         };
         // Every cell a flow cell's populations reach is stored: Esoteric Pull
         // keeps a bounced population in the wall cell's slots between steps.
@@ -261,7 +358,7 @@ impl SparseLayout {
         let mut lists: [Vec<usize>; 3] = Default::default();
         let mut mark = |lo: [i64; 3], hi: [i64; 3]| {
             for (a, blocks) in lists.iter_mut().enumerate() {
-                let (len, s) = (lengths[a] as i64, if a == 2 { shift_z } else { shift });
+                let (len, s) = (lengths[a] as i64, shift[a]);
                 let (lo, hi) =
                     if a == 2 && split { (lo[a].max(0), hi[a].min(len)) } else { (lo[a], hi[a].min(lo[a] + len)) };
                 blocks.clear();
@@ -321,10 +418,11 @@ impl SparseLayout {
             }
         }
         let count = stored.iter().filter(|&&s| s).count();
-        let cells = (count + 1) << (2 * shift + shift_z);
-        if cells > Sparse::<2, 2>::MAX_CELLS {
+        let cells = (count + 1) << shift.iter().sum::<u32>();
+        if cells > Sparse::<2, 2, 2>::MAX_CELLS {
             return Err(Error::Setup(format!(
-                "{count} active blocks of {edge}^3 cells number more than 2^32 cells: split the domain over several GPUs"
+                "{count} active blocks of {} cells number more than 2^32 cells: split the domain over several GPUs",
+                block.describe()
             )));
         }
         let mut open = vec![false; total];
@@ -375,22 +473,8 @@ impl SparseLayout {
             layers[z] = layers[z].max(layers[z - 1]);
         }
         let z0 = domain.z_offset.wrapping_sub(pad);
-        let seed = block_seeds(&origin, d, [shift, shift, shift_z], z0);
-        Ok(Self {
-            dims: d,
-            shift,
-            shift_z,
-            block_dims,
-            origin,
-            neighbour,
-            seed,
-            index,
-            boundary,
-            mask,
-            pad,
-            z0,
-            layers,
-        })
+        let seed = block_seeds(&origin, d, shift, z0);
+        Ok(Self { dims: d, block, shift, block_dims, origin, neighbour, seed, index, boundary, mask, pad, z0, layers })
     }
 
     /// The blocks of this grid in the block layers `own` along z and in one
@@ -425,8 +509,8 @@ impl SparseLayout {
         boundary.sort_unstable();
         let layout = Self {
             dims: self.dims,
+            block: self.block,
             shift: self.shift,
-            shift_z: self.shift_z,
             block_dims: self.block_dims,
             origin: blocks.iter().map(|&b| self.origin[b as usize]).collect(),
             neighbour,
@@ -510,11 +594,16 @@ impl SparseLayout {
         &self.boundary
     }
 
-    /// The grid of blocks `2^SHIFT` on a side (`2^SHIFT_Z` along z), which
-    /// must be this layout's, over [`SparseLayout::tables`].
-    pub fn grid<const SHIFT: u32, const SHIFT_Z: u32>(&self) -> Sparse<SHIFT, SHIFT_Z> {
-        assert_eq!((SHIFT, SHIFT_Z), (self.shift, self.shift_z), "the grid type must be the layout's");
+    /// The grid of blocks `2^SX` by `2^SY` by `2^SZ` cells, which must be
+    /// this layout's, over [`SparseLayout::tables`].
+    pub fn grid<const SX: u32, const SY: u32, const SZ: u32>(&self) -> Sparse<SX, SY, SZ> {
+        assert_eq!([SX, SY, SZ], self.shift, "the grid type must be the layout's");
         Sparse::new(self.tables())
+    }
+
+    /// The block edges along x, y and z.
+    pub fn edges(&self) -> [u32; 3] {
+        self.shift.map(|s| 1 << s)
     }
 
     /// Stored blocks.
@@ -542,7 +631,8 @@ impl SparseLayout {
     /// block is stored.
     pub fn storage_at(&self, [x, y, z]: [u32; 3]) -> Option<u32> {
         let z = z + self.pad;
-        let b = self.block_at(x >> self.shift, y >> self.shift, z >> self.shift_z)?;
+        let [sx, sy, sz] = self.shift;
+        let b = self.block_at(x >> sx, y >> sy, z >> sz)?;
         Some(with_sparse!(self, |g| g.index_of(g.cell_at(b, [x, y, z]))))
     }
 
@@ -631,9 +721,8 @@ impl SparseLayout {
         let bytes = config.state_bytes_on(self.cells()) + self.table_bytes();
         let dense = config.state_bytes();
         format!(
-            "grid: sparse, {}^{} blocks: {} of {} stored ({:.1}%), {} cells stored for {} flow cells; memory {:.2} GiB, {:.1} B per flow cell (tables {:.1} B), dense: {:.1} B per flow cell",
-            1 << self.shift,
-            if self.shift_z == 0 { 2 } else { 3 },
+            "grid: sparse, {} blocks: {} of {} stored ({:.1}%), {} cells stored for {} flow cells; memory {:.2} GiB, {:.1} B per flow cell (tables {:.1} B), dense: {:.1} B per flow cell",
+            self.describe_block(),
             self.blocks(),
             total_blocks,
             100.0 * self.blocks() as f64 / total_blocks as f64,
@@ -644,6 +733,17 @@ impl SparseLayout {
             self.table_bytes() as f64 / flow as f64,
             dense as f64 / flow as f64
         )
+    }
+
+    /// The block shape for reports: `8^3`, `32x4x4`; `8^2`, `32x4` in a
+    /// one-layer 2D box.
+    pub fn describe_block(&self) -> String {
+        match (self.block.cube_edge(), self.edges()) {
+            (Some(e), [_, _, 1]) => format!("{e}^2"),
+            (Some(e), _) => format!("{e}^3"),
+            (None, [x, y, 1]) => format!("{x}x{y}"),
+            (None, [x, y, z]) => format!("{x}x{y}x{z}"),
+        }
     }
 
     /// Bytes of the tables (neighbour blocks, origins, seeds and any bitmask).
@@ -724,16 +824,24 @@ mod tests {
     /// and radii (wrapping included: the lump touches the x and y faces).
     #[test]
     fn stored_kernel_flags_are_the_dense_ones_gathered() {
-        for (dims, edge) in [(Dims::new(24, 16, 16), 4), (Dims::new(40, 24, 16), 8), (Dims::new(24, 20, 1), 4)] {
+        use BlockShape::{Cube4, Cube8, Row32};
+        let boxes = [
+            (Dims::new(24, 16, 16), Cube4),
+            (Dims::new(40, 24, 16), Cube8),
+            (Dims::new(64, 16, 16), Row32),
+            (Dims::new(24, 20, 1), Cube4),
+            (Dims::new(64, 20, 1), Row32),
+        ];
+        for (dims, block) in boxes {
             let mut domain = lumpy(dims);
             // A few lone solid cells in the fluid, one next to the far x face.
             for p in [[dims.nx - 1, dims.ny - 2, 0], [dims.nx - 3, dims.ny - 3, dims.nz - 1]] {
                 domain.flags.set(p, CellKind::Wall.to_flag());
             }
             for radius in 0..4 {
-                let layout = SparseLayout::build(&domain, edge, radius.max(1), BoundaryGroups::Lists).unwrap();
+                let layout = SparseLayout::build(&domain, block, radius.max(1), BoundaryGroups::Lists).unwrap();
                 let want = layout.gather(&domain.kernel_flags(radius), WALL);
-                assert_eq!(layout.kernel_flags(&domain, radius), want, "{dims:?} edge {edge} radius {radius}");
+                assert_eq!(layout.kernel_flags(&domain, radius), want, "{dims:?} {block:?} radius {radius}");
             }
         }
     }
@@ -741,10 +849,10 @@ mod tests {
     /// Every stored cell inside the box finds, for every direction, the
     /// storage of the dense neighbour (periodic wrap), or the solid block
     /// where that neighbour is a resting wall whose block is not stored.
-    fn check<L: Lattice<Q>, const Q: usize>(dims: Dims, edge: u32) {
+    fn check<L: Lattice<Q>, const Q: usize>(dims: Dims, block: BlockShape) {
         let domain = lumpy(dims);
-        let layout = SparseLayout::build(&domain, edge, 1, BoundaryGroups::Lists).unwrap();
-        with_sparse!(&layout, |grid| check_grid::<L, Q, _>(&domain, &layout, grid, dims, edge));
+        let layout = SparseLayout::build(&domain, block, 1, BoundaryGroups::Lists).unwrap();
+        with_sparse!(&layout, |grid| check_grid::<L, Q, _>(&domain, &layout, grid, dims, block));
     }
 
     fn check_grid<L: Lattice<Q>, const Q: usize, G: Grid>(
@@ -752,7 +860,7 @@ mod tests {
         layout: &SparseLayout,
         grid: G,
         dims: Dims,
-        edge: u32,
+        block: BlockShape,
     ) where
         G::Cell: Copy,
     {
@@ -775,7 +883,7 @@ mod tests {
                 let there = dims.index(wrap(x, cx, dims.nx), wrap(y, cy, dims.ny), wrap(z, cz, dims.nz));
                 match layout.storage_of(there) {
                     Some(s) => {
-                        assert_eq!(nb.cell(j), s, "{} edge {edge} cell {m} dir {j}", L::NAME);
+                        assert_eq!(nb.cell(j), s, "{} {block:?} cell {m} dir {j}", L::NAME);
                         for slot in [0, Q - 1] {
                             assert_eq!(nb.population(j, slot), grid.population(Q, grid.cell_of(s), slot));
                         }
@@ -791,15 +899,18 @@ mod tests {
 
     #[test]
     fn sparse_neighbours_are_the_dense_ones() {
-        check::<D3Q27, 27>(Dims::new(16, 12, 8), 4);
-        check::<D3Q27, 27>(Dims::new(32, 24, 16), 8);
-        check::<D2Q9, 9>(Dims::new(16, 12, 1), 4);
+        check::<D3Q27, 27>(Dims::new(16, 12, 8), BlockShape::Cube4);
+        check::<D3Q27, 27>(Dims::new(32, 24, 16), BlockShape::Cube8);
+        check::<D3Q27, 27>(Dims::new(96, 12, 8), BlockShape::Row32);
+        check::<D2Q9, 9>(Dims::new(16, 12, 1), BlockShape::Cube4);
+        check::<D2Q9, 9>(Dims::new(128, 12, 1), BlockShape::Row32);
     }
 
     #[test]
     fn a_launch_covers_each_stored_cell_once() {
-        let layout = SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), 4, 1, BoundaryGroups::Lists).unwrap();
-        let grid = layout.grid::<2, 2>();
+        let layout =
+            SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), BlockShape::Cube4, 1, BoundaryGroups::Lists).unwrap();
+        let grid = layout.grid::<2, 2, 2>();
         for threads in [32, 64, 96, 128] {
             let region = 1..grid.units();
             let shape = grid.launch(region.len() as u32, threads);
@@ -836,8 +947,8 @@ mod tests {
             faces[inlet_face] = FaceBoundary::VelocityInlet([0.02, 0.0, 0.0], Regularized);
             faces[inlet_face + 1] = FaceBoundary::PressureOutlet(1.0, Regularized);
             let d = Domain::with_faces(Dims::new(24, 16, 20), faces).unwrap();
-            let layout = SparseLayout::build(&d, 4, 1, BoundaryGroups::Bitmask).unwrap();
-            let grid = layout.grid::<2, 2>();
+            let layout = SparseLayout::build(&d, BlockShape::Cube4, 1, BoundaryGroups::Bitmask).unwrap();
+            let grid = layout.grid::<2, 2, 2>();
             let boundary = layout.boundary_blocks();
             assert!(!boundary.is_empty() && boundary.len() < grid.units() as usize);
             for region in [0..grid.units(), 3..grid.units() - 5, 37..38] {
@@ -870,18 +981,22 @@ mod tests {
 
     #[test]
     fn flow_across_a_face_that_is_not_whole_blocks_is_refused() {
+        use BlockShape::{Cube4, Row32};
         let err =
-            SparseLayout::build(&lumpy(Dims::new(18, 12, 8)), 4, 1, BoundaryGroups::Lists).unwrap_err().to_string();
+            SparseLayout::build(&lumpy(Dims::new(18, 12, 8)), Cube4, 1, BoundaryGroups::Lists).unwrap_err().to_string();
         assert!(err.contains("18 cells along x") && err.contains("multiple of 4"), "{err}");
         // Along y the faces are walls: 14 cells are fine.
-        SparseLayout::build(&lumpy(Dims::new(16, 14, 8)), 4, 1, BoundaryGroups::Lists).unwrap();
-        assert!(SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), 5, 1, BoundaryGroups::Lists).is_err());
+        SparseLayout::build(&lumpy(Dims::new(16, 14, 8)), Cube4, 1, BoundaryGroups::Lists).unwrap();
+        // Rows are 32 cells along x.
+        let err =
+            SparseLayout::build(&lumpy(Dims::new(48, 12, 8)), Row32, 1, BoundaryGroups::Lists).unwrap_err().to_string();
+        assert!(err.contains("48 cells along x") && err.contains("multiple of 32"), "{err}");
     }
 
     #[test]
     fn gather_takes_each_stored_cell_from_its_dense_place() {
         let dims = Dims::new(16, 14, 8);
-        let layout = SparseLayout::build(&lumpy(dims), 4, 1, BoundaryGroups::Lists).unwrap();
+        let layout = SparseLayout::build(&lumpy(dims), BlockShape::Cube4, 1, BoundaryGroups::Lists).unwrap();
         let dense: Vec<u32> = (0..dims.cells() as u32).collect();
         let stored = layout.gather(&dense, u32::MAX);
         for (k, &v) in stored.iter().enumerate() {

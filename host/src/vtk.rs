@@ -80,8 +80,8 @@ const DENSE_BYTES_PER_CELL: f64 = 21.0;
 /// and its values, all base64 (4/3), against the dense file's 21 B per cell
 /// of the box. About a fifth of the box stored is the break-even.
 pub fn sparse_file_is_smaller(layout: &SparseLayout) -> bool {
-    let (b, bz) = ((1u64 << layout.shift) as f64, (1u64 << layout.shift_z) as f64);
-    let points = (b + 1.0) * (b + 1.0) * (bz + 1.0) * 12.0 / (b * b * bz);
+    let [bx, by, bz] = layout.edges().map(f64::from);
+    let points = (bx + 1.0) * (by + 1.0) * (bz + 1.0) * 12.0 / (bx * by * bz);
     let per_stored_cell = (32.0 + 4.0 + 1.0 + DENSE_BYTES_PER_CELL + points) * 4.0 / 3.0;
     layout.stored_share() * per_stored_cell < DENSE_BYTES_PER_CELL
 }
@@ -133,14 +133,14 @@ pub fn write_level_fields(
         Some(u) => (u.dx / fine, u.dx / u.dt, u.density, fine / u.dt),
         None => (1.0 / fine, 1.0, 1.0, fine),
     };
-    let (b, bz) = (1u32 << layout.shift, 1u32 << layout.shift_z);
-    let (px, pz) = (b as u64 + 1, bz as u64 + 1);
+    let [bx, by, bz] = layout.edges();
+    let [px, py, pz] = [bx, by, bz].map(|e| e as u64 + 1);
     let (mut points, mut connectivity, mut offsets, mut cells) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for o in &layout.origin {
-        let corner = [o[0] * b, o[1] * b, o[2] * bz];
+        let corner = [o[0] * bx, o[1] * by, o[2] * bz];
         let first = (points.len() / 3) as u64;
         for k in 0..pz as u32 {
-            for j in 0..px as u32 {
+            for j in 0..py as u32 {
                 for i in 0..px as u32 {
                     for (a, v) in [i, j, k].into_iter().enumerate() {
                         points.push(((corner[a] + v) as f64 - 0.5 * fine) * length);
@@ -148,10 +148,10 @@ pub fn write_level_fields(
                 }
             }
         }
-        let point = |i: u32, j: u32, k: u32| first + i as u64 + px * (j as u64 + px * k as u64);
+        let point = |i: u32, j: u32, k: u32| first + i as u64 + px * (j as u64 + py * k as u64);
         for z in 0..bz {
-            for y in 0..b {
-                for x in 0..b {
+            for y in 0..by {
+                for x in 0..bx {
                     let p = [corner[0] + x, corner[1] + y, corner[2] + z];
                     if (0..3).any(|a| p[a] < lo[a] || p[a] > hi[a]) || !(at.keep)(p) {
                         continue;
@@ -311,46 +311,58 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
-    /// A sparse grid's file holds one voxel per stored cell in the box, with
-    /// each cell's own values; solid blocks are not in it.
+    /// A sparse grid's file holds one voxel per stored cell in the box, at
+    /// the cell's place and with its own values; solid blocks are not in
+    /// it. Cubic blocks and rows.
     #[test]
     fn sparse_fields_are_the_stored_cells_as_voxels() {
         use crate::domain::{Domain, FaceBoundary};
+        use crate::sparse::BlockShape;
         use kernels_gpu::flags::CellKind;
-        use vtkio::model::{Attribute, DataSet, IOBuffer};
-        let dims = Dims::new(16, 12, 8);
+        use vtkio::model::{Attribute, DataSet, IOBuffer, VertexNumbers};
+        let dims = Dims::new(128, 12, 8);
         let mut faces = [FaceBoundary::Periodic; 6];
         faces[2] = FaceBoundary::Wall;
         faces[3] = FaceBoundary::Wall;
         let mut domain = Domain::with_faces(dims, faces).unwrap();
         for z in 0..8 {
             for y in 0..9 {
-                for x in 0..12 {
+                for x in 0..96 {
                     domain.flags.set([x, y, z], CellKind::Wall.to_flag());
                 }
             }
         }
-        let layout = SparseLayout::build(&domain, 4, 1, BoundaryGroups::Lists).unwrap();
         let n = dims.cells();
         let rho: Vec<f64> = (0..n).map(|k| 1.0 + k as f64 * 1e-4).collect();
         let f = Fields::from_dense(dims, &rho, &vec![[0.01, 0.0, 0.0]; n]);
         let dir = std::env::temp_dir().join(format!("lbm-vtu-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("s.vtu");
-        write_sparse_fields(&path, &f, &domain.flags, &layout, "sparse", &View::default()).unwrap();
-        let vtk = vtkio::Vtk::import(&path).expect("vtkio reads the file");
-        let DataSet::UnstructuredGrid { pieces, .. } = vtk.data else { panic!("not an unstructured grid") };
-        let vtkio::model::Piece::Inline(p) = &pieces[0] else { panic!("inline piece expected") };
-        let stored: Vec<usize> = (0..layout.cells() as u32).filter_map(|c| layout.dense_of(c)).collect();
-        assert!(stored.len() < n, "blocks were left out");
-        assert_eq!(p.cells.types.len(), stored.len());
-        let Some(Attribute::DataArray(rho)) = p.data.cell.iter().find(|a| a.name() == "density") else { panic!() };
-        let IOBuffer::F32(rho) = &rho.data else { panic!("f32 density") };
-        let mut expected: Vec<f32> = stored.iter().map(|&c| f.rho[c] as f32).collect();
-        let mut got = rho.clone();
-        expected.sort_by(f32::total_cmp);
-        got.sort_by(f32::total_cmp);
-        assert_eq!(got, expected);
+        for block in [BlockShape::Cube4, BlockShape::Row32] {
+            let layout = SparseLayout::build(&domain, block, 1, BoundaryGroups::Lists).unwrap();
+            let path = dir.join("s.vtu");
+            write_sparse_fields(&path, &f, &domain.flags, &layout, "sparse", &View::default()).unwrap();
+            let vtk = vtkio::Vtk::import(&path).expect("vtkio reads the file");
+            let DataSet::UnstructuredGrid { pieces, .. } = vtk.data else { panic!("not an unstructured grid") };
+            let vtkio::model::Piece::Inline(p) = &pieces[0] else { panic!("inline piece expected") };
+            let stored = (0..layout.cells() as u32).filter(|&c| layout.dense_of(c).is_some()).count();
+            assert!(stored < n, "blocks were left out");
+            assert_eq!(p.cells.types.len(), stored, "{block:?}");
+            let Some(Attribute::DataArray(rho)) = p.data.cell.iter().find(|a| a.name() == "density") else { panic!() };
+            let IOBuffer::F32(rho) = &rho.data else { panic!("f32 density") };
+            let points: Vec<f64> = p.points.clone().cast_into().expect("numeric points");
+            let VertexNumbers::XML { connectivity, offsets } = &p.cells.cell_verts else { panic!("XML cells") };
+            let mut seen = vec![false; n];
+            for (k, &density) in rho.iter().enumerate() {
+                // The voxel's first corner is its cell's low corner, half a cell below the centre.
+                let first = if k == 0 { 0 } else { offsets[k - 1] as usize };
+                let corner = &points[3 * connectivity[first] as usize..][..3];
+                let [x, y, z] = [0, 1, 2].map(|a| (corner[a] + 0.5) as u32);
+                let m = dims.index(x, y, z);
+                assert!(!seen[m], "{block:?}: two voxels at {x} {y} {z}");
+                seen[m] = true;
+                assert_eq!(density, f.rho[m] as f32, "{block:?}: voxel {k} at {x} {y} {z}");
+            }
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 
@@ -372,8 +384,9 @@ mod tests {
             }
             d
         };
-        let thin = SparseLayout::build(&domain(2), 4, 1, BoundaryGroups::Lists).unwrap();
-        let full = SparseLayout::build(&domain(11), 4, 1, BoundaryGroups::Lists).unwrap();
+        let cube = crate::sparse::BlockShape::Cube4;
+        let thin = SparseLayout::build(&domain(2), cube, 1, BoundaryGroups::Lists).unwrap();
+        let full = SparseLayout::build(&domain(11), cube, 1, BoundaryGroups::Lists).unwrap();
         assert!(thin.stored_share() < 0.1 && sparse_file_is_smaller(&thin), "{}", thin.stored_share());
         assert!(!sparse_file_is_smaller(&full));
     }

@@ -52,8 +52,8 @@ fn thread_index() -> u32 {
     unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() }
 }
 
-/// Block edge along z of a sparse grid of blocks `2^shift` cells on a side
-/// for a lattice of dimension `d`: one layer in 2D.
+/// `log2` of the block edge along z of a sparse grid whose blocks are
+/// `2^shift` cells deep for a lattice of dimension `d`: one layer in 2D.
 const fn z_shift(d: usize, shift: u32) -> u32 {
     if d == 2 {
         0
@@ -142,14 +142,84 @@ macro_rules! level_collision_entries {
     };
 }
 
-/// The block-sparse kernels of one row for blocks of `2^$shift` cells on a
-/// side (named `..._$grid_<row>`): the grid's tables come after the step
-/// parameters, and a launch starts at block `first`.
+/// The refinement kernels of one row on a sparse grid (whose type `Grid`
+/// the expansion site names): transit, explosion, streaming, and the split
+/// step's collision and coalescence. Refinement levels have cubic blocks.
+macro_rules! level_entries {
+    ($grid:ident, $id:ident, $s:ty) => {
+        #[export_name = concat!("level_transit_", stringify!($grid), "_", stringify!($id))]
+        pub unsafe extern "ptx-kernel" fn level_transit(
+            src: *const $s,
+            dst: *mut $s,
+            flags: *const u8,
+            p: StepParams<Real>,
+            tables: SparseTables,
+            cells: *const u32,
+            count: u32,
+            scheme: u32,
+        ) {
+            transit_list(&Grid::new(tables), src, dst, flags, p, cells, count, scheme)
+        }
+
+        #[export_name = concat!("level_explode_", stringify!($grid), "_", stringify!($id))]
+        pub unsafe extern "ptx-kernel" fn level_explode(
+            coarse_f: *const $s,
+            coarse_flags: *const u8,
+            coarse: SparseTables,
+            coarse_odd: u32,
+            fine_f: *mut $s,
+            fine_flags: *const u8,
+            fine: SparseTables,
+            p: StepParams<Real>,
+            parents: *const u32,
+            children: *const u32,
+            count: u32,
+            scheme: u32,
+        ) {
+            let (coarse, fine) = (Grid::new(coarse), Grid::new(fine));
+            explode_list(
+                &coarse,
+                coarse_f,
+                coarse_flags,
+                coarse_odd,
+                &fine,
+                fine_f,
+                fine_flags,
+                p,
+                parents,
+                children,
+                count,
+                scheme,
+            )
+        }
+
+        #[export_name = concat!("level_stream_", stringify!($grid), "_", stringify!($id))]
+        pub unsafe extern "ptx-kernel" fn level_stream(
+            src: *const $s,
+            dst: *mut $s,
+            flags: *const u8,
+            p: StepParams<Real>,
+            tables: SparseTables,
+            first: u32,
+        ) {
+            stream_half(&Grid::new(tables), src, dst, flags, p, first)
+        }
+
+        level_collision_entries!($grid, $id, $s, level_collide_bgk, level_coalesce_bgk, Bgk);
+        level_collision_entries!($grid, $id, $s, level_collide_trt, level_coalesce_trt, Trt);
+        level_collision_entries!($grid, $id, $s, level_collide_chosen, level_coalesce_chosen, Chosen);
+    };
+}
+
+/// The block-sparse kernels of one row for blocks of `2^$sx` cells along x
+/// and `2^$sy` along y and z (one layer in 2D), named `..._$grid_<row>`:
+/// the grid's tables come after the step parameters, and a launch starts at
+/// block `first`. With `level_entries`, the refinement kernels too.
 macro_rules! sparse_entries {
-    ($grid:ident, $infix:literal, $shift:literal, $id:ident, $lattice:ident, $q:literal, $s:ty) => {
+    ($grid:ident, $infix:literal, $sx:literal, $sy:literal, $id:ident, $lattice:ident, $q:literal, $s:ty $(, $levels:ident)?) => {
         pub mod $grid {
             use super::*;
-            type Grid = Sparse<$shift, { z_shift(<$lattice as Lattice<$q>>::D, $shift) }>;
+            type Grid = Sparse<$sx, $sy, { z_shift(<$lattice as Lattice<$q>>::D, $sy) }>;
 
             bulk_entries!(
                 $infix; $id, $s, p, (tables: SparseTables, first: u32), Grid::new(tables), first;
@@ -401,67 +471,7 @@ macro_rules! sparse_entries {
                 fields(&Grid::new(tables), f, flags, out, p, scheme)
             }
 
-            #[export_name = concat!("level_transit_", stringify!($grid), "_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn level_transit(
-                src: *const $s,
-                dst: *mut $s,
-                flags: *const u8,
-                p: StepParams<Real>,
-                tables: SparseTables,
-                cells: *const u32,
-                count: u32,
-                scheme: u32,
-            ) {
-                transit_list(&Grid::new(tables), src, dst, flags, p, cells, count, scheme)
-            }
-
-            #[export_name = concat!("level_explode_", stringify!($grid), "_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn level_explode(
-                coarse_f: *const $s,
-                coarse_flags: *const u8,
-                coarse: SparseTables,
-                coarse_odd: u32,
-                fine_f: *mut $s,
-                fine_flags: *const u8,
-                fine: SparseTables,
-                p: StepParams<Real>,
-                parents: *const u32,
-                children: *const u32,
-                count: u32,
-                scheme: u32,
-            ) {
-                let (coarse, fine) = (Grid::new(coarse), Grid::new(fine));
-                explode_list(
-                    &coarse,
-                    coarse_f,
-                    coarse_flags,
-                    coarse_odd,
-                    &fine,
-                    fine_f,
-                    fine_flags,
-                    p,
-                    parents,
-                    children,
-                    count,
-                    scheme,
-                )
-            }
-
-            #[export_name = concat!("level_stream_", stringify!($grid), "_", stringify!($id))]
-            pub unsafe extern "ptx-kernel" fn level_stream(
-                src: *const $s,
-                dst: *mut $s,
-                flags: *const u8,
-                p: StepParams<Real>,
-                tables: SparseTables,
-                first: u32,
-            ) {
-                stream_half(&Grid::new(tables), src, dst, flags, p, first)
-            }
-
-            level_collision_entries!($grid, $id, $s, level_collide_bgk, level_coalesce_bgk, Bgk);
-            level_collision_entries!($grid, $id, $s, level_collide_trt, level_coalesce_trt, Trt);
-            level_collision_entries!($grid, $id, $s, level_collide_chosen, level_coalesce_chosen, Chosen);
+            $($levels!($grid, $id, $s);)?
         }
     };
 }
@@ -931,8 +941,9 @@ macro_rules! entry_points {
                 sponge_list(&{ p.dims }, f, p, band, scheme)
             }
 
-            sparse_entries!(sparse4, "sparse4_", 2, $id, $lattice, $q, $s);
-            sparse_entries!(sparse8, "sparse8_", 3, $id, $lattice, $q, $s);
+            sparse_entries!(sparse4, "sparse4_", 2, 2, $id, $lattice, $q, $s, level_entries);
+            sparse_entries!(sparse8, "sparse8_", 3, 3, $id, $lattice, $q, $s, level_entries);
+            sparse_entries!(sparse32x4, "sparse32x4_", 5, 2, $id, $lattice, $q, $s);
         }
     )*};
 }

@@ -283,11 +283,14 @@ pub enum GridKind {
     Sparse4,
     /// The block-sparse grid of blocks 8 cells on a side.
     Sparse8,
+    /// The block-sparse grid of blocks 32 cells along x, 4 along y and z
+    /// (no refinement kernels: levels have cubic blocks).
+    Sparse32x4,
 }
 
 impl GridKind {
-    /// Both grids.
-    pub const ALL: [GridKind; 3] = [GridKind::Dense, GridKind::Sparse4, GridKind::Sparse8];
+    /// Every grid.
+    pub const ALL: [GridKind; 4] = [GridKind::Dense, GridKind::Sparse4, GridKind::Sparse8, GridKind::Sparse32x4];
 
     /// What the entry-point name has between the family's prefix and the
     /// instance: `stream_collide_ep_bgk_sparse4_d3q19_f32`.
@@ -296,6 +299,7 @@ impl GridKind {
             GridKind::Dense => "",
             GridKind::Sparse4 => "sparse4_",
             GridKind::Sparse8 => "sparse8_",
+            GridKind::Sparse32x4 => "sparse32x4_",
         }
     }
 }
@@ -349,11 +353,11 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // (`docs/bench/h200-2026-11-29-loads-add-no-zero.txt`).
     if !matches!(grid, GridKind::Dense) {
         return match (kind, grid, q, bytes) {
-            (KernelKind::StreamCollide(Ep, Bgk | Mrt), GridKind::Sparse8, 27, 4) => Some(96),
+            (KernelKind::StreamCollide(Ep, Bgk | Mrt), GridKind::Sparse8 | GridKind::Sparse32x4, 27, 4) => Some(96),
             (KernelKind::StreamCollide(Ep, Trt | Mrt), GridKind::Sparse4, 27, 4) => Some(96),
             (KernelKind::StreamCollide(Ep, Bgk), _, 27, 2) => Some(96),
-            (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse8, 19, 4) => Some(64),
-            (KernelKind::StreamCollide(Ep, Mrt), GridKind::Sparse8, 19, 4) => Some(80),
+            (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse8 | GridKind::Sparse32x4, 19, 4) => Some(64),
+            (KernelKind::StreamCollide(Ep, Mrt), GridKind::Sparse8 | GridKind::Sparse32x4, 19, 4) => Some(80),
             (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse4, 19, 4) => Some(72),
             (KernelKind::StreamCollide(Ep, Regularized), _, 19, 2) => Some(72),
             _ => None,

@@ -1,6 +1,7 @@
 //! The block-sparse grid: the second implementation of [`Grid`] (see the
 //! [`crate::grid`] module docs for the design). Cells come in blocks of
-//! `B x B x Bz` (`B` = 4 or 8; `Bz = B` in 3D, 1 for one-layer 2D boxes);
+//! `Bx x By x Bz`: cubes of 4 or 8 cells on a side, or rows of 32 cells
+//! along x and 4 along y and z (`Bz` is 1 in one-layer 2D boxes);
 //! only blocks with a fluid or boundary cell, or a wall that is not a
 //! resting one, are stored, and block number `blocks` is the *solid block*
 //! that stands for every block not stored.
@@ -119,27 +120,31 @@ impl SparseTables {
     }
 }
 
-/// A block-sparse grid of blocks `2^SHIFT` cells along x and y and
-/// `2^SHIFT_Z` along z (`SHIFT` in 3D, 0 for a one-layer 2D box).
+/// A block-sparse grid of blocks `2^SX` cells along x, `2^SY` along y and
+/// `2^SZ` along z (`SY` in 3D, 0 for a one-layer 2D box). Within a block,
+/// cells are numbered x fastest, so a warp's 32 threads run along a row of
+/// a 32-cell block, or over rows of a cube.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sparse<const SHIFT: u32, const SHIFT_Z: u32> {
+pub struct Sparse<const SX: u32, const SY: u32, const SZ: u32> {
     tables: SparseTables,
 }
 
-impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
+impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<SX, SY, SZ> {
     /// Most cells one grid may number: cell numbers are 32-bit (population
     /// indices are not).
     pub const MAX_CELLS: usize = u32::MAX as usize;
-    /// Block edge along x and y.
-    pub const EDGE: u32 = {
-        assert!(SHIFT == 2 || SHIFT == 3, "blocks are 4 or 8 cells on a side");
-        assert!(SHIFT_Z == 0 || SHIFT_Z == SHIFT, "blocks are cubes, or one layer in 2D");
-        1 << SHIFT
+    /// Block edge along x.
+    pub const EDGE_X: u32 = {
+        assert!(SX >= 2 && SX <= 5 && SY >= 2 && SY <= 3, "blocks are 4 to 32 cells along x, 4 or 8 along y");
+        assert!(SZ == 0 || SZ == SY, "blocks are as deep along z as along y, or one layer in 2D");
+        1 << SX
     };
+    /// Block edge along y.
+    pub const EDGE_Y: u32 = 1 << SY;
     /// Block edge along z.
-    pub const EDGE_Z: u32 = 1 << SHIFT_Z;
+    pub const EDGE_Z: u32 = 1 << SZ;
     /// `log2` of the cells per block.
-    pub const BLOCK_SHIFT: u32 = 2 * SHIFT + SHIFT_Z;
+    pub const BLOCK_SHIFT: u32 = SX + SY + SZ;
     /// Cells per block.
     pub const BLOCK_CELLS: u32 = 1 << Self::BLOCK_SHIFT;
 
@@ -154,8 +159,9 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
     /// the local coordinates are the position modulo the block edges).
     #[inline(always)]
     pub const fn cell_at(&self, b: u32, position: [u32; 3]) -> SparseCell {
-        let mask = Self::EDGE - 1;
-        SparseCell { b, x: position[0] & mask, y: position[1] & mask, z: position[2] & (Self::EDGE_Z - 1) }
+        let [x, y, z] =
+            [position[0] & (Self::EDGE_X - 1), position[1] & (Self::EDGE_Y - 1), position[2] & (Self::EDGE_Z - 1)];
+        SparseCell { b, x, y, z }
     }
 }
 
@@ -173,9 +179,9 @@ pub struct SparseCell {
 }
 
 /// The neighbours `x + c_j` of a cell of a [`Sparse`] grid: each one's block
-/// and place in it (local number `x + B (y + B z)`).
+/// and place in it (local number `x + Bx (y + By z)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SparseNeighbours<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> {
+pub struct SparseNeighbours<const Q: usize, const SX: u32, const SY: u32, const SZ: u32> {
     block: [u32; Q],
     local: [u32; Q],
     /// Number of the cell itself in the dense box the grid covers, drawn up
@@ -198,33 +204,33 @@ const fn is_even_neighbour(j: usize) -> bool {
     j != 0 && j & 1 == 0
 }
 
-impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> SparseNeighbours<Q, SHIFT, SHIFT_Z> {
+impl<const Q: usize, const SX: u32, const SY: u32, const SZ: u32> SparseNeighbours<Q, SX, SY, SZ> {
     /// Block and local number of neighbour `j`.
     #[inline(always)]
     fn of(&self, j: usize) -> (u32, u32) {
         if self.odd_only && is_even_neighbour(j) {
             // SAFETY: `row` is the cell's block's row of the tables the
             // neighbours were found with.
-            unsafe { Sparse::<SHIFT, SHIFT_Z>::find(self.row, self.cell, self.c[j]) }
+            unsafe { Sparse::<SX, SY, SZ>::find(self.row, self.cell, self.c[j]) }
         } else {
             (self.block[j], self.local[j])
         }
     }
 }
 
-impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> Neighbourhood<Q> for SparseNeighbours<Q, SHIFT, SHIFT_Z> {
+impl<const Q: usize, const SX: u32, const SY: u32, const SZ: u32> Neighbourhood<Q> for SparseNeighbours<Q, SX, SY, SZ> {
     const FOUND_WHEN_ASKED: bool = true;
 
     #[inline(always)]
     fn cell(&self, j: usize) -> u32 {
         let (block, local) = self.of(j);
-        (block << Sparse::<SHIFT, SHIFT_Z>::BLOCK_SHIFT) | local
+        (block << Sparse::<SX, SY, SZ>::BLOCK_SHIFT) | local
     }
 
     /// Block `m`'s `Q` planes of `V` values are one run: `m Q V + slot V + l`.
     #[inline(always)]
     fn population(&self, j: usize, slot: usize) -> usize {
-        let shift = Sparse::<SHIFT, SHIFT_Z>::BLOCK_SHIFT;
+        let shift = Sparse::<SX, SY, SZ>::BLOCK_SHIFT;
         let (block, local) = self.of(j);
         ((block as usize * Q) << shift) + (((slot as u32) << shift) | local) as usize
     }
@@ -248,11 +254,11 @@ impl<const Q: usize, const SHIFT: u32, const SHIFT_Z: u32> Neighbourhood<Q> for 
     }
 }
 
-impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
+impl<const SX: u32, const SY: u32, const SZ: u32> Grid for Sparse<SX, SY, SZ> {
     /// Blocks are at least 4 cells along x and y; a 2D grid has no z offsets.
     const MAX_OFFSET: u32 = 4;
     type Cell = SparseCell;
-    type Neighbours<const Q: usize> = SparseNeighbours<Q, SHIFT, SHIFT_Z>;
+    type Neighbours<const Q: usize> = SparseNeighbours<Q, SX, SY, SZ>;
 
     #[inline(always)]
     fn cells(&self) -> usize {
@@ -261,17 +267,16 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
 
     #[inline(always)]
     fn index_of(&self, cell: SparseCell) -> u32 {
-        (cell.b << Self::BLOCK_SHIFT) | cell.x | (cell.y << SHIFT) | (cell.z << (2 * SHIFT))
+        (cell.b << Self::BLOCK_SHIFT) | Self::local(cell)
     }
 
     #[inline(always)]
     fn cell_of(&self, n: u32) -> SparseCell {
-        let mask = Self::EDGE - 1;
         SparseCell {
             b: n >> Self::BLOCK_SHIFT,
-            x: n & mask,
-            y: (n >> SHIFT) & mask,
-            z: (n >> (2 * SHIFT)) & (Self::EDGE_Z - 1),
+            x: n & (Self::EDGE_X - 1),
+            y: (n >> SX) & (Self::EDGE_Y - 1),
+            z: (n >> (SX + SY)) & (Self::EDGE_Z - 1),
         }
     }
 
@@ -284,18 +289,18 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
         } else {
             [0; 3]
         };
-        [(o[0] << SHIFT) + cell.x, (o[1] << SHIFT) + cell.y, (o[2] << SHIFT_Z) + cell.z]
+        [(o[0] << SX) + cell.x, (o[1] << SY) + cell.y, (o[2] << SZ) + cell.z]
     }
 
     #[inline(always)]
     fn population(&self, q: usize, cell: SparseCell, slot: usize) -> usize {
-        let local = self.index_of(cell) & (Self::BLOCK_CELLS - 1);
+        let local = Self::local(cell);
         ((cell.b as usize * q) << Self::BLOCK_SHIFT) + (((slot as u32) << Self::BLOCK_SHIFT) | local) as usize
     }
 
     /// Per axis the offset position `p = l + c` leaves the block when
-    /// `p < 0` or `p >= B`; the block across is one table entry, the place
-    /// in it `p mod B` (`Sparse::find`).
+    /// `p < 0` or `p >= B` (the block's edge along that axis); the block
+    /// across is one table entry, the place in it `p mod B` (`Sparse::find`).
     #[inline(always)]
     fn neighbours<const Q: usize>(&self, cell: SparseCell, c: &[[i32; 3]; Q]) -> Self::Neighbours<Q> {
         self.found_neighbours(cell, c, false)
@@ -382,7 +387,7 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Grid for Sparse<SHIFT, SHIFT_Z> {
     }
 }
 
-impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
+impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<SX, SY, SZ> {
     /// The neighbours of `cell` for the velocities `c`, the even ones left
     /// to be found when asked for if `odd_only`.
     #[inline(always)]
@@ -391,7 +396,7 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
         cell: SparseCell,
         c: &[[i32; 3]; Q],
         odd_only: bool,
-    ) -> SparseNeighbours<Q, SHIFT, SHIFT_Z> {
+    ) -> SparseNeighbours<Q, SX, SY, SZ> {
         // SAFETY: every stored block has its row of entries (`SparseTables::new`).
         let row = unsafe { self.tables.neighbour.add(cell.b as usize * NEIGHBOUR_ENTRIES) };
         let seed = if odd_only { self.tables.seed_of(cell) } else { 0 };
@@ -416,11 +421,10 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
     /// `row` must point to the [`NEIGHBOUR_ENTRIES`] entries of `cell`'s block.
     #[inline(always)]
     unsafe fn find(row: *const u32, cell: SparseCell, c: [i32; 3]) -> (u32, u32) {
-        let (edge, edge_z) = (Self::EDGE as i32, Self::EDGE_Z as i32);
+        let [ex, ey, ez] = [Self::EDGE_X, Self::EDGE_Y, Self::EDGE_Z].map(|e| e as i32);
         let step = |p: i32, len: i32| (p >= len) as i32 - (p < 0) as i32;
         let [cx, cy, cz] = c;
-        let (sx, sy, sz) =
-            (step(cell.x as i32 + cx, edge), step(cell.y as i32 + cy, edge), step(cell.z as i32 + cz, edge_z));
+        let (sx, sy, sz) = (step(cell.x as i32 + cx, ex), step(cell.y as i32 + cy, ey), step(cell.z as i32 + cz, ez));
         let k = neighbour_entry(sx, sy, sz);
         // A direction along two or three axes loads its entry whether or
         // not it leaves the block (the row's own entry is the block):
@@ -432,9 +436,14 @@ impl<const SHIFT: u32, const SHIFT_Z: u32> Sparse<SHIFT, SHIFT_Z> {
             // SAFETY: the caller's `row`.
             unsafe { ReadOnly::load(row.add(k)) }
         };
-        let own = cell.x | (cell.y << SHIFT) | (cell.z << (2 * SHIFT));
-        let shift = (cx - edge * sx) + (cy - edge * sy) * edge + (cz - edge_z * sz) * edge * edge;
-        (block, own.wrapping_add(shift as u32))
+        let shift = (cx - ex * sx) + ((cy - ey * sy) << SX) + ((cz - ez * sz) << (SX + SY));
+        (block, Self::local(cell).wrapping_add(shift as u32))
+    }
+
+    /// Local number of `cell` in its block: `x + Bx (y + By z)`.
+    #[inline(always)]
+    const fn local(cell: SparseCell) -> u32 {
+        cell.x | (cell.y << SX) | (cell.z << (SX + SY))
     }
 
     /// Whether stored block `b` holds an open cell, by the bitmask (which

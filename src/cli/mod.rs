@@ -142,7 +142,7 @@ enum Command {
         collisions: Vec<String>,
         #[arg(long, value_delimiter = ',', default_values_t = names::names(&[GridLayout::Dense]),
               help = format!("{}, or multires: a refined cavity (GPU, 3D lattices; see --levels, --fusion)",
-                             help("Grid layouts (sparse4, sparse8: blocks of 4^3 or 8^3 cells)", GridLayout::all())))]
+                             help("Grid layouts (sparse4, sparse8: blocks of 4^3 or 8^3 cells; sparse32x4: 32 x 4 x 4)", GridLayout::all())))]
         grids: Vec<String>,
         #[arg(long, value_delimiter = ',', value_name = "VARIANTS", default_values_t = names::names(&[BoundaryGroups::Lists]),
               help = help("Boundary-group variants (memory, bitmask: sparse grids only)", BoundaryGroups::all()))]

@@ -150,9 +150,9 @@ pub fn run(path: &Path, o: RunOptions) -> Result<Outcome> {
     // the smaller file.
     let sparse = match setup.config.grid {
         GridLayout::Dense => None,
-        GridLayout::Sparse { edge } => Some(SparseLayout::build(
+        GridLayout::Sparse { block } => Some(SparseLayout::build(
             &setup.config.domain,
-            edge,
+            block,
             setup.config.lattice.near_wall_radius(),
             setup.config.groups,
         )?)
@@ -419,8 +419,10 @@ pub(super) fn describe_setup(name: &str, s: &Setup) -> Vec<String> {
                 c.state_bytes() as f64 / (1u64 << 30) as f64,
                 c.state_bytes() / d.cells()
             ),
-            GridLayout::Sparse { edge } => SparseLayout::build(&c.domain, edge, c.lattice.near_wall_radius(), c.groups)
-                .map_or_else(|e| format!("grid: sparse ({e})"), |layout| layout.describe(c)),
+            GridLayout::Sparse { block } => {
+                SparseLayout::build(&c.domain, block, c.lattice.near_wall_radius(), c.groups)
+                    .map_or_else(|e| format!("grid: sparse ({e})"), |layout| layout.describe(c))
+            }
         },
     ]
     .into_iter()

@@ -7,7 +7,7 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::groups::BoundaryGroups;
 use crate::solver::{LatticeKind, SolverConfig};
-use crate::sparse::{SparseLayout, EDGES};
+use crate::sparse::{BlockShape, SparseLayout};
 use kernels_gpu::flags::{is_flow, is_open, is_solid, COALESCED, FROZEN, GHOST, LEVEL_MASK, NEAR_SOLID, REFINED, WALL};
 use kernels_gpu::levels::NO_CHILD;
 use kernels_gpu::Dims;
@@ -133,9 +133,9 @@ impl Levels {
         if !(1..=MAX_LEVELS).contains(&count) {
             return Err(Error::Setup(format!("a refined domain has 1 to {MAX_LEVELS} levels, not {count}")));
         }
-        if !EDGES.contains(&edge) {
+        let Some(block) = BlockShape::cube(edge) else {
             return Err(Error::Setup(format!("a refinement level's block edge is 4 or 8, not {edge}")));
-        }
+        };
         let d = base.dims;
         let flat = d.nz == 1;
         let lengths = [d.nx, d.ny, d.nz];
@@ -168,7 +168,7 @@ impl Levels {
                 linked.resize(found.len(), 0);
                 linked.iter_mut().zip(found).for_each(|(a, n)| *a += n);
             }
-            let layout = SparseLayout::build(&domain, edge, reach, BoundaryGroups::Lists)?;
+            let layout = SparseLayout::build(&domain, block, reach, BoundaryGroups::Lists)?;
             let flags = layout.kernel_flags(&domain, radius);
             let (own_blocks, own_z) = (layout.blocks(), 0..domain.dims.nz);
             levels.push(LevelGrid::without_lists(l as u32, domain, layout, flags, own_blocks, own_z));

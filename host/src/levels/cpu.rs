@@ -25,25 +25,25 @@ use std::marker::PhantomData;
 macro_rules! with_two_grids {
     ($a:expr, $b:expr, |$g:ident, $h:ident| $body:expr) => {{
         let (a, b): (&SparseLayout, &SparseLayout) = ($a, $b);
-        assert_eq!((a.shift, a.shift_z), (b.shift, b.shift_z), "levels share their block shape");
-        match (a.shift, a.shift_z) {
-            (2, 2) => {
-                let ($g, $h) = (a.grid::<2, 2>(), b.grid::<2, 2>());
+        assert_eq!(a.shift, b.shift, "levels share their block shape");
+        match a.shift {
+            [2, 2, 2] => {
+                let ($g, $h) = (a.grid::<2, 2, 2>(), b.grid::<2, 2, 2>());
                 $body
             }
-            (3, 3) => {
-                let ($g, $h) = (a.grid::<3, 3>(), b.grid::<3, 3>());
+            [3, 3, 3] => {
+                let ($g, $h) = (a.grid::<3, 3, 3>(), b.grid::<3, 3, 3>());
                 $body
             }
-            (2, 0) => {
-                let ($g, $h) = (a.grid::<2, 0>(), b.grid::<2, 0>());
+            [2, 2, 0] => {
+                let ($g, $h) = (a.grid::<2, 2, 0>(), b.grid::<2, 2, 0>());
                 $body
             }
-            (3, 0) => {
-                let ($g, $h) = (a.grid::<3, 0>(), b.grid::<3, 0>());
+            [3, 3, 0] => {
+                let ($g, $h) = (a.grid::<3, 3, 0>(), b.grid::<3, 3, 0>());
                 $body
             }
-            _ => unreachable!("blocks are 4 or 8 cells on a side"),
+            _ => unreachable!("refinement levels have blocks 4 or 8 cells on a side"),
         }
     }};
 }

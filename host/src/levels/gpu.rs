@@ -154,9 +154,10 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
     pub fn new(device: GpuDevice, cpu: RefinedCpu<L, Q, S>) -> Result<Self> {
         let (levels, scheme, fusion, states) = cpu.into_parts();
         let s = device.stream().clone();
-        let grid_kind = match levels.levels[0].layout.shift {
-            2 => GridKind::Sparse4,
-            _ => GridKind::Sparse8,
+        let grid_kind = match levels.levels[0].layout.block {
+            crate::sparse::BlockShape::Cube4 => GridKind::Sparse4,
+            crate::sparse::BlockShape::Cube8 => GridKind::Sparse8,
+            crate::sparse::BlockShape::Row32 => unreachable!("refinement levels have cubic blocks (LevelGrids::build)"),
         };
         let config = &states[0].config;
         let level =

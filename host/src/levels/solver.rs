@@ -310,7 +310,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage, R: LevelStore<L, Q, S>> RefinedS
             .zip(host)
             .map(|(level, (f, _))| {
                 let layout = &level.layout;
-                let edge = [1u32 << layout.shift, 1 << layout.shift, 1 << layout.shift_z];
+                let edge = layout.edges();
                 SavedPart {
                     layers: 0..level.domain.dims.nz,
                     blocks: Some(SavedBlocks {

@@ -92,7 +92,7 @@ pub(super) fn cuts(levels: &Levels, edge: u32, parts: u32) -> Result<Vec<Range<u
         let cells = (level.layout.block_cells() as u64) << level.level;
         for o in &level.layout.origin {
             // A level-l block lies in one level-0 block layer.
-            work[((o[2] << level.layout.shift_z >> level.level) / edge) as usize] += cells;
+            work[((o[2] << level.layout.shift[2] >> level.level) / edge) as usize] += cells;
         }
     }
     let total: u64 = work.iter().sum();
@@ -134,7 +134,7 @@ impl SplitLevels {
                 "curved walls on refinement levels run on one GPU: use `wall = \"halfway\"` or one GPU".into(),
             ));
         }
-        let edge = 1u32 << base.layout.shift_z;
+        let edge = 1u32 << base.layout.shift[2];
         let cuts = cuts(levels, edge, parts)?;
         let mut out = SplitLevels { shares: Vec::new() };
         let mut part_levels = Vec::with_capacity(cuts.len());
@@ -295,7 +295,7 @@ impl Plan {
                     for (j, &parent) in level.parents.iter().enumerate() {
                         let Some(q) = (0..split.len()).find(|&q| {
                             let z = &split.shares[q][l - 1].own_z;
-                            let edge = 1 << coarse.layout.shift_z;
+                            let edge = 1 << coarse.layout.shift[2];
                             in_layers(&coarse.layout, parent >> shift, &(z.start / edge..z.end / edge))
                         }) else {
                             continue;
@@ -321,7 +321,7 @@ impl Plan {
 /// layers of the cells `own` along z: only cells there write into blocks
 /// of another partition.
 fn next_to_cut(level: &LevelGrid, b: u32, own: &Range<u32>) -> bool {
-    let edge = 1u32 << level.layout.shift_z;
+    let edge = 1u32 << level.layout.shift[2];
     let z = level.layout.origin[b as usize][2];
     z == own.start / edge || z + 1 == own.end / edge
 }
