@@ -30,7 +30,11 @@ fn main() {
         ));
     }
 
-    let target_dir = out.join("ptx-build");
+    // One nested build per profile directory, not per run of this script:
+    // `cargo clippy` and `cargo test` run it with different hashes (so
+    // different `OUT_DIR`s), and the second then finds the PTX fresh instead
+    // of building it again. `OUT_DIR` is `<profile dir>/build/<unit>/out`.
+    let target_dir = out.ancestors().nth(3).unwrap_or(&out).join("ptx-build");
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(manifest.join("kernels-gpu"))

@@ -611,7 +611,6 @@ mod tests {
     use super::*;
     use crate::cases::tube_config;
     use crate::solver::Solver;
-    use crate::sparse::with_sparse;
     use kernels_gpu::{Dims, D3Q19};
 
     /// A sparse grid's box may hold more than 2^32 cells: the host never
@@ -641,8 +640,9 @@ mod tests {
                         let na = la.storage_of(at(wide, corner_wide)).unwrap();
                         let nb = lb.storage_of(at(tight, corner_tight)).unwrap();
                         for slot in 0..19 {
-                            let va = with_sparse!(la.as_ref(), |g| pa.f[g.population(19, g.cell_of(na), slot)]);
-                            let vb = with_sparse!(lb.as_ref(), |g| pb.f[g.population(19, g.cell_of(nb), slot)]);
+                            let (ga, gb) = (la.grid(), lb.grid());
+                            let va = pa.f[ga.population(19, ga.cell_of(na), slot)];
+                            let vb = pb.f[gb.population(19, gb.cell_of(nb), slot)];
                             assert_eq!(va.to_bits(), vb.to_bits(), "cell ({x}, {y}, {z}) slot {slot}");
                             compared += 1;
                         }

@@ -12,7 +12,7 @@ use crate::plan::Region;
 use crate::saved::{SavedBlocks, SavedCells, SavedPart, SavedState};
 use crate::solver::{restore_storage, storage_bytes};
 use crate::solver::{GridLayout, SolverConfig};
-use crate::sparse::{with_sparse, SparseLayout};
+use crate::sparse::SparseLayout;
 use kernels_gpu::layout::population_index;
 use kernels_gpu::stream::FIELD_COMPONENTS;
 use kernels_gpu::{Dims, Grid, Storage};
@@ -58,7 +58,10 @@ macro_rules! with_grid {
                 let $g = *dims;
                 $body
             }
-            $crate::part_grid::PartGrid::Sparse(layout) => $crate::sparse::with_sparse!(layout, |$g| $body),
+            $crate::part_grid::PartGrid::Sparse(layout) => {
+                let $g = layout.grid();
+                $body
+            }
         }
     };
 }
@@ -268,12 +271,15 @@ impl PartGrid {
                     put(p, &|slot| population_index(plane, q, p[0] + d.nx * p[1], p[2], slot));
                 }
             }
-            PartGrid::Sparse(s) => with_sparse!(s, |grid| for n in 0..s.cells() as u32 {
-                if let Some(p) = s.cell_position(n) {
-                    let cell = grid.cell_of(n);
-                    put(p, &|slot| grid.population(q, cell, slot));
+            PartGrid::Sparse(s) => {
+                let grid = s.grid();
+                for n in 0..s.cells() as u32 {
+                    if let Some(p) = s.cell_position(n) {
+                        let cell = grid.cell_of(n);
+                        put(p, &|slot| grid.population(q, cell, slot));
+                    }
                 }
-            }),
+            }
         }
         Ok(out)
     }
@@ -366,7 +372,8 @@ impl PartGrid {
 /// sparse grid's.
 fn for_each_slot(s: &SparseLayout, q: usize, mut pair: impl FnMut(usize, usize)) {
     let d = s.dims;
-    with_sparse!(s, |grid| for n in 0..s.cells() as u32 {
+    let grid = s.grid();
+    for n in 0..s.cells() as u32 {
         if let Some(m) = s.dense_of(n) {
             let (x, y, z) = d.coords(m as u32);
             let cell = grid.cell_of(n);
@@ -374,5 +381,5 @@ fn for_each_slot(s: &SparseLayout, q: usize, mut pair: impl FnMut(usize, usize))
                 pair(population_index(d.nx * d.ny, q, x + d.nx * y, z, slot), grid.population(q, cell, slot));
             }
         }
-    });
+    }
 }

@@ -32,43 +32,6 @@ use kernels_gpu::sparse::{box_number, neighbour_entry, Sparse, SparseTables, NEI
 use kernels_gpu::{Dims, Grid};
 use std::ops::Range;
 
-/// Runs `$body` with `$g` bound to the kernel grid of the [`SparseLayout`]
-/// `$layout`, whose block shape is a type parameter: one generic body for
-/// every shape.
-macro_rules! with_sparse {
-    ($layout:expr, |$g:ident| $body:expr) => {{
-        let layout: &$crate::sparse::SparseLayout = $layout;
-        match layout.shift {
-            [2, 2, 2] => {
-                let $g = layout.grid::<2, 2, 2>();
-                $body
-            }
-            [3, 3, 3] => {
-                let $g = layout.grid::<3, 3, 3>();
-                $body
-            }
-            [5, 2, 2] => {
-                let $g = layout.grid::<5, 2, 2>();
-                $body
-            }
-            [2, 2, 0] => {
-                let $g = layout.grid::<2, 2, 0>();
-                $body
-            }
-            [3, 3, 0] => {
-                let $g = layout.grid::<3, 3, 0>();
-                $body
-            }
-            [5, 2, 0] => {
-                let $g = layout.grid::<5, 2, 0>();
-                $body
-            }
-            _ => unreachable!("a shape of BlockShape (SparseLayout::build)"),
-        }
-    }};
-}
-pub(crate) use with_sparse;
-
 /// Shape of a sparse grid's blocks. In a one-layer 2D box a block is one
 /// layer deep, its x and y edges as below.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -419,7 +382,7 @@ impl SparseLayout {
         }
         let count = stored.iter().filter(|&&s| s).count();
         let cells = (count + 1) << shift.iter().sum::<u32>();
-        if cells > Sparse::<2, 2, 2>::MAX_CELLS {
+        if cells > kernels_gpu::sparse::MAX_CELLS {
             return Err(Error::Setup(format!(
                 "{count} active blocks of {} cells number more than 2^32 cells: split the domain over several GPUs",
                 block.describe()
@@ -594,11 +557,11 @@ impl SparseLayout {
         &self.boundary
     }
 
-    /// The grid of blocks `2^SX` by `2^SY` by `2^SZ` cells, which must be
-    /// this layout's, over [`SparseLayout::tables`].
-    pub fn grid<const SX: u32, const SY: u32, const SZ: u32>(&self) -> Sparse<SX, SY, SZ> {
-        assert_eq!([SX, SY, SZ], self.shift, "the grid type must be the layout's");
-        Sparse::new(self.tables())
+    /// The grid over [`SparseLayout::tables`], its block shape read at run
+    /// time: the host's code is compiled once for every shape (kernels
+    /// stamp theirs).
+    pub fn grid(&self) -> Sparse<[u32; 3]> {
+        Sparse::with_shifts(self.tables(), self.shift)
     }
 
     /// The block edges along x, y and z.
@@ -613,7 +576,7 @@ impl SparseLayout {
 
     /// Cells stored, the solid block's included: the length of per-cell arrays.
     pub fn cells(&self) -> usize {
-        with_sparse!(self, |g| g.cells())
+        self.grid().cells()
     }
 
     /// Cells in each block.
@@ -633,7 +596,8 @@ impl SparseLayout {
         let z = z + self.pad;
         let [sx, sy, sz] = self.shift;
         let b = self.block_at(x >> sx, y >> sy, z >> sz)?;
-        Some(with_sparse!(self, |g| g.index_of(g.cell_at(b, [x, y, z]))))
+        let g = self.grid();
+        Some(g.index_of(g.cell_at(b, [x, y, z])))
     }
 
     /// Position in the domain of a position in the grid (which a
@@ -654,7 +618,8 @@ impl SparseLayout {
     /// Position in the domain of the stored cell `n`, if it lies inside
     /// the box (as [`SparseLayout::dense_of`]).
     pub fn cell_position(&self, n: u32) -> Option<[u32; 3]> {
-        let position = with_sparse!(self, |g| g.position(g.cell_of(n)));
+        let g = self.grid();
+        let position = g.position(g.cell_of(n));
         let stored = (n as usize) < self.blocks() as usize * self.block_cells();
         self.domain_position(position).filter(|_| stored)
     }
@@ -800,6 +765,7 @@ mod tests {
     use crate::domain::FaceBoundary;
     use kernels_gpu::flags::CellKind;
     use kernels_gpu::grid::Neighbourhood;
+    use kernels_gpu::sparse::Fixed;
     use kernels_gpu::{Lattice, D2Q9, D3Q27};
 
     /// A box with walls on the y faces and a solid lump filling the low x and
@@ -848,11 +814,24 @@ mod tests {
 
     /// Every stored cell inside the box finds, for every direction, the
     /// storage of the dense neighbour (periodic wrap), or the solid block
-    /// where that neighbour is a resting wall whose block is not stored.
+    /// where that neighbour is a resting wall whose block is not stored: on
+    /// the host's grid and on the kernels' of the same shape.
     fn check<L: Lattice<Q>, const Q: usize>(dims: Dims, block: BlockShape) {
         let domain = lumpy(dims);
         let layout = SparseLayout::build(&domain, block, 1, BoundaryGroups::Lists).unwrap();
-        with_sparse!(&layout, |grid| check_grid::<L, Q, _>(&domain, &layout, grid, dims, block));
+        // The host's grid reads the shape at run time, the kernels' have it stamped in.
+        check_grid::<L, Q, _>(&domain, &layout, layout.grid(), dims, block);
+        let tables = layout.tables();
+        let c = (&domain, &layout, dims, block);
+        match layout.shift {
+            [2, 2, 2] => check_grid::<L, Q, _>(c.0, c.1, Sparse::<Fixed<2, 2, 2>>::new(tables), c.2, c.3),
+            [3, 3, 3] => check_grid::<L, Q, _>(c.0, c.1, Sparse::<Fixed<3, 3, 3>>::new(tables), c.2, c.3),
+            [5, 2, 2] => check_grid::<L, Q, _>(c.0, c.1, Sparse::<Fixed<5, 2, 2>>::new(tables), c.2, c.3),
+            [2, 2, 0] => check_grid::<L, Q, _>(c.0, c.1, Sparse::<Fixed<2, 2, 0>>::new(tables), c.2, c.3),
+            [3, 3, 0] => check_grid::<L, Q, _>(c.0, c.1, Sparse::<Fixed<3, 3, 0>>::new(tables), c.2, c.3),
+            [5, 2, 0] => check_grid::<L, Q, _>(c.0, c.1, Sparse::<Fixed<5, 2, 0>>::new(tables), c.2, c.3),
+            s => panic!("no kernel grid of shifts {s:?}"),
+        }
     }
 
     fn check_grid<L: Lattice<Q>, const Q: usize, G: Grid>(
@@ -903,6 +882,7 @@ mod tests {
         check::<D3Q27, 27>(Dims::new(32, 24, 16), BlockShape::Cube8);
         check::<D3Q27, 27>(Dims::new(96, 12, 8), BlockShape::Row32);
         check::<D2Q9, 9>(Dims::new(16, 12, 1), BlockShape::Cube4);
+        check::<D2Q9, 9>(Dims::new(32, 24, 1), BlockShape::Cube8);
         check::<D2Q9, 9>(Dims::new(128, 12, 1), BlockShape::Row32);
     }
 
@@ -910,7 +890,7 @@ mod tests {
     fn a_launch_covers_each_stored_cell_once() {
         let layout =
             SparseLayout::build(&lumpy(Dims::new(16, 12, 8)), BlockShape::Cube4, 1, BoundaryGroups::Lists).unwrap();
-        let grid = layout.grid::<2, 2, 2>();
+        let grid = layout.grid();
         for threads in [32, 64, 96, 128] {
             let region = 1..grid.units();
             let shape = grid.launch(region.len() as u32, threads);
@@ -948,7 +928,7 @@ mod tests {
             faces[inlet_face + 1] = FaceBoundary::PressureOutlet(1.0, Regularized);
             let d = Domain::with_faces(Dims::new(24, 16, 20), faces).unwrap();
             let layout = SparseLayout::build(&d, BlockShape::Cube4, 1, BoundaryGroups::Bitmask).unwrap();
-            let grid = layout.grid::<2, 2, 2>();
+            let grid = layout.grid();
             let boundary = layout.boundary_blocks();
             assert!(!boundary.is_empty() && boundary.len() < grid.units() as usize);
             for region in [0..grid.units(), 3..grid.units() - 5, 37..38] {

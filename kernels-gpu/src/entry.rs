@@ -14,7 +14,7 @@ use crate::lattice::{D2Q9, D3Q19, D3Q27};
 use crate::layout::Dims;
 use crate::levels;
 use crate::params::{OpenBoundary, StepParams};
-use crate::sparse::{Sparse, SparseTables};
+use crate::sparse::{Fixed, Sparse, SparseTables};
 use crate::sponge::{self, SpongeCells};
 use crate::storage::{F16s, Storage};
 use crate::stream::{self, Streaming};
@@ -219,7 +219,7 @@ macro_rules! sparse_entries {
     ($grid:ident, $infix:literal, $sx:literal, $sy:literal, $id:ident, $lattice:ident, $q:literal, $s:ty $(, $levels:ident)?) => {
         pub mod $grid {
             use super::*;
-            type Grid = Sparse<$sx, $sy, { z_shift(<$lattice as Lattice<$q>>::D, $sy) }>;
+            type Grid = Sparse<Fixed<$sx, $sy, { z_shift(<$lattice as Lattice<$q>>::D, $sy) }>>;
 
             bulk_entries!(
                 $infix; $id, $s, p, (tables: SparseTables, first: u32), Grid::new(tables), first;

@@ -6,9 +6,13 @@
 //! resting one, are stored, and block number `blocks` is the *solid block*
 //! that stands for every block not stored.
 //!
-//! The host builds the tables ([`Sparse::new`]); kernels receive the grid by
-//! value, with the table addresses in it, and never divide: a cell keeps its
-//! block and local coordinates.
+//! The host builds the tables ([`SparseTables::new`]); kernels receive them
+//! by value, with the table addresses in them, and never divide: a cell
+//! keeps its block and local coordinates.
+//!
+//! The block shape is a [`Shifts`]: constants stamped into each kernel
+//! ([`Fixed`]), or, on the host, values read at run time (`[u32; 3]`), so
+//! that the CPU backend is compiled once for every shape.
 
 use crate::grid::{Grid, LaunchIndex, LaunchShape, Neighbourhood};
 use crate::readonly::ReadOnly;
@@ -37,8 +41,7 @@ pub const fn box_number(p: [u32; 3], nx: u32, ny: u32) -> u32 {
 
 /// A block-sparse grid's sizes and the addresses of its tables: what a
 /// kernel receives (by value, `#[repr(C)]`). The block edges are not in it:
-/// they are the [`Sparse`] grid's type parameters, so kernels index with
-/// constants.
+/// they are the [`Sparse`] grid's [`Shifts`], constants in a kernel.
 ///
 /// The tables live in the memory of whoever runs the per-cell functions
 /// (device memory for a kernel, host memory on the CPU).
@@ -120,47 +123,105 @@ impl SparseTables {
     }
 }
 
-/// A block-sparse grid of blocks `2^SX` cells along x, `2^SY` along y and
-/// `2^SZ` along z (`SY` in 3D, 0 for a one-layer 2D box). Within a block,
-/// cells are numbered x fastest, so a warp's 32 threads run along a row of
-/// a 32-cell block, or over rows of a cube.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sparse<const SX: u32, const SY: u32, const SZ: u32> {
-    tables: SparseTables,
+/// Most cells one sparse grid may number: cell numbers are 32-bit
+/// (population indices are not).
+pub const MAX_CELLS: usize = u32::MAX as usize;
+
+/// The `log2` of a sparse grid's block edges along x, y and z: 2 to 5
+/// along x, 2 or 3 along y, and along z as along y, or 0 for a one-layer
+/// 2D box.
+pub trait Shifts: Copy + Send + Sync {
+    /// The three shifts.
+    fn shifts(self) -> [u32; 3];
 }
 
-impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<SX, SY, SZ> {
-    /// Most cells one grid may number: cell numbers are 32-bit (population
-    /// indices are not).
-    pub const MAX_CELLS: usize = u32::MAX as usize;
-    /// Block edge along x.
-    pub const EDGE_X: u32 = {
+/// Shifts fixed at compile time: a kernel indexes its blocks with constants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fixed<const SX: u32, const SY: u32, const SZ: u32>;
+
+impl<const SX: u32, const SY: u32, const SZ: u32> Fixed<SX, SY, SZ> {
+    const VALID: () = {
         assert!(SX >= 2 && SX <= 5 && SY >= 2 && SY <= 3, "blocks are 4 to 32 cells along x, 4 or 8 along y");
         assert!(SZ == 0 || SZ == SY, "blocks are as deep along z as along y, or one layer in 2D");
-        1 << SX
     };
-    /// Block edge along y.
-    pub const EDGE_Y: u32 = 1 << SY;
-    /// Block edge along z.
-    pub const EDGE_Z: u32 = 1 << SZ;
+}
+
+impl<const SX: u32, const SY: u32, const SZ: u32> Shifts for Fixed<SX, SY, SZ> {
+    #[inline(always)]
+    fn shifts(self) -> [u32; 3] {
+        let () = Self::VALID;
+        [SX, SY, SZ]
+    }
+}
+
+/// Shifts read at run time (checked by whoever builds the grid): the host's
+/// grid of every shape.
+impl Shifts for [u32; 3] {
+    #[inline(always)]
+    fn shifts(self) -> [u32; 3] {
+        self
+    }
+}
+
+/// A block-sparse grid of blocks `2^sx` cells along x, `2^sy` along y and
+/// `2^sz` along z (its [`Shifts`]). Within a block, cells are numbered x
+/// fastest, so a warp's 32 threads run along a row of a 32-cell block, or
+/// over rows of a cube.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sparse<S: Shifts> {
+    tables: SparseTables,
+    shifts: S,
+}
+
+impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<Fixed<SX, SY, SZ>> {
     /// `log2` of the cells per block.
     pub const BLOCK_SHIFT: u32 = SX + SY + SZ;
-    /// Cells per block.
-    pub const BLOCK_CELLS: u32 = 1 << Self::BLOCK_SHIFT;
 
     /// The grid over `tables` (whose cell count, `(blocks + 1)` blocks,
-    /// must not exceed [`Self::MAX_CELLS`]).
+    /// must not exceed [`MAX_CELLS`]).
     #[inline(always)]
     pub const fn new(tables: SparseTables) -> Self {
-        Self { tables }
+        Self { tables, shifts: Fixed }
+    }
+}
+
+impl Sparse<[u32; 3]> {
+    /// The grid over `tables` (whose cell count, `(blocks + 1)` blocks,
+    /// must not exceed [`MAX_CELLS`]) with blocks of the shifts `shifts`,
+    /// which must be a valid shape (see [`Shifts`]).
+    pub fn with_shifts(tables: SparseTables, shifts: [u32; 3]) -> Self {
+        let [sx, sy, sz] = shifts;
+        assert!((2..=5).contains(&sx) && (2..=3).contains(&sy) && (sz == 0 || sz == sy), "no block shape {shifts:?}");
+        Self { tables, shifts }
+    }
+}
+
+impl<S: Shifts> Sparse<S> {
+    /// Block edges along x, y and z.
+    #[inline(always)]
+    pub fn edges(&self) -> [u32; 3] {
+        self.shifts.shifts().map(|s| 1 << s)
+    }
+
+    /// `log2` of the cells per block.
+    #[inline(always)]
+    pub fn block_shift(&self) -> u32 {
+        let [sx, sy, sz] = self.shifts.shifts();
+        sx + sy + sz
+    }
+
+    /// Cells per block.
+    #[inline(always)]
+    pub fn block_cells(&self) -> u32 {
+        1 << self.block_shift()
     }
 
     /// The cell of block `b` at `position` in the box (the block's own:
     /// the local coordinates are the position modulo the block edges).
     #[inline(always)]
-    pub const fn cell_at(&self, b: u32, position: [u32; 3]) -> SparseCell {
-        let [x, y, z] =
-            [position[0] & (Self::EDGE_X - 1), position[1] & (Self::EDGE_Y - 1), position[2] & (Self::EDGE_Z - 1)];
+    pub fn cell_at(&self, b: u32, position: [u32; 3]) -> SparseCell {
+        let [ex, ey, ez] = self.edges();
+        let [x, y, z] = [position[0] & (ex - 1), position[1] & (ey - 1), position[2] & (ez - 1)];
         SparseCell { b, x, y, z }
     }
 }
@@ -181,7 +242,7 @@ pub struct SparseCell {
 /// The neighbours `x + c_j` of a cell of a [`Sparse`] grid: each one's block
 /// and place in it (local number `x + Bx (y + By z)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SparseNeighbours<const Q: usize, const SX: u32, const SY: u32, const SZ: u32> {
+pub struct SparseNeighbours<const Q: usize, S: Shifts> {
     block: [u32; Q],
     local: [u32; Q],
     /// Number of the cell itself in the dense box the grid covers, drawn up
@@ -194,7 +255,7 @@ pub struct SparseNeighbours<const Q: usize, const SX: u32, const SY: u32, const 
     cell: SparseCell,
     row: *const u32,
     c: [[i32; 3]; Q],
-    tables: SparseTables,
+    grid: Sparse<S>,
 }
 
 /// Whether neighbour `j` is one [`Grid::odd_neighbours`] leaves to be found
@@ -204,33 +265,33 @@ const fn is_even_neighbour(j: usize) -> bool {
     j != 0 && j & 1 == 0
 }
 
-impl<const Q: usize, const SX: u32, const SY: u32, const SZ: u32> SparseNeighbours<Q, SX, SY, SZ> {
+impl<const Q: usize, S: Shifts> SparseNeighbours<Q, S> {
     /// Block and local number of neighbour `j`.
     #[inline(always)]
     fn of(&self, j: usize) -> (u32, u32) {
         if self.odd_only && is_even_neighbour(j) {
             // SAFETY: `row` is the cell's block's row of the tables the
             // neighbours were found with.
-            unsafe { Sparse::<SX, SY, SZ>::find(self.row, self.cell, self.c[j]) }
+            unsafe { self.grid.find(self.row, self.cell, self.c[j]) }
         } else {
             (self.block[j], self.local[j])
         }
     }
 }
 
-impl<const Q: usize, const SX: u32, const SY: u32, const SZ: u32> Neighbourhood<Q> for SparseNeighbours<Q, SX, SY, SZ> {
+impl<const Q: usize, S: Shifts> Neighbourhood<Q> for SparseNeighbours<Q, S> {
     const FOUND_WHEN_ASKED: bool = true;
 
     #[inline(always)]
     fn cell(&self, j: usize) -> u32 {
         let (block, local) = self.of(j);
-        (block << Sparse::<SX, SY, SZ>::BLOCK_SHIFT) | local
+        (block << self.grid.block_shift()) | local
     }
 
     /// Block `m`'s `Q` planes of `V` values are one run: `m Q V + slot V + l`.
     #[inline(always)]
     fn population(&self, j: usize, slot: usize) -> usize {
-        let shift = Sparse::<SX, SY, SZ>::BLOCK_SHIFT;
+        let shift = self.grid.block_shift();
         let (block, local) = self.of(j);
         ((block as usize * Q) << shift) + (((slot as u32) << shift) | local) as usize
     }
@@ -249,34 +310,36 @@ impl<const Q: usize, const SX: u32, const SY: u32, const SZ: u32> Neighbourhood<
         if self.odd_only {
             self.seed
         } else {
-            self.tables.seed_of(self.cell)
+            self.grid.tables.seed_of(self.cell)
         }
     }
 }
 
-impl<const SX: u32, const SY: u32, const SZ: u32> Grid for Sparse<SX, SY, SZ> {
+impl<S: Shifts> Grid for Sparse<S> {
     /// Blocks are at least 4 cells along x and y; a 2D grid has no z offsets.
     const MAX_OFFSET: u32 = 4;
     type Cell = SparseCell;
-    type Neighbours<const Q: usize> = SparseNeighbours<Q, SX, SY, SZ>;
+    type Neighbours<const Q: usize> = SparseNeighbours<Q, S>;
 
     #[inline(always)]
     fn cells(&self) -> usize {
-        ((self.tables.blocks as usize) + 1) << Self::BLOCK_SHIFT
+        ((self.tables.blocks as usize) + 1) << self.block_shift()
     }
 
     #[inline(always)]
     fn index_of(&self, cell: SparseCell) -> u32 {
-        (cell.b << Self::BLOCK_SHIFT) | Self::local(cell)
+        (cell.b << self.block_shift()) | self.local(cell)
     }
 
     #[inline(always)]
     fn cell_of(&self, n: u32) -> SparseCell {
+        let [sx, sy, _] = self.shifts.shifts();
+        let [ex, ey, ez] = self.edges();
         SparseCell {
-            b: n >> Self::BLOCK_SHIFT,
-            x: n & (Self::EDGE_X - 1),
-            y: (n >> SX) & (Self::EDGE_Y - 1),
-            z: (n >> (SX + SY)) & (Self::EDGE_Z - 1),
+            b: n >> self.block_shift(),
+            x: n & (ex - 1),
+            y: (n >> sx) & (ey - 1),
+            z: (n >> (sx + sy)) & (ez - 1),
         }
     }
 
@@ -289,13 +352,14 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Grid for Sparse<SX, SY, SZ> {
         } else {
             [0; 3]
         };
-        [(o[0] << SX) + cell.x, (o[1] << SY) + cell.y, (o[2] << SZ) + cell.z]
+        let [sx, sy, sz] = self.shifts.shifts();
+        [(o[0] << sx) + cell.x, (o[1] << sy) + cell.y, (o[2] << sz) + cell.z]
     }
 
     #[inline(always)]
     fn population(&self, q: usize, cell: SparseCell, slot: usize) -> usize {
-        let local = Self::local(cell);
-        ((cell.b as usize * q) << Self::BLOCK_SHIFT) + (((slot as u32) << Self::BLOCK_SHIFT) | local) as usize
+        let (local, shift) = (self.local(cell), self.block_shift());
+        ((cell.b as usize * q) << shift) + (((slot as u32) << shift) | local) as usize
     }
 
     /// Per axis the offset position `p = l + c` leaves the block when
@@ -321,20 +385,20 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Grid for Sparse<SX, SY, SZ> {
 
     #[inline(always)]
     fn region_cells(&self, region: Range<u32>) -> Range<usize> {
-        (region.start as usize) << Self::BLOCK_SHIFT..(region.end as usize) << Self::BLOCK_SHIFT
+        (region.start as usize) << self.block_shift()..(region.end as usize) << self.block_shift()
     }
 
     /// One-dimensional: `units V / threads` blocks of `threads` threads,
     /// with `threads` at most `V` (both powers of two, so a CUDA block never
     /// straddles the region's end).
     fn launch(&self, units: u32, threads: u32) -> LaunchShape {
-        let threads = threads.min(Self::BLOCK_CELLS);
-        LaunchShape { blocks: [(units << Self::BLOCK_SHIFT) / threads, 1, 1], threads }
+        let threads = threads.min(self.block_cells());
+        LaunchShape { blocks: [(units << self.block_shift()) / threads, 1, 1], threads }
     }
 
     #[inline(always)]
     fn launch_cell(&self, first: u32, at: LaunchIndex) -> Option<SparseCell> {
-        Some(self.cell_of((first << Self::BLOCK_SHIFT) + at.x))
+        Some(self.cell_of((first << self.block_shift()) + at.x))
     }
 
     /// With a boundary-block bitmask, the bulk kernel runs the blocks
@@ -357,9 +421,9 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Grid for Sparse<SX, SY, SZ> {
             return self.launch(units.len() as u32, threads);
         }
         // A power of two, so that `open_cell` splits a block by shifts.
-        let threads = 1 << threads.clamp(1, Self::BLOCK_CELLS).ilog2();
+        let threads = 1 << threads.clamp(1, self.block_cells()).ilog2();
         let words = (units.end - 1) / 32 - units.start / 32 + 1;
-        LaunchShape { blocks: [(words << self.tables.rank_shift) * (Self::BLOCK_CELLS / threads), 1, 1], threads }
+        LaunchShape { blocks: [(words << self.tables.rank_shift) * (self.block_cells() / threads), 1, 1], threads }
     }
 
     /// The cell of [`Grid::launch_open`]'s thread `at`: the word, the rank
@@ -371,7 +435,7 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Grid for Sparse<SX, SY, SZ> {
             return self.launch_cell(units.start, at);
         }
         let thread_shift = at.threads.trailing_zeros();
-        let part_shift = Self::BLOCK_SHIFT - thread_shift;
+        let part_shift = self.block_shift() - thread_shift;
         let part = at.block & ((1 << part_shift) - 1);
         let rank = (at.block >> part_shift) & ((1 << self.tables.rank_shift) - 1);
         let word = units.start / 32 + (at.block >> (part_shift + self.tables.rank_shift));
@@ -383,11 +447,11 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Grid for Sparse<SX, SY, SZ> {
         }
         let b = word * 32 + bits.trailing_zeros();
         let local = (part << thread_shift) | (at.x & (at.threads - 1));
-        (bits != 0 && units.contains(&b)).then(|| self.cell_of((b << Self::BLOCK_SHIFT) | local))
+        (bits != 0 && units.contains(&b)).then(|| self.cell_of((b << self.block_shift()) | local))
     }
 }
 
-impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<SX, SY, SZ> {
+impl<S: Shifts> Sparse<S> {
     /// The neighbours of `cell` for the velocities `c`, the even ones left
     /// to be found when asked for if `odd_only`.
     #[inline(always)]
@@ -396,16 +460,15 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<SX, SY, SZ> {
         cell: SparseCell,
         c: &[[i32; 3]; Q],
         odd_only: bool,
-    ) -> SparseNeighbours<Q, SX, SY, SZ> {
+    ) -> SparseNeighbours<Q, S> {
         // SAFETY: every stored block has its row of entries (`SparseTables::new`).
         let row = unsafe { self.tables.neighbour.add(cell.b as usize * NEIGHBOUR_ENTRIES) };
         let seed = if odd_only { self.tables.seed_of(cell) } else { 0 };
-        let mut nb =
-            SparseNeighbours { block: [0; Q], local: [0; Q], seed, odd_only, cell, row, c: *c, tables: self.tables };
+        let mut nb = SparseNeighbours { block: [0; Q], local: [0; Q], seed, odd_only, cell, row, c: *c, grid: *self };
         for j in 0..Q {
             if !(odd_only && is_even_neighbour(j)) {
                 // SAFETY: as above.
-                (nb.block[j], nb.local[j]) = unsafe { Self::find(row, cell, c[j]) };
+                (nb.block[j], nb.local[j]) = unsafe { self.find(row, cell, c[j]) };
             }
         }
         nb
@@ -420,12 +483,13 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<SX, SY, SZ> {
     /// # Safety
     /// `row` must point to the [`NEIGHBOUR_ENTRIES`] entries of `cell`'s block.
     #[inline(always)]
-    unsafe fn find(row: *const u32, cell: SparseCell, c: [i32; 3]) -> (u32, u32) {
-        let [ex, ey, ez] = [Self::EDGE_X, Self::EDGE_Y, Self::EDGE_Z].map(|e| e as i32);
+    unsafe fn find(&self, row: *const u32, cell: SparseCell, c: [i32; 3]) -> (u32, u32) {
+        let [sx, sy, _] = self.shifts.shifts();
+        let [ex, ey, ez] = self.edges().map(|e| e as i32);
         let step = |p: i32, len: i32| (p >= len) as i32 - (p < 0) as i32;
         let [cx, cy, cz] = c;
-        let (sx, sy, sz) = (step(cell.x as i32 + cx, ex), step(cell.y as i32 + cy, ey), step(cell.z as i32 + cz, ez));
-        let k = neighbour_entry(sx, sy, sz);
+        let (ox, oy, oz) = (step(cell.x as i32 + cx, ex), step(cell.y as i32 + cy, ey), step(cell.z as i32 + cz, ez));
+        let k = neighbour_entry(ox, oy, oz);
         // A direction along two or three axes loads its entry whether or
         // not it leaves the block (the row's own entry is the block):
         // cheaper than choosing, and the warp reads one row.
@@ -436,14 +500,15 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<SX, SY, SZ> {
             // SAFETY: the caller's `row`.
             unsafe { ReadOnly::load(row.add(k)) }
         };
-        let shift = (cx - ex * sx) + ((cy - ey * sy) << SX) + ((cz - ez * sz) << (SX + SY));
-        (block, Self::local(cell).wrapping_add(shift as u32))
+        let shift = (cx - ex * ox) + ((cy - ey * oy) << sx) + ((cz - ez * oz) << (sx + sy));
+        (block, self.local(cell).wrapping_add(shift as u32))
     }
 
     /// Local number of `cell` in its block: `x + Bx (y + By z)`.
     #[inline(always)]
-    const fn local(cell: SparseCell) -> u32 {
-        cell.x | (cell.y << SX) | (cell.z << (SX + SY))
+    fn local(&self, cell: SparseCell) -> u32 {
+        let [sx, sy, _] = self.shifts.shifts();
+        cell.x | (cell.y << sx) | (cell.z << (sx + sy))
     }
 
     /// Whether stored block `b` holds an open cell, by the bitmask (which

@@ -11,7 +11,6 @@ use crate::domain::OpenGroup;
 use crate::error::{Error, Result};
 use crate::solver::BackendKind;
 use crate::solver::{Initial, SolverConfig};
-use crate::sparse::SparseLayout;
 use kernels_gpu::cell::equilibrium;
 use kernels_gpu::curved;
 use kernels_gpu::flags::{is_flow, is_open, COALESCED, LEVEL_MASK, NEAR_SOLID};
@@ -19,34 +18,6 @@ use kernels_gpu::stream::{self, Streaming};
 use kernels_gpu::{levels as interface, Collision, Grid, Lattice, Real, Storage};
 use rayon::prelude::*;
 use std::marker::PhantomData;
-
-/// Runs `$body` with `$g` and `$h` bound to the kernel grids of two
-/// [`SparseLayout`]s of the same block shape.
-macro_rules! with_two_grids {
-    ($a:expr, $b:expr, |$g:ident, $h:ident| $body:expr) => {{
-        let (a, b): (&SparseLayout, &SparseLayout) = ($a, $b);
-        assert_eq!(a.shift, b.shift, "levels share their block shape");
-        match a.shift {
-            [2, 2, 2] => {
-                let ($g, $h) = (a.grid::<2, 2, 2>(), b.grid::<2, 2, 2>());
-                $body
-            }
-            [3, 3, 3] => {
-                let ($g, $h) = (a.grid::<3, 3, 3>(), b.grid::<3, 3, 3>());
-                $body
-            }
-            [2, 2, 0] => {
-                let ($g, $h) = (a.grid::<2, 2, 0>(), b.grid::<2, 2, 0>());
-                $body
-            }
-            [3, 3, 0] => {
-                let ($g, $h) = (a.grid::<3, 3, 0>(), b.grid::<3, 3, 0>());
-                $body
-            }
-            _ => unreachable!("refinement levels have blocks 4 or 8 cells on a side"),
-        }
-    }};
-}
 
 /// A raw pointer shared by the threads of one parallel loop.
 #[derive(Clone, Copy)]
@@ -123,16 +94,15 @@ pub(super) fn own_cells_of<L: Lattice<Q>, const Q: usize, S: Storage>(
     mut visit: impl FnMut([u32; 3], [f64; Q]),
 ) {
     assert_eq!(f.len(), Q * level.layout.cells(), "a level's buffer");
-    crate::sparse::with_sparse!(&level.layout, |g| {
-        for n in 0..level.layout.cells() as u32 {
-            let flag = level.flags[n as usize] & !NEAR_SOLID;
-            let own = is_flow(flag) && (flag & LEVEL_MASK == 0 || flag == COALESCED || is_open(flag));
-            let Some(p) = level.layout.cell_position(n).filter(|_| own) else { continue };
-            // SAFETY: the buffer is sized for the grid (checked above).
-            let f = unsafe { interface::stored::<L, Q, S, _>(&g, scheme, odd, f.as_ptr(), g.cell_of(n)) };
-            visit(p, f.map(|v| v.to_f64() / S::SCALE));
-        }
-    });
+    let g = level.layout.grid();
+    for n in 0..level.layout.cells() as u32 {
+        let flag = level.flags[n as usize] & !NEAR_SOLID;
+        let own = is_flow(flag) && (flag & LEVEL_MASK == 0 || flag == COALESCED || is_open(flag));
+        let Some(p) = level.layout.cell_position(n).filter(|_| own) else { continue };
+        // SAFETY: the buffer is sized for the grid (checked above).
+        let f = unsafe { interface::stored::<L, Q, S, _>(&g, scheme, odd, f.as_ptr(), g.cell_of(n)) };
+        visit(p, f.map(|v| v.to_f64() / S::SCALE));
+    }
 }
 
 /// The populations of `level`'s cell at `p` (as [`own_cells_of`] gives
@@ -146,11 +116,10 @@ pub(super) fn stored_at<L: Lattice<Q>, const Q: usize, S: Storage>(
 ) -> Option<[f64; Q]> {
     assert_eq!(f.len(), Q * level.layout.cells(), "a level's buffer");
     let n = level.layout.storage_at(p)?;
-    crate::sparse::with_sparse!(&level.layout, |g| {
-        // SAFETY: the buffer is sized for the grid (checked above).
-        let f = unsafe { interface::stored::<L, Q, S, _>(&g, scheme, odd, f.as_ptr(), g.cell_of(n)) };
-        Some(f.map(|v| v.to_f64() / S::SCALE))
-    })
+    let g = level.layout.grid();
+    // SAFETY: the buffer is sized for the grid (checked above).
+    let f = unsafe { interface::stored::<L, Q, S, _>(&g, scheme, odd, f.as_ptr(), g.cell_of(n)) };
+    Some(f.map(|v| v.to_f64() / S::SCALE))
 }
 
 /// Total mass of the populations `for_each_own_cell` visits: a level-`l`
@@ -228,7 +197,8 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
             let (fp, fl) = (Shared(f.as_mut_ptr()), Shared(level.flags.as_ptr() as *mut u8));
             let size = (1u64 << level.level) as f64;
             let layout = &level.layout;
-            crate::sparse::with_sparse!(layout, |g| (0..cells as u32).into_par_iter().for_each(|n| {
+            let g = layout.grid();
+            (0..cells as u32).into_par_iter().for_each(|n| {
                 let (fp, fl) = (fp, fl);
                 let Some(at) = layout.cell_position(n) else { return };
                 let (rho, u) = initial(at.map(|v| (v as f64 + 0.5) / size));
@@ -236,7 +206,7 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
                 let post = feq.map(|v| v * S::Real::from_f64(S::SCALE));
                 // SAFETY: buffers sized for the grid; each cell writes its own stored slots.
                 unsafe { interface::explode::<L, Q, S, _>(&g, scheme, &p, fp.0, fl.0, g.cell_of(n), &post) }
-            }));
+            });
             let curved = CurvedTables::on_level(&level.domain.curved, &level.layout);
             states.push(LevelState { f, f_next, t: 0, config, curved });
         }
@@ -308,19 +278,18 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
             (Shared(cs.f.as_ptr() as *mut S), Shared(fs.f.as_mut_ptr()), Shared(fine.flags.as_ptr() as *mut u8));
         let cflags = Shared(coarse.flags.as_ptr() as *mut u8);
         let k = self.levels.children;
-        with_two_grids!(&coarse.layout, &fine.layout, |cg, fg| fine.parents.par_iter().enumerate().for_each(
-            |(j, &parent)| {
-                let (src, dst, flags, cflags) = (src, dst, flags, cflags);
-                let children = &fine.exploded[j * k..(j + 1) * k];
-                // SAFETY: buffers sized for their grids; each fine cell writes
-                // only its own stored slots; the coarse buffer is only read.
-                unsafe {
-                    interface::explode_parent::<L, Q, S, _>(
-                        scheme, &cg, odd, src.0, cflags.0, &fg, &p, dst.0, flags.0, parent, children,
-                    )
-                }
+        let (cg, fg) = (coarse.layout.grid(), fine.layout.grid());
+        fine.parents.par_iter().enumerate().for_each(|(j, &parent)| {
+            let (src, dst, flags, cflags) = (src, dst, flags, cflags);
+            let children = &fine.exploded[j * k..(j + 1) * k];
+            // SAFETY: buffers sized for their grids; each fine cell writes
+            // only its own stored slots; the coarse buffer is only read.
+            unsafe {
+                interface::explode_parent::<L, Q, S, _>(
+                    scheme, &cg, odd, src.0, cflags.0, &fg, &p, dst.0, flags.0, parent, children,
+                )
             }
-        ));
+        })
     }
 
     /// Level `l`'s update: its fluid cells, open cells, ghost cells and the
@@ -338,101 +307,99 @@ impl<L: Lattice<Q>, const Q: usize, S: Storage> RefinedCpu<L, Q, S> {
         let cells = level.own_stored() as u32;
         let split = self.fusion == Fusion::Split;
         let links = state.curved.as_mut().map(|c| c.host_cells(0..c.count()));
-        crate::sparse::with_sparse!(&level.layout, |g| {
-            // Curved-wall cells copy what their neighbours overwrite before anything moves.
-            if let Some(links) = &links {
-                (0..links.count).into_par_iter().for_each(|k| {
-                    let (src, links) = (src, links);
-                    // SAFETY: reads only the populations; each entry writes its own carried values.
-                    unsafe { curved::gather::<L, Q, S, _>(&g, scheme, &p, src.0, links, k) }
-                });
-            }
-            (0..cells).into_par_iter().for_each(|n| {
-                let (src, dst, flags) = (src, dst, flags);
-                let cell = g.cell_of(n);
-                // SAFETY: each slot is read and written by exactly one cell per
-                // step (Esoteric Pull); two-lattice cells write their own slots.
-                unsafe {
-                    match scheme {
-                        Streaming::EsotericPull => {
-                            stream::stream_collide_esoteric::<L, Q, S, C, _>(&g, &p, dst.0, flags.0, cell)
-                        }
-                        Streaming::TwoLattice if split => {
-                            interface::stream_half::<L, Q, S, _>(&g, &p, src.0, dst.0, flags.0, cell)
-                        }
-                        Streaming::TwoLattice => {
-                            stream::stream_collide_two_lattice::<L, Q, S, C, _>(&g, &p, src.0, dst.0, flags.0, cell)
-                        }
+        let g = level.layout.grid();
+        // Curved-wall cells copy what their neighbours overwrite before anything moves.
+        if let Some(links) = &links {
+            (0..links.count).into_par_iter().for_each(|k| {
+                let (src, links) = (src, links);
+                // SAFETY: reads only the populations; each entry writes its own carried values.
+                unsafe { curved::gather::<L, Q, S, _>(&g, scheme, &p, src.0, links, k) }
+            });
+        }
+        (0..cells).into_par_iter().for_each(|n| {
+            let (src, dst, flags) = (src, dst, flags);
+            let cell = g.cell_of(n);
+            // SAFETY: each slot is read and written by exactly one cell per
+            // step (Esoteric Pull); two-lattice cells write their own slots.
+            unsafe {
+                match scheme {
+                    Streaming::EsotericPull => {
+                        stream::stream_collide_esoteric::<L, Q, S, C, _>(&g, &p, dst.0, flags.0, cell)
+                    }
+                    Streaming::TwoLattice if split => {
+                        interface::stream_half::<L, Q, S, _>(&g, &p, src.0, dst.0, flags.0, cell)
+                    }
+                    Streaming::TwoLattice => {
+                        stream::stream_collide_two_lattice::<L, Q, S, C, _>(&g, &p, src.0, dst.0, flags.0, cell)
                     }
                 }
+            }
+        });
+        if split {
+            (0..cells).into_par_iter().for_each(|n| {
+                let (dst, flags) = (dst, flags);
+                // SAFETY: each cell reads and writes its own slots.
+                unsafe { interface::collide_half::<L, Q, S, C, _>(&g, &p, dst.0, flags.0, g.cell_of(n)) }
             });
-            if split {
-                (0..cells).into_par_iter().for_each(|n| {
-                    let (dst, flags) = (dst, flags);
-                    // SAFETY: each cell reads and writes its own slots.
-                    unsafe { interface::collide_half::<L, Q, S, C, _>(&g, &p, dst.0, flags.0, g.cell_of(n)) }
-                });
-            }
-            if let Some(links) = &links {
-                (0..links.count).into_par_iter().for_each(|k| {
-                    let (src, dst, flags) = (src, dst, flags);
-                    // SAFETY: a listed cell touches only slots no other cell touches in the same step.
-                    unsafe { curved::update::<L, Q, S, C, _>(&g, scheme, &p, src.0, dst.0, flags.0, links, k) }
-                });
-            }
-            let rates = state.config.collision_params::<S::Real>();
-            for group in &state.config.domain.open {
-                let open = group.state.kernel_params(rates);
-                let (stored, velocities) = group.cells_where(|c| level.own_storage(c));
-                let velocities = OpenGroup::kernel_velocities::<S::Real>(&velocities);
-                let profile = Shared(velocities.as_ref().map_or(std::ptr::null_mut(), |v| v.as_ptr() as *mut S::Real));
-                stored.par_iter().enumerate().for_each(|(k, &n)| {
-                    let (src, dst, flags, profile) = (src, dst, flags, profile);
-                    // SAFETY: as above; an open cell touches only its own
-                    // slots; a profile holds three values per cell.
-                    unsafe {
-                        let open = stream::with_profile(open, profile.0, k);
-                        stream::open_boundary_update::<L, Q, S, _>(
-                            &g,
-                            scheme,
-                            &p,
-                            &open,
-                            src.0,
-                            dst.0,
-                            flags.0,
-                            g.cell_of(n),
-                        )
-                    }
-                });
-            }
-            level.ghosts.par_iter().for_each(|&n| {
+        }
+        if let Some(links) = &links {
+            (0..links.count).into_par_iter().for_each(|k| {
                 let (src, dst, flags) = (src, dst, flags);
-                // SAFETY: as above.
-                unsafe { interface::transit::<L, Q, S, _>(&g, scheme, &p, src.0, dst.0, flags.0, g.cell_of(n)) }
+                // SAFETY: a listed cell touches only slots no other cell touches in the same step.
+                unsafe { curved::update::<L, Q, S, C, _>(&g, scheme, &p, src.0, dst.0, flags.0, links, k) }
             });
+        }
+        let rates = state.config.collision_params::<S::Real>();
+        for group in &state.config.domain.open {
+            let open = group.state.kernel_params(rates);
+            let (stored, velocities) = group.cells_where(|c| level.own_storage(c));
+            let velocities = OpenGroup::kernel_velocities::<S::Real>(&velocities);
+            let profile = Shared(velocities.as_ref().map_or(std::ptr::null_mut(), |v| v.as_ptr() as *mut S::Real));
+            stored.par_iter().enumerate().for_each(|(k, &n)| {
+                let (src, dst, flags, profile) = (src, dst, flags, profile);
+                // SAFETY: as above; an open cell touches only its own
+                // slots; a profile holds three values per cell.
+                unsafe {
+                    let open = stream::with_profile(open, profile.0, k);
+                    stream::open_boundary_update::<L, Q, S, _>(
+                        &g,
+                        scheme,
+                        &p,
+                        &open,
+                        src.0,
+                        dst.0,
+                        flags.0,
+                        g.cell_of(n),
+                    )
+                }
+            });
+        }
+        level.ghosts.par_iter().for_each(|&n| {
+            let (src, dst, flags) = (src, dst, flags);
+            // SAFETY: as above.
+            unsafe { interface::transit::<L, Q, S, _>(&g, scheme, &p, src.0, dst.0, flags.0, g.cell_of(n)) }
         });
         if let (Some(fine), Some(fs)) = (self.levels.levels.get(l + 1), tail.first()) {
             let (fine_f, fine_odd, k) = (Shared(fs.f.as_ptr() as *mut S), fs.last_odd(), self.levels.children);
-            with_two_grids!(&level.layout, &fine.layout, |g, fg| level.coalesced.par_iter().enumerate().for_each(
-                |(j, &n)| {
-                    let (dst, fine_f) = (dst, fine_f);
-                    let children = &level.children[j * k..(j + 1) * k];
-                    // SAFETY: the fine buffer is only read; each coarse cell writes its own slots.
-                    unsafe {
-                        interface::coalesce::<L, Q, S, C, _>(
-                            &g,
-                            scheme,
-                            &p,
-                            dst.0,
-                            g.cell_of(n),
-                            &fg,
-                            fine_odd,
-                            fine_f.0,
-                            children,
-                        )
-                    }
+            let (g, fg) = (level.layout.grid(), fine.layout.grid());
+            level.coalesced.par_iter().enumerate().for_each(|(j, &n)| {
+                let (dst, fine_f) = (dst, fine_f);
+                let children = &level.children[j * k..(j + 1) * k];
+                // SAFETY: the fine buffer is only read; each coarse cell writes its own slots.
+                unsafe {
+                    interface::coalesce::<L, Q, S, C, _>(
+                        &g,
+                        scheme,
+                        &p,
+                        dst.0,
+                        g.cell_of(n),
+                        &fg,
+                        fine_odd,
+                        fine_f.0,
+                        children,
+                    )
                 }
-            ));
+            })
         }
     }
 

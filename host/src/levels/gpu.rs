@@ -331,11 +331,8 @@ impl<L: Lattice<Q>, const Q: usize, S: DeviceStorage> RefinedGpu<L, Q, S> {
         let collision = state.config.collision_params::<S::Real>();
         // A partition updates its own blocks, numbered first.
         let blocks = level.own_blocks;
-        let cfg = crate::sparse::with_sparse!(&level.layout, |g| launch_config(
-            &g,
-            blocks,
-            block_size(KernelKind::StreamCollide(self.scheme, state.config.collision.kind()))
-        ));
+        let kind = KernelKind::StreamCollide(self.scheme, state.config.collision.kind());
+        let cfg = launch_config(&level.layout.grid(), blocks, block_size(kind));
         let tables = state.grid.tables;
         // Curved-wall cells copy what their neighbours overwrite before anything moves.
         if let Some(c) = &state.curved {

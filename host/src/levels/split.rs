@@ -24,7 +24,7 @@
 
 use super::{LevelGrid, Levels};
 use crate::error::{Error, Result};
-use crate::sparse::{with_sparse, SparseLayout, Subset};
+use crate::sparse::{SparseLayout, Subset};
 use kernels_gpu::flags::{is_flow, FROZEN, GHOST, KIND_MASK};
 use kernels_gpu::grid::Neighbourhood;
 use kernels_gpu::levels::NO_CHILD;
@@ -359,30 +359,29 @@ fn transfers<L: Lattice<Q>, const Q: usize>(
     let run = Q as u64 * cells;
     let solid = level.layout.blocks() as u64;
     let nz = level.domain.dims.nz;
-    with_sparse!(&level.layout, |g| {
-        for &(q, n, only) in writers {
-            let nb = neighbours::<L, Q, _>(&g, g.cell_of(n));
-            for i in 0..Q {
-                if only.is_some_and(|kind| level.flags[nb.cell(i) as usize] & KIND_MASK != kind) {
-                    continue;
-                }
-                let at = stored_slot::<L, Q>(scheme, odd, &nb, i) as u64;
-                if at / run == solid {
-                    continue;
-                }
-                let Some(src) = split.shares[q][l].local(at, run) else { continue };
-                let cell = (at / run * cells + at % cells) as u32;
-                let z = g.position(g.cell_of(cell))[2];
-                for p in (0..parts).filter(|&p| p != q && within_reach(z, &split.shares[p][l].own_z, nz)) {
-                    if let Some(dst) = split.shares[p][l].local(at, run) {
-                        let t = &mut out[q * parts + p];
-                        t.src.push(src);
-                        t.dst.push(dst);
-                    }
+    let g = level.layout.grid();
+    for &(q, n, only) in writers {
+        let nb = neighbours::<L, Q, _>(&g, g.cell_of(n));
+        for i in 0..Q {
+            if only.is_some_and(|kind| level.flags[nb.cell(i) as usize] & KIND_MASK != kind) {
+                continue;
+            }
+            let at = stored_slot::<L, Q>(scheme, odd, &nb, i) as u64;
+            if at / run == solid {
+                continue;
+            }
+            let Some(src) = split.shares[q][l].local(at, run) else { continue };
+            let cell = (at / run * cells + at % cells) as u32;
+            let z = g.position(g.cell_of(cell))[2];
+            for p in (0..parts).filter(|&p| p != q && within_reach(z, &split.shares[p][l].own_z, nz)) {
+                if let Some(dst) = split.shares[p][l].local(at, run) {
+                    let t = &mut out[q * parts + p];
+                    t.src.push(src);
+                    t.dst.push(dst);
                 }
             }
         }
-    });
+    }
     out.retain(|t| !t.src.is_empty());
     out
 }
