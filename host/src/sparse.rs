@@ -118,14 +118,14 @@ impl BlockShape {
     /// and 16-bit, both streaming schemes): on an H100 and an H200 for the
     /// cubes (`docs/bench/h*-2026-11-24-1864fa6-sparse.txt`), on an H200
     /// for rows, D3Q27 16-bit Esoteric Pull
-    /// (`docs/bench/h200-2026-11-29-sparse-rows.txt`). `grid = "auto"`
+    /// (`docs/bench/h200-2026-11-30-sparse-tables-before-flags.txt`). `grid = "auto"`
     /// takes the sparse grid when it stores a smaller share of the box than
     /// this.
     pub const fn efficiency(self) -> f64 {
         match self {
             BlockShape::Cube4 => 0.65,
             BlockShape::Cube8 => 0.73,
-            BlockShape::Row32 => 0.82,
+            BlockShape::Row32 => 0.84,
         }
     }
 }
@@ -382,7 +382,7 @@ impl SparseLayout {
         }
         let count = stored.iter().filter(|&&s| s).count();
         let cells = (count + 1) << shift.iter().sum::<u32>();
-        if cells > kernels_gpu::sparse::MAX_CELLS {
+        if cells > kernels_gpu::layout::MAX_CELLS {
             return Err(Error::Setup(format!(
                 "{count} active blocks of {} cells number more than 2^32 cells: split the domain over several GPUs",
                 block.describe()

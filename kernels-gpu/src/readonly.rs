@@ -10,6 +10,43 @@ pub trait ReadOnly: Copy {
     /// # Safety
     /// `at` must be valid for reads, and the value unchanged while the kernel runs.
     unsafe fn load(at: *const Self) -> Self;
+
+    /// [`ReadOnly::load`] that LLVM keeps where it is written, not moved
+    /// into a branch below: a kernel starts loading its tables before its
+    /// cell's flag says whether it needs them.
+    ///
+    /// # Safety
+    /// As [`ReadOnly::load`].
+    unsafe fn load_early(at: *const Self) -> Self {
+        // SAFETY: the caller's.
+        unsafe { Self::load(at) }
+    }
+}
+
+/// `ld.global.nc.$ptx` of `$at` (a `*const $t`) into a `$reg` register,
+/// with the `asm!` options `$opt`; a plain read on the host.
+macro_rules! load_nc {
+    ($at:expr, $t:ty, $ptx:literal, $reg:ident, $($opt:ident),*) => {{
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let v: $t;
+            // SAFETY: the caller guarantees `$at` is valid for reads.
+            unsafe {
+                core::arch::asm!(
+                    concat!("ld.global.nc.", $ptx, " {v}, [{a}];"),
+                    v = out($reg) v,
+                    a = in(reg64) $at,
+                    options($($opt),*),
+                );
+            }
+            v
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            // SAFETY: as above.
+            unsafe { *$at }
+        }
+    }};
 }
 
 /// Implements [`ReadOnly`] for `$t` with `ld.global.nc.$ptx` into a `$reg` register.
@@ -18,25 +55,13 @@ macro_rules! read_only {
         impl ReadOnly for $t {
             #[inline(always)]
             unsafe fn load(at: *const $t) -> $t {
-                #[cfg(target_arch = "nvptx64")]
-                {
-                    let v: $t;
-                    // SAFETY: the caller guarantees `at` is valid for reads.
-                    unsafe {
-                        core::arch::asm!(
-                            concat!("ld.global.nc.", $ptx, " {v}, [{a}];"),
-                            v = out($reg) v,
-                            a = in(reg64) at,
-                            options(pure, readonly, nostack, preserves_flags),
-                        );
-                    }
-                    v
-                }
-                #[cfg(not(target_arch = "nvptx64"))]
-                {
-                    // SAFETY: as above.
-                    unsafe { *at }
-                }
+                load_nc!(at, $t, $ptx, $reg, pure, readonly, nostack, preserves_flags)
+            }
+
+            /// Not `pure`: the compiler keeps it where it is.
+            #[inline(always)]
+            unsafe fn load_early(at: *const $t) -> $t {
+                load_nc!(at, $t, $ptx, $reg, readonly, nostack, preserves_flags)
             }
         }
     )*};

@@ -118,18 +118,15 @@ impl SparseTables {
     #[inline(always)]
     fn seed_of(&self, cell: SparseCell) -> u32 {
         // SAFETY: a seed per block, the solid one included (`SparseTables::new`).
-        let block_seed = unsafe { ReadOnly::load(self.seed.add(cell.b as usize)) };
+        // Early, as the neighbour-block table (`Sparse::find`).
+        let block_seed = unsafe { ReadOnly::load_early(self.seed.add(cell.b as usize)) };
         block_seed.wrapping_add(box_number([cell.x, cell.y, cell.z], self.nx, self.ny))
     }
 }
 
-/// Most cells one sparse grid may number: cell numbers are 32-bit
-/// (population indices are not).
-pub const MAX_CELLS: usize = u32::MAX as usize;
-
 /// The `log2` of a sparse grid's block edges along x, y and z: 2 to 5
 /// along x, 2 or 3 along y, and along z as along y, or 0 for a one-layer
-/// 2D box.
+/// 2D box ([`valid_shifts`]).
 pub trait Shifts: Copy + Send + Sync {
     /// The three shifts.
     fn shifts(self) -> [u32; 3];
@@ -139,11 +136,14 @@ pub trait Shifts: Copy + Send + Sync {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fixed<const SX: u32, const SY: u32, const SZ: u32>;
 
+/// Whether `[sx, sy, sz]` is a block shape: 4 to 32 cells along x, 4 or 8
+/// along y, and as deep along z as along y, or one layer in 2D.
+pub const fn valid_shifts([sx, sy, sz]: [u32; 3]) -> bool {
+    sx >= 2 && sx <= 5 && sy >= 2 && sy <= 3 && (sz == 0 || sz == sy)
+}
+
 impl<const SX: u32, const SY: u32, const SZ: u32> Fixed<SX, SY, SZ> {
-    const VALID: () = {
-        assert!(SX >= 2 && SX <= 5 && SY >= 2 && SY <= 3, "blocks are 4 to 32 cells along x, 4 or 8 along y");
-        assert!(SZ == 0 || SZ == SY, "blocks are as deep along z as along y, or one layer in 2D");
-    };
+    const VALID: () = assert!(valid_shifts([SX, SY, SZ]), "not a block shape (see `valid_shifts`)");
 }
 
 impl<const SX: u32, const SY: u32, const SZ: u32> Shifts for Fixed<SX, SY, SZ> {
@@ -178,7 +178,7 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<Fixed<SX, SY, SZ>> {
     pub const BLOCK_SHIFT: u32 = SX + SY + SZ;
 
     /// The grid over `tables` (whose cell count, `(blocks + 1)` blocks,
-    /// must not exceed [`MAX_CELLS`]).
+    /// must not exceed [`crate::layout::MAX_CELLS`]).
     #[inline(always)]
     pub const fn new(tables: SparseTables) -> Self {
         Self { tables, shifts: Fixed }
@@ -187,11 +187,10 @@ impl<const SX: u32, const SY: u32, const SZ: u32> Sparse<Fixed<SX, SY, SZ>> {
 
 impl Sparse<[u32; 3]> {
     /// The grid over `tables` (whose cell count, `(blocks + 1)` blocks,
-    /// must not exceed [`MAX_CELLS`]) with blocks of the shifts `shifts`,
-    /// which must be a valid shape (see [`Shifts`]).
+    /// must not exceed [`crate::layout::MAX_CELLS`]) with blocks of the shifts `shifts`,
+    /// which must be a block shape ([`valid_shifts`]).
     pub fn with_shifts(tables: SparseTables, shifts: [u32; 3]) -> Self {
-        let [sx, sy, sz] = shifts;
-        assert!((2..=5).contains(&sx) && (2..=3).contains(&sy) && (sz == 0 || sz == sy), "no block shape {shifts:?}");
+        assert!(valid_shifts(shifts), "no block shape {shifts:?}");
         Self { tables, shifts }
     }
 }
@@ -497,8 +496,9 @@ impl<S: Shifts> Sparse<S> {
         let block = if !diagonal && k == SELF_ENTRY {
             cell.b
         } else {
-            // SAFETY: the caller's `row`.
-            unsafe { ReadOnly::load(row.add(k)) }
+            // SAFETY: the caller's `row`. Early: the step kernels find
+            // the neighbours before they read the cell's flag.
+            unsafe { ReadOnly::load_early(row.add(k)) }
         };
         let shift = (cx - ex * ox) + ((cy - ey * oy) << sx) + ((cz - ez * oz) << (sx + sy));
         (block, self.local(cell).wrapping_add(shift as u32))
