@@ -23,45 +23,19 @@ pub trait ReadOnly: Copy {
     }
 }
 
-/// `ld.global.nc.$ptx` of `$at` (a `*const $t`) into a `$reg` register,
-/// with the `asm!` options `$opt`; a plain read on the host.
-macro_rules! load_nc {
-    ($at:expr, $t:ty, $ptx:literal, $reg:ident, $($opt:ident),*) => {{
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let v: $t;
-            // SAFETY: the caller guarantees `$at` is valid for reads.
-            unsafe {
-                core::arch::asm!(
-                    concat!("ld.global.nc.", $ptx, " {v}, [{a}];"),
-                    v = out($reg) v,
-                    a = in(reg64) $at,
-                    options($($opt),*),
-                );
-            }
-            v
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            // SAFETY: as above.
-            unsafe { *$at }
-        }
-    }};
-}
-
 /// Implements [`ReadOnly`] for `$t` with `ld.global.nc.$ptx` into a `$reg` register.
 macro_rules! read_only {
     ($($t:ty, $ptx:literal, $reg:ident;)*) => {$(
         impl ReadOnly for $t {
             #[inline(always)]
             unsafe fn load(at: *const $t) -> $t {
-                load_nc!(at, $t, $ptx, $reg, pure, readonly, nostack, preserves_flags)
+                crate::fetch::asm_load!("ld.global.nc", at, $t, $ptx, $reg, pure, readonly, nostack, preserves_flags)
             }
 
             /// Not `pure`: the compiler keeps it where it is.
             #[inline(always)]
             unsafe fn load_early(at: *const $t) -> $t {
-                load_nc!(at, $t, $ptx, $reg, readonly, nostack, preserves_flags)
+                crate::fetch::asm_load!("ld.global.nc", at, $t, $ptx, $reg, readonly, nostack, preserves_flags)
             }
         }
     )*};
