@@ -17,10 +17,7 @@ pub trait ReadOnly: Copy {
     ///
     /// # Safety
     /// As [`ReadOnly::load`].
-    unsafe fn load_early(at: *const Self) -> Self {
-        // SAFETY: the caller's.
-        unsafe { Self::load(at) }
-    }
+    unsafe fn load_early(at: *const Self) -> Self;
 }
 
 /// Implements [`ReadOnly`] for `$t` with `ld.global.nc.$ptx` into a `$reg` register.
@@ -54,5 +51,12 @@ impl<T: ReadOnly, const N: usize> ReadOnly for [T; N] {
         let p = at as *const T;
         // SAFETY: the caller guarantees the `N` values are valid for reads.
         core::array::from_fn(|k| unsafe { T::load(p.add(k)) })
+    }
+
+    #[inline(always)]
+    unsafe fn load_early(at: *const [T; N]) -> [T; N] {
+        let p = at as *const T;
+        // SAFETY: as `load`.
+        core::array::from_fn(|k| unsafe { T::load_early(p.add(k)) })
     }
 }

@@ -118,7 +118,9 @@ impl SparseTables {
     #[inline(always)]
     fn seed_of(&self, cell: SparseCell) -> u32 {
         // SAFETY: a seed per block, the solid one included (`SparseTables::new`).
-        // Early, as the neighbour-block table (`Sparse::find`).
+        // Kept where it is written, as the neighbour-block table's
+        // (`Sparse::find`): Esoteric Pull draws the seed with the
+        // neighbours, before the flag; two-lattice where the store needs it.
         let block_seed = unsafe { ReadOnly::load_early(self.seed.add(cell.b as usize)) };
         block_seed.wrapping_add(box_number([cell.x, cell.y, cell.z], self.nx, self.ny))
     }
