@@ -426,7 +426,7 @@ fn operators_match_cpu_bit_for_bit() {
                 lbm::host::validation::duct_config(lattice, precision, streaming, Dims::new(32, 16, 8), 0).unwrap();
             duct.grid = GridLayout::Sparse { block };
             duct.force = [1e-5, 0.0, 0.0];
-            runs.push((duct, format!("{lattice:?} {precision:?} {streaming:?} duct on {} blocks", block.describe())));
+            runs.push((duct, format!("{lattice:?} {precision:?} {streaming:?} duct on {} blocks", block.describe(8))));
         }
         let spec = Channel { width: 30, length: 100, tau: 0.6, u_in: 0.05, scheme: OpenScheme::Regularized };
         runs.push((

@@ -103,12 +103,14 @@ impl BlockShape {
         }
     }
 
-    /// For reports: `4^3`, `8^3`, `32x4x4`.
-    pub const fn describe(self) -> &'static str {
-        match self {
-            BlockShape::Cube4 => "4^3",
-            BlockShape::Cube8 => "8^3",
-            BlockShape::Row32 => "32x4x4",
+    /// For reports, in a box `nz` cells deep: `8^3`, `32x4x4`; `8^2`,
+    /// `32x4` in a one-layer 2D box.
+    pub fn describe(self, nz: u32) -> String {
+        match (self.cube_edge(), self.edges(nz)) {
+            (Some(e), [_, _, 1]) => format!("{e}^2"),
+            (Some(e), _) => format!("{e}^3"),
+            (None, [x, y, 1]) => format!("{x}x{y}"),
+            (None, [x, y, z]) => format!("{x}x{y}x{z}"),
         }
     }
 
@@ -164,7 +166,7 @@ pub fn choose(config: &SolverConfig, shapes: &[BlockShape], partitions: usize) -
             GridLayout::Sparse { block },
             format!(
                 "grid auto: sparse, {} blocks (they store {:.1}% of the box's cells, and run at {:.0}% of the dense speed per cell or better)",
-                block.describe(),
+                block.describe(config.domain.dims.nz),
                 100.0 * share,
                 100.0 * block.efficiency()
             ),
@@ -173,7 +175,7 @@ pub fn choose(config: &SolverConfig, shapes: &[BlockShape], partitions: usize) -
             GridLayout::Dense,
             format!(
                 "grid auto: dense ({} blocks would store {:.1}% of the box's cells, too many for the sparse kernels to be faster)",
-                block.describe(),
+                block.describe(config.domain.dims.nz),
                 100.0 * share
             ),
         ),
@@ -385,7 +387,7 @@ impl SparseLayout {
         if cells > kernels_gpu::layout::MAX_CELLS {
             return Err(Error::Setup(format!(
                 "{count} active blocks of {} cells number more than 2^32 cells: split the domain over several GPUs",
-                block.describe()
+                block.describe(d.nz)
             )));
         }
         let mut open = vec![false; total];
@@ -581,7 +583,7 @@ impl SparseLayout {
 
     /// Cells in each block.
     pub fn block_cells(&self) -> usize {
-        self.cells() / (self.blocks() as usize + 1)
+        self.grid().block_cells() as usize
     }
 
     /// Storage number of the dense cell `n` (64-bit: the box may hold
@@ -687,7 +689,7 @@ impl SparseLayout {
         let dense = config.state_bytes();
         format!(
             "grid: sparse, {} blocks: {} of {} stored ({:.1}%), {} cells stored for {} flow cells; memory {:.2} GiB, {:.1} B per flow cell (tables {:.1} B), dense: {:.1} B per flow cell",
-            self.describe_block(),
+            self.block.describe(self.dims.nz),
             self.blocks(),
             total_blocks,
             100.0 * self.blocks() as f64 / total_blocks as f64,
@@ -698,17 +700,6 @@ impl SparseLayout {
             self.table_bytes() as f64 / flow as f64,
             dense as f64 / flow as f64
         )
-    }
-
-    /// The block shape for reports: `8^3`, `32x4x4`; `8^2`, `32x4` in a
-    /// one-layer 2D box.
-    pub fn describe_block(&self) -> String {
-        match (self.block.cube_edge(), self.edges()) {
-            (Some(e), [_, _, 1]) => format!("{e}^2"),
-            (Some(e), _) => format!("{e}^3"),
-            (None, [x, y, 1]) => format!("{x}x{y}"),
-            (None, [x, y, z]) => format!("{x}x{y}x{z}"),
-        }
     }
 
     /// Bytes of the tables (neighbour blocks, origins, seeds and any bitmask).
@@ -783,6 +774,18 @@ mod tests {
             }
         }
         d
+    }
+
+    /// Reports name a block by its edges, one layer deep in a 2D box; a
+    /// layout's blocks hold the cells its edges say.
+    #[test]
+    fn shapes_are_described_by_their_edges() {
+        let names = BlockShape::ALL.map(|b| [b.describe(16), b.describe(1)]);
+        assert_eq!(names, [["4^3", "4^2"], ["8^3", "8^2"], ["32x4x4", "32x4"]].map(|n| n.map(String::from)));
+        for (dims, block) in [(Dims::new(64, 16, 16), BlockShape::Row32), (Dims::new(24, 20, 1), BlockShape::Cube4)] {
+            let layout = SparseLayout::build(&lumpy(dims), block, 1, BoundaryGroups::Lists).unwrap();
+            assert_eq!(layout.block_cells(), block.edges(dims.nz).iter().product::<u32>() as usize);
+        }
     }
 
     /// The kernel flags worked out per stored cell are the dense ones
