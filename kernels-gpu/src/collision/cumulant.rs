@@ -194,7 +194,8 @@ const fn zero_after_collision<const FORCED: bool>(line: usize) -> [bool; 3] {
 /// 2`), less the rest value 1/3 on the diagonal. Shifted populations keep
 /// every term small, so nothing of size 1/3 is added and taken away again in
 /// single precision. Returns `rho - 1`, `rho`, `u` and the moments at
-/// `[xx, yy, zz, xy, xz, yz]`.
+/// `[xx, yy, zz, xy, xz, yz]`, `rho - 1` and the moments times `scale`, as
+/// the populations are given (so that none is multiplied by `1 / scale`).
 #[inline(always)]
 pub(crate) fn second_order<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     f: &[T; Q],
@@ -209,23 +210,21 @@ pub(crate) fn second_order<L: Lattice<Q>, const Q: usize, T: Real, const FORCED:
         });
     });
     let (rho, u) = density_velocity_of_moments(r[k(0, 0, 0)], MOMENTUM.map(|i| r[i]), force, scale, L::D);
-    let unscale = T::ONE / scale;
-    let half = T::from_f64(0.5);
+    let half_scale = T::from_f64(0.5) * scale;
     let central = |a: usize, b: usize| {
         let mut e = [0; 3];
         e[a] += 1;
         e[b] += 1;
-        let raw = r[k(e[0], e[1], e[2])] * unscale;
-        let k = (-u[a]).mul_add(r[MOMENTUM[b]] * unscale, raw);
+        let k = (-u[a]).mul_add(r[MOMENTUM[b]], r[k(e[0], e[1], e[2])]);
         if FORCED {
-            (half * u[b]).mul_add(force[a], k)
+            (half_scale * u[b]).mul_add(force[a], k)
         } else {
             k
         }
     };
     let zz = if L::D == 3 { [central(2, 2), central(0, 2), central(1, 2)] } else { [T::ZERO; 3] };
     let pi = [central(0, 0), central(1, 1), zz[0], central(0, 1), zz[1], zz[2]];
-    (r[k(0, 0, 0)] * unscale, rho, u, pi)
+    (r[k(0, 0, 0)], rho, u, pi)
 }
 
 /// The shifted populations (times `scale`) of the post-collision central
@@ -235,7 +234,7 @@ pub(crate) fn second_order<L: Lattice<Q>, const Q: usize, T: Real, const FORCED:
 /// z (in 3D) of the inverse of the central transform, `R1 = k1 + u k0`, `R2
 /// = k2 + 2 u k1 + u^2 k0` and `f(-1, 0, 1) = ((R2 - R1) / 2, k0 - R2, (R2 +
 /// R1) / 2)`: 7 operations a line with the halves taken first (9
-/// without), 4 to 6 on the lines along x with zeros.
+/// without), 3 to 6 on the lines along x with zeros.
 #[inline(always)]
 pub(crate) fn populations<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: bool>(
     mut p: [T; 27],
@@ -246,6 +245,12 @@ pub(crate) fn populations<L: Lattice<Q>, const Q: usize, T: Real, const FORCED: 
     unrolled!(axis AXIS < L::D => {
         chimera::pass(&mut p, AXIS, |v, line| {
             let zero = if AXIS == 0 { zero_after_collision::<FORCED>(line) } else { [false; 3] };
+            if zero[0] && zero[2] {
+                // `k1` alone (rest 0 on these lines): `R1 = k1`, `R2 = 2 u k1`.
+                let two_u = u[AXIS] + u[AXIS];
+                let k1 = v[1];
+                return [two_u.mul_add(k1, -k1), (minus_two * two_u) * k1, two_u.mul_add(k1, k1)];
+            }
             let [k0, k1, k2] = [0, 1, 2].map(|i| (!zero[i]).then_some(v[i]));
             let rest = rest_sum(AXIS, line) * halves_ahead(AXIS, line) * 0.5;
             let rest = (rest != 0.0).then(|| T::from_f64(rest) * scale);
@@ -268,88 +273,106 @@ impl<T: Real> Collision<T> for Cumulant<T> {
         scale: T,
     ) -> (T, [T; 3]) {
         let force = if FORCED { force } else { no_force() };
+        // `rho - 1` and the moments come times `scale`, as the populations,
+        // and the post-collision moments go back so: every constant below
+        // that is not a pure number carries its power of `scale` (a power of
+        // two, exact), and no moment is multiplied by `scale` or its inverse.
         let (rho_bar, rho, u, [xx, yy, zz, xy, xz, yz]) = second_order::<L, Q, T, FORCED>(f, force, scale);
         let three_d = L::D == 3;
+        let d = L::D as f64;
         let (w, wb) = (self.shear, self.bulk);
-        let (one, half, third) = (T::ONE, T::from_f64(0.5), T::from_f64(1.0 / 3.0));
+        let (one, half) = (T::ONE, T::from_f64(0.5));
         let inv_rho = one / rho;
+        let per_scale = |n: f64| T::from_f64(n) / scale;
 
-        // Second order: deviators, trace's distance from equilibrium, and
-        // the velocity gradients they imply (Eqs. 58-60 of the paper).
+        // Second order: deviators and the trace's distance from equilibrium.
         let dev_y = xx - yy;
         let dev_z = if three_d { xx - zz } else { T::ZERO };
-        let dim = T::from_f64(L::D as f64);
         // Rest trace D/3 less the equilibrium D rho/3.
-        let trace = xx + yy + zz - dim * third * rho_bar;
-        let d = if three_d {
-            let dxu = -half * inv_rho * (w * (dev_y + dev_z) + wb * trace);
-            let k = T::from_f64(1.5) * w * inv_rho;
-            [dxu, k.mul_add(dev_y, dxu), k.mul_add(dev_z, dxu)]
+        let rest_trace = T::from_f64(d / 3.0);
+        let trace = xx + yy + zz - rest_trace * rho_bar;
+        // The normal stresses' correction -3 rho u_a^2 D_a (Eqs. 61-63),
+        // with the velocity gradients D_a of Eqs. 58-60 taken times -3 rho:
+        // the density they are divided by cancels.
+        let g = if three_d {
+            let gx = T::from_f64(1.5) * (w * (dev_y + dev_z) + wb * trace);
+            let k = T::from_f64(-4.5) * w;
+            [gx, k.mul_add(dev_y, gx), k.mul_add(dev_z, gx)]
         } else {
-            let dxu = T::from_f64(-0.75) * inv_rho * (w * dev_y + wb * trace);
-            [dxu, (T::from_f64(1.5) * w * inv_rho).mul_add(dev_y, dxu), T::ZERO]
+            let gx = T::from_f64(2.25) * (w * dev_y + wb * trace);
+            [gx, (T::from_f64(-4.5) * w).mul_add(dev_y, gx), T::ZERO]
         };
-        // The normal stresses' correction -3 rho u_a^2 D_a (Eqs. 61-63).
-        let c = [0, 1, 2].map(|a| T::from_f64(-3.0) * rho * u[a] * u[a] * d[a]);
+        let c = [0, 1, 2].map(|a| u[a] * u[a] * g[a]);
         let (keep, keep_b) = (one - w, one - wb);
         let (src, src_b) = (one - half * w, one - half * wb);
         let dev_y = keep.mul_add(dev_y, src * (c[0] - c[1]));
         let dev_z = keep.mul_add(dev_z, src * (c[0] - c[2]));
-        let trace = keep_b.mul_add(trace, src_b * (c[0] + c[1] + c[2])) + dim * third * rho_bar;
-        // Post-collision normal moments from trace and deviators.
-        let (xx, yy, zz) = if three_d {
-            (
-                third * (trace + dev_y + dev_z),
-                third * (trace - T::from_f64(2.0) * dev_y + dev_z),
-                third * (trace + dev_y - T::from_f64(2.0) * dev_z),
-            )
-        } else {
-            (half * (trace + dev_y), half * (trace - dev_y), T::ZERO)
-        };
-        let xy = keep * xy;
-        let (xz, yz) = if three_d { (keep * xz, keep * yz) } else { (T::ZERO, T::ZERO) };
-
-        // The moments go back times `scale` and their HALVES, a power of
-        // two, so each is exactly the unscaled value's multiple.
-        let times = |n: f64| T::from_f64(n) * scale;
-        let mut post = [T::ZERO; 27];
-        post[k(0, 0, 0)] = times(1.0) * rho_bar;
-        if FORCED {
-            post[k(1, 0, 0)] = times(0.25) * force[0];
-            post[k(0, 1, 0)] = times(0.25) * force[1];
-        }
-        post[k(2, 0, 0)] = times(0.5) * xx;
-        post[k(0, 2, 0)] = times(0.5) * yy;
-        post[k(1, 1, 0)] = times(0.25) * xy;
-        // Higher orders: a Gaussian's moments of the second-order ones,
-        // less their rest values, written so that the rest parts cancel
-        // exactly (`P_aa = 1/3 + aa`).
-        let ninth = T::from_f64(1.0 / 9.0);
+        let trace = keep_b.mul_add(trace, src_b * (c[0] + c[1] + c[2])) + rest_trace * rho_bar;
+        // Post-collision normal moments, each times D (`n`), from trace and
+        // deviators; the off-diagonal ones (`p`).
         let two = T::from_f64(2.0);
-        let fourth_by = inv_rho * times(0.25);
-        let fourth = |a: T, b: T, ab: T| fourth_by * (third.mul_add(a + b, a * b) + two * ab * ab - ninth * rho_bar);
-        post[k(2, 2, 0)] = fourth(xx, yy, xy);
-        if three_d {
-            if FORCED {
-                post[k(0, 0, 1)] = times(0.25) * force[2];
+        let n = if three_d {
+            [trace + dev_y + dev_z, (-two).mul_add(dev_y, trace + dev_z), (-two).mul_add(dev_z, trace + dev_y)]
+        } else {
+            [trace + dev_y, trace - dev_y, T::ZERO]
+        };
+        let p_xy = keep * xy;
+        let (p_xz, p_yz) = if three_d { (keep * xz, keep * yz) } else { (T::ZERO, T::ZERO) };
+
+        // The moments go back times their HALVES, each a power of two.
+        let normal = T::from_f64(0.5 / d);
+        let mut post = [T::ZERO; 27];
+        post[k(0, 0, 0)] = rho_bar;
+        if FORCED {
+            let quarter = T::from_f64(0.25) * scale;
+            post[k(1, 0, 0)] = quarter * force[0];
+            post[k(0, 1, 0)] = quarter * force[1];
+            if three_d {
+                post[k(0, 0, 1)] = quarter * force[2];
             }
-            post[k(0, 0, 2)] = times(0.5) * zz;
-            post[k(1, 0, 1)] = times(0.25) * xz;
-            post[k(0, 1, 1)] = times(0.25) * yz;
-            post[k(2, 0, 2)] = fourth(xx, zz, xz);
-            post[k(0, 2, 2)] = fourth(yy, zz, yz);
-            let (pxx, pyy, pzz) = (third + xx, third + yy, third + zz);
-            let eighth_by = inv_rho * times(0.125);
-            post[k(2, 1, 1)] = eighth_by * pxx.mul_add(yz, two * xy * xz);
-            post[k(1, 2, 1)] = eighth_by * pyy.mul_add(xz, two * xy * yz);
-            post[k(1, 1, 2)] = eighth_by * pzz.mul_add(xy, two * xz * yz);
-            let sixth = ninth * (xx + yy + zz)
-                + third * (xx * yy + yy * zz + zz * xx)
-                + xx * yy * zz
-                + two * (pxx * yz * yz + pyy * xz * xz + pzz * xy * xy)
-                + T::from_f64(8.0) * xy * xz * yz
-                - T::from_f64(1.0 / 27.0) * rho_bar * (two + rho_bar);
-            post[k(2, 2, 2)] = sixth * inv_rho * eighth_by;
+        }
+        post[k(2, 0, 0)] = normal * n[0];
+        post[k(0, 2, 0)] = normal * n[1];
+        post[k(1, 1, 0)] = T::from_f64(0.25) * p_xy;
+        // Higher orders: a Gaussian's moments of the second-order ones, less
+        // their rest values, written so that the rest parts cancel exactly.
+        // Unscaled, with `a = n_a / D`, `ab` off-diagonal and `P_aa = 1/3 +
+        // a`: `k_aabb = (a/3 + b/3 + a b + 2 ab^2 - rho_bar/9) / rho`,
+        // `k_aabc = (P_aa bc + 2 ab ac) / rho` and `k_222 = (P_xx P_yy P_zz
+        // + 2 (P_xx yz^2 + P_yy xz^2 + P_zz xy^2) + 8 xy xz yz - rho^2 /
+        // 27) / rho^2`, each multiplied out over a common denominator.
+        let squares = [p_yz * p_yz, p_xz * p_xz, p_xy * p_xy];
+        let (c1, c2, c3) = (T::from_f64(d / 3.0) * scale, T::from_f64(2.0 * d * d), T::from_f64(d * d / 9.0) * scale);
+        let rest_fourth = c3 * rho_bar;
+        let fourth_by = inv_rho * per_scale(0.25 / (d * d));
+        let fourth = |na: T, nb: T, square: T| {
+            let pair = c1.mul_add(na + nb, na * nb);
+            fourth_by * (c2.mul_add(square, pair) - rest_fourth)
+        };
+        post[k(2, 2, 0)] = fourth(n[0], n[1], squares[2]);
+        if three_d {
+            post[k(0, 0, 2)] = normal * n[2];
+            post[k(1, 0, 1)] = T::from_f64(0.25) * p_xz;
+            post[k(0, 1, 1)] = T::from_f64(0.25) * p_yz;
+            post[k(2, 0, 2)] = fourth(n[0], n[2], squares[1]);
+            post[k(0, 2, 2)] = fourth(n[1], n[2], squares[0]);
+            // `3 P_aa` times `scale`.
+            let [px, py, pz] = n.map(|n| scale + n);
+            let six = T::from_f64(6.0);
+            let (six_xy, six_xz) = (six * p_xy, six * p_xz);
+            let third_by = inv_rho * per_scale(1.0 / 24.0);
+            post[k(2, 1, 1)] = third_by * px.mul_add(p_yz, six_xy * p_xz);
+            post[k(1, 2, 1)] = third_by * py.mul_add(p_xz, six_xy * p_yz);
+            post[k(1, 1, 2)] = third_by * pz.mul_add(p_xy, six_xz * p_yz);
+            // 27 scale^3 times the unscaled k_222 rho^2 (`trace` is the sum
+            // of the three `n` over 3).
+            let pairs = n[0] * n[1] + n[1] * n[2] + n[2] * n[0];
+            let first = (T::from_f64(3.0) * scale).mul_add(trace, pairs);
+            let sum = scale.mul_add(first, n[0] * n[1] * n[2]);
+            let sum = T::from_f64(18.0).mul_add(px * squares[0] + py * squares[1] + pz * squares[2], sum);
+            let sum = T::from_f64(36.0).mul_add(six_xy * p_xz * p_yz, sum);
+            let rest = scale * rho_bar * (two * scale + rho_bar);
+            post[k(2, 2, 2)] = (inv_rho * inv_rho * (per_scale(1.0 / 216.0) / scale)) * (sum - rest);
         }
         *f = populations::<L, Q, T, FORCED>(post, u, scale);
         (rho, u)
@@ -406,6 +429,8 @@ mod tests {
         let force = [1e-4, -2e-4, if L::D == 3 { 1.5e-4 } else { 0.0 }];
         let f = perturbed::<L, Q>();
         let (rho_bar, rho, u, pi) = second_order::<L, Q, f64, true>(&f.map(|x| x * 1024.0), force, 1024.0);
+        // Density and moments come times the scale, as the populations.
+        let (rho_bar, pi) = (rho_bar / 1024.0, pi.map(|x| x / 1024.0));
         let (r, j) = moments::<L, Q, f64>(&f);
         assert!((rho_bar - r).abs() < 1e-16 && (rho - 1.0 - r).abs() < 1e-16, "{}: density", L::NAME);
         for a in 0..L::D {
@@ -484,7 +509,12 @@ mod tests {
             let mut g = eq;
             op.collide::<L, Q, false>(&mut g, [0.0; 3], 1.0);
             for i in 0..Q {
-                assert!((g[i] - eq[i]).abs() < 1e-16, "{} population {i} left equilibrium", L::NAME);
+                assert!(
+                    (g[i] - eq[i]).abs() < 1e-16,
+                    "{} population {i} left equilibrium by {:e}",
+                    L::NAME,
+                    g[i] - eq[i]
+                );
             }
         }
         // Populations given times a power of two collide to that multiple.
