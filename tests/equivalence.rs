@@ -232,6 +232,27 @@ fn sixteen_bit_blow_up_stays_visible(on: common::On) {
 }
 on_executors!(sixteen_bit_blow_up_stays_visible);
 
+/// A 16-bit population too large for a half is stored as the largest half,
+/// not as an infinity; the fields report its cell as blown up all the same
+/// (a NaN density), so the divergence check stops the run there.
+fn sixteen_bit_saturation_is_reported(on: common::On) {
+    for streaming in [Streaming::EsotericPull, Streaming::TwoLattice] {
+        let c = forced_cavity(LatticeKind::D3Q19, Precision::F16, streaming, 14);
+        let mut s = on.build(c);
+        s.step(3).unwrap();
+        assert_eq!(s.fields().unwrap().first_unhealthy(0.5), None, "{streaming:?}: healthy before");
+        let state = s.save_state().unwrap();
+        // The rest population of the centre cell (16^3 with the walls): read by that cell alone.
+        let at = Precision::F16.bytes() * population_index(16 * 16, 19, 8 + 16 * 8, 8, 0);
+        let mut f = state.populations();
+        f[at..at + 2].copy_from_slice(&0x7bffu16.to_ne_bytes()); // 65504, the largest half
+        let state = lbm::host::solver::SavedState::whole(state.time, f, 16);
+        s.restore_state(&state).unwrap();
+        assert_eq!(s.fields().unwrap().first_unhealthy(0.5), Some([8, 8, 8]), "{streaming:?}");
+    }
+}
+on_executors!(sixteen_bit_saturation_is_reported);
+
 /// Forces by momentum exchange agree between backends (same populations,
 /// same host-side sum).
 #[test]

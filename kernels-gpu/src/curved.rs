@@ -36,7 +36,9 @@ use crate::lattice::{opposite, Lattice};
 use crate::params::StepParams;
 use crate::real::Real;
 use crate::storage::Storage;
-use crate::stream::{collide, load, neighbours, rescaled, store, stored_slot, write_fields, Streaming};
+use crate::stream::{
+    collide, load, neighbours, rescaled, store, stored_slot, unless_saturated, write_fields, Streaming,
+};
 
 /// The link fraction of a link that is not on a curved wall.
 pub const NOT_CURVED: f64 = -1.0;
@@ -169,7 +171,7 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     // Between steps `f*_i(x)` is still in the buffer: no gather needed.
     let fi = interpolate_links(&arrived, links, k, |i| carried_value::<L, Q, S>(scheme, p.step, f, &nb, i));
     let (rho, u) = density_velocity::<L, Q, S::Real>(&rescaled(fi, 1.0 / S::SCALE), p.force);
-    write_fields(out, grid.cells(), n, rho, u);
+    write_fields(out, grid.cells(), n, unless_saturated::<S, Q>(rho, &arrived), u);
 }
 
 /// Step of listed cell `k`: streams as a fluid cell next to walls does,

@@ -46,6 +46,15 @@ pub unsafe trait Storage: Copy + Send + Sync + 'static {
     fn store_scaled(v: Self::Real) -> Self;
     /// Whether [`Self::store_scaled_dithered`] uses its random bits.
     const STOCHASTIC: bool = false;
+    /// Whether a decoded value (in storage units) is where
+    /// [`Self::store_scaled_dithered`] leaves a value too large for the
+    /// format (which then saturates rather than overflowing to infinity):
+    /// no population of a healthy run comes near it, so a cell holding one
+    /// has blown up.
+    #[inline(always)]
+    fn saturated(_v: Self::Real) -> bool {
+        false
+    }
     /// Encodes a value given in storage units, rounding with the random
     /// bits `noise` where the format rounds stochastically (to nearest
     /// otherwise).
@@ -141,18 +150,51 @@ unsafe impl Storage for F16s {
     }
     const STOCHASTIC: bool = true;
     /// Stochastic rounding: the top 13 bits of `noise` are added to the 13
-    /// bits of the f32 that a half drops, which are then cut off. Adding to
-    /// the bit pattern raises the magnitude whatever the sign (sign and
-    /// magnitude are separate fields, and a carry moves into the exponent as
-    /// it should). The result is exact in half precision for normal halves;
-    /// below that (|v| < 2^-14) the conversion rounds to nearest. Only a NaN's
-    /// mantissa can carry into the sign bit (the GPU's NaN, all mantissa bits
-    /// set, would come out as -0), so callers pass zero noise for NaN cells,
-    /// which truncates and keeps a NaN a NaN ([`crate::stream`]).
+    /// bits of the f32 that a half drops, and the sum is converted rounding
+    /// toward zero, which cuts those bits off (one conversion, `cvt.rz`, and
+    /// no mask). Adding to the bit pattern raises the magnitude whatever the
+    /// sign (sign and magnitude are separate fields, and a carry moves into
+    /// the exponent as it should). This is exact stochastic rounding for
+    /// normal halves; below them (|v| < 2^-14) the noise spans only part of
+    /// the bits dropped, so such tiny values lean toward zero. A value beyond
+    /// the largest half (65504) is stored as that value, not as an infinity
+    /// ([`Storage::saturated`]), and an infinity with noise becomes a NaN.
+    /// Only a NaN's mantissa can carry into the sign bit (the GPU's NaN, all
+    /// mantissa bits set, would come out as -0), so callers pass zero noise
+    /// for NaN cells, which keeps a NaN a NaN ([`crate::stream`]).
     #[inline(always)]
     fn store_scaled_dithered(v: f32, noise: u32) -> Self {
-        let bits = v.to_bits().wrapping_add(noise >> 19) & !0x1fff;
-        F16s((f32::from_bits(bits) as f16).to_bits())
+        F16s(half_toward_zero(f32::from_bits(v.to_bits().wrapping_add(noise >> 19))))
+    }
+    #[inline(always)]
+    fn saturated(v: f32) -> bool {
+        v.abs() == f16::MAX as f32
+    }
+}
+
+/// The bits of `v` in half precision, rounded toward zero: the GPU's
+/// `cvt.rz.f16.f32`, and on the host the nearest half stepped back toward
+/// zero where it lies further from zero than `v` (an overflow to infinity
+/// included).
+#[inline(always)]
+fn half_toward_zero(v: f32) -> u16 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let h: u16;
+        // SAFETY: a conversion between registers.
+        unsafe {
+            core::arch::asm!("cvt.rz.f16.f32 {h}, {v};", h = out(reg16) h, v = in(reg32) v, options(pure, nomem, nostack));
+        }
+        h
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let h = v as f16;
+        if (h as f32).abs() > v.abs() {
+            h.to_bits() - 1
+        } else {
+            h.to_bits()
+        }
     }
 }
 
@@ -233,12 +275,56 @@ mod tests {
         }
     }
 
-    /// Infinities survive stochastic rounding, whatever the noise.
+    /// What is not finite stays so: an infinity with noise becomes a NaN.
     #[test]
-    fn f16s_stochastic_rounding_keeps_infinity() {
+    fn f16s_stochastic_rounding_keeps_infinity_non_finite() {
         for noise in [0, 1 << 19, u32::MAX] {
             for inf in [f32::INFINITY, f32::NEG_INFINITY] {
-                assert_eq!(F16s::store_scaled_dithered(inf, noise).load(), inf, "noise {noise:#x}");
+                let got = F16s::store_scaled_dithered(inf, noise).load();
+                assert!(!got.is_finite(), "noise {noise:#x}: {got}");
+                if noise == 0 {
+                    assert_eq!(got, inf);
+                }
+            }
+        }
+    }
+
+    /// A value beyond the largest half is stored as the largest half, of its
+    /// sign, which `saturated` recognises; values below it are not.
+    #[test]
+    fn f16s_stochastic_rounding_saturates() {
+        for v in [65504.0f32, 65519.0, 65520.0, 1e6, 1e30] {
+            for noise in [0, 1 << 19, u32::MAX] {
+                for v in [v, -v] {
+                    let got = F16s::store_scaled_dithered(v, noise).load_scaled();
+                    assert_eq!(got, 65504.0f32.copysign(v), "{v} with noise {noise:#x}");
+                    assert!(F16s::saturated(got));
+                }
+            }
+        }
+        assert!(!F16s::saturated(65472.0) && !F16s::saturated(1.0) && !F16s::saturated(f32::INFINITY));
+        assert!(!f32::saturated(f32::MAX) && !f64::saturated(65504.0));
+    }
+
+    /// The host's rounding toward zero picks the half of largest magnitude
+    /// not above the value's, as the GPU's conversion does: over values
+    /// spread across the whole half range (subnormals, normals, overflow).
+    #[test]
+    fn halves_round_toward_zero() {
+        let mut x = 0x2545_f491u32;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            // Exponents from well below the subnormal halves to above the largest.
+            let v = f32::from_bits((x & 0x807f_ffff) | ((96 + (x >> 23) % 50) << 23));
+            let bits = half_toward_zero(v);
+            let h = f16::from_bits(bits) as f32;
+            assert!(h.abs() <= v.abs() && h.is_sign_negative() == v.is_sign_negative(), "{v:e} -> {h:e}");
+            if h.abs() < 65504.0 {
+                // The next half away from zero.
+                let next = f16::from_bits((bits & 0x7fff) + 1) as f32;
+                assert!(next > v.abs(), "{v:e} -> {h:e}, next {next:e}");
             }
         }
     }

@@ -685,8 +685,9 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
     let flag = flag_of(flags, n);
     let (rho, u) = if is_flow(flag) {
         let nb = neighbours::<L, Q, G>(grid, cell);
-        let fi = rescaled(load::<L, Q, S, true, _>(scheme, p, f, flags, &nb), 1.0 / S::SCALE);
-        density_velocity::<L, Q, S::Real>(&fi, p.force)
+        let loaded = load::<L, Q, S, true, _>(scheme, p, f, flags, &nb);
+        let (rho, u) = density_velocity::<L, Q, S::Real>(&rescaled(loaded, 1.0 / S::SCALE), p.force);
+        (unless_saturated::<S, Q>(rho, &loaded), u)
     } else {
         let u = match moving_wall_id(flag) {
             Some(k) => wall_velocity(p, k),
@@ -695,6 +696,19 @@ pub unsafe fn fields<L: Lattice<Q>, const Q: usize, S: Storage, G: Grid>(
         (S::Real::ONE, u)
     };
     write_fields(out, grid.cells(), n, rho, u);
+}
+
+/// `rho`, or NaN where a population of `loaded` (in storage units) is
+/// saturated ([`Storage::saturated`]): the cell has blown up, and the
+/// divergence check, which looks for a density that is not finite, must see it.
+#[inline(always)]
+#[allow(clippy::eq_op)] // 0 / 0 is the NaN
+pub(crate) fn unless_saturated<S: Storage, const Q: usize>(rho: S::Real, loaded: &[S::Real; Q]) -> S::Real {
+    if loaded.iter().any(|&v| S::saturated(v)) {
+        S::Real::ZERO / S::Real::ZERO
+    } else {
+        rho
+    }
 }
 
 /// Writes density `rho` and velocity `u` of cell `n` into the `rho, ux, uy,
@@ -727,5 +741,22 @@ pub unsafe fn write_layout_probe<G: Grid>(grid: &G, q: usize, out: *mut u64, cel
     let [x, y, z] = grid.position(cell);
     for slot in 0..q {
         *out.add(grid.population(q, cell, slot)) = layout_probe_value(x, y, z, slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::F16s;
+
+    /// A saturated 16-bit population turns the density NaN; other values,
+    /// and other formats, leave it as it is.
+    #[test]
+    fn a_saturated_population_reports_a_blown_up_cell() {
+        let mut loaded = [0.5f32; 19];
+        assert_eq!(unless_saturated::<F16s, 19>(1.02, &loaded), 1.02);
+        loaded[7] = -65504.0;
+        assert!(unless_saturated::<F16s, 19>(1.02, &loaded).is_nan());
+        assert_eq!(unless_saturated::<f32, 19>(1.02, &loaded), 1.02);
     }
 }
