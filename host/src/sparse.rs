@@ -858,7 +858,8 @@ mod tests {
             let (x, y, z) = dims.coords(m as u32);
             assert_eq!(nb.seed_cell(7), m as u32, "seeds are dense numbers");
             // Esoteric Pull draws the seed with its odd neighbours, two-lattice when asked.
-            assert_eq!(grid.odd_neighbours(cell, &L::C).seed_cell(7), m as u32, "seeds drawn up front");
+            let odd = grid.odd_neighbours(cell, &L::C);
+            assert_eq!(odd.seed_cell(7), m as u32, "seeds drawn up front");
             for j in 0..Q {
                 let wrap = |p: u32, c: i32, len: u32| (p as i64 + c as i64).rem_euclid(len as i64) as u32;
                 let [cx, cy, cz] = L::C[j];
@@ -866,13 +867,18 @@ mod tests {
                 match layout.storage_of(there) {
                     Some(s) => {
                         assert_eq!(nb.cell(j), s, "{} {block:?} cell {m} dir {j}", L::NAME);
+                        // Esoteric Pull's neighbours (kept as cell numbers, the even ones found when asked).
+                        assert_eq!(odd.cell(j), s, "{} {block:?} cell {m} dir {j}, odd only", L::NAME);
                         for slot in [0, Q - 1] {
                             assert_eq!(nb.population(j, slot), grid.population(Q, grid.cell_of(s), slot));
+                            assert_eq!(odd.population(j, slot), grid.population(Q, grid.cell_of(s), slot));
                         }
                     }
                     None => {
                         assert_eq!(domain.flags[there], WALL);
                         assert_eq!(nb.cell(j) as usize / layout.block_cells(), layout.blocks() as usize, "solid block");
+                        assert_eq!(odd.cell(j), nb.cell(j), "solid block, odd only");
+                        assert_eq!(odd.population(j, Q - 1), nb.population(j, Q - 1), "solid block, odd only");
                     }
                 }
             }

@@ -118,6 +118,9 @@ pub trait Grid: Copy {
     type Cell: Copy;
     /// The neighbours `x + c_j` of a cell, gathered once per update.
     type Neighbours<const Q: usize>: Neighbourhood<Q>;
+    /// The neighbours [`Grid::odd_neighbours`] gives: [`Grid::Neighbours`]
+    /// where every neighbour costs arithmetic alone.
+    type OddNeighbours<const Q: usize>: Neighbourhood<Q>;
 
     /// Number of cells stored: the length of per-cell arrays (flags, each
     /// field plane); a population buffer holds `q` times as many values.
@@ -137,12 +140,8 @@ pub trait Grid: Copy {
     /// [`Grid::neighbours`] for an Esoteric Pull step, which reads
     /// populations of the cell and of its neighbours `j` odd only (and near
     /// walls the flags of the others): a grid whose neighbours cost loads may
-    /// find the even ones only when asked for them. By default the same as
-    /// `neighbours`.
-    #[inline(always)]
-    fn odd_neighbours<const Q: usize>(&self, cell: Self::Cell, c: &[[i32; 3]; Q]) -> Self::Neighbours<Q> {
-        self.neighbours(cell, c)
-    }
+    /// find the even ones only when asked for them.
+    fn odd_neighbours<const Q: usize>(&self, cell: Self::Cell, c: &[[i32; 3]; Q]) -> Self::OddNeighbours<Q>;
 
     /// Number of launch units (layers, blocks).
     fn units(&self) -> u32;
@@ -242,6 +241,7 @@ impl Grid for Dims {
     const MAX_OFFSET: u32 = 1;
     type Cell = Cell;
     type Neighbours<const Q: usize> = Neighbours<Q>;
+    type OddNeighbours<const Q: usize> = Neighbours<Q>;
 
     #[inline(always)]
     fn cells(&self) -> usize {
@@ -271,6 +271,12 @@ impl Grid for Dims {
     #[inline(always)]
     fn neighbours<const Q: usize>(&self, cell: Cell, c: &[[i32; 3]; Q]) -> Neighbours<Q> {
         cell.neighbours(*self, c)
+    }
+
+    /// All of them: each is arithmetic.
+    #[inline(always)]
+    fn odd_neighbours<const Q: usize>(&self, cell: Cell, c: &[[i32; 3]; Q]) -> Neighbours<Q> {
+        self.neighbours(cell, c)
     }
 
     #[inline(always)]

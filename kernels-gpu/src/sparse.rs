@@ -316,11 +316,63 @@ impl<const Q: usize, S: Shifts> Neighbourhood<Q> for SparseNeighbours<Q, S> {
     }
 }
 
+/// Esoteric Pull's neighbours of a cell of a [`Sparse`] grid
+/// ([`Grid::odd_neighbours`]): the cell and its odd neighbours found up
+/// front, the others when asked for. A type of its own, so that
+/// two-lattice's [`SparseNeighbours`] compile as before (with one type and
+/// a const flag, its 16-bit D3Q27 BGK kernels took 78 registers, not 72,
+/// and ran 5-7% slower, `docs/bench/h200-2026-11-30-sparse-ep-numbers.txt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SparseOddNeighbours<const Q: usize, S: Shifts> {
+    /// Each odd neighbour's cell number `(block << shift) | local`: one
+    /// register a neighbour kept through the collision for the stores
+    /// instead of two (16-bit D3Q19 BGK then takes 64 registers on 32x4
+    /// rows, not 72, the D3Q27 operators 80 or 88, not 96).
+    number: [u32; Q],
+    seed: u32,
+    cell: SparseCell,
+    row: *const u32,
+    c: [[i32; 3]; Q],
+    grid: Sparse<S>,
+}
+
+impl<const Q: usize, S: Shifts> Neighbourhood<Q> for SparseOddNeighbours<Q, S> {
+    const FOUND_WHEN_ASKED: bool = true;
+
+    #[inline(always)]
+    fn cell(&self, j: usize) -> u32 {
+        if is_even_neighbour(j) {
+            // SAFETY: `row` is the cell's block's row.
+            let (block, local) = unsafe { self.grid.find(self.row, self.cell, self.c[j]) };
+            (block << self.grid.block_shift()) | local
+        } else {
+            self.number[j]
+        }
+    }
+
+    /// `m Q V + slot V + l` from the number `n = m V + l`, as
+    /// `(n - l)(Q - 1) + n + slot V`: with the slot a constant (a path per
+    /// parity, `stream_collide_esoteric`) a neighbour's load and store are
+    /// one address and two immediate offsets.
+    #[inline(always)]
+    fn population(&self, j: usize, slot: usize) -> usize {
+        let shift = self.grid.block_shift();
+        let n = self.cell(j);
+        ((n >> shift << shift) as usize * (Q - 1)) + (n as usize + (slot << shift))
+    }
+
+    #[inline(always)]
+    fn seed_cell(&self, _unit_offset: u32) -> u32 {
+        self.seed
+    }
+}
+
 impl<S: Shifts> Grid for Sparse<S> {
     /// Blocks are at least 4 cells along x and y; a 2D grid has no z offsets.
     const MAX_OFFSET: u32 = 4;
     type Cell = SparseCell;
     type Neighbours<const Q: usize> = SparseNeighbours<Q, S>;
+    type OddNeighbours<const Q: usize> = SparseOddNeighbours<Q, S>;
 
     #[inline(always)]
     fn cells(&self) -> usize {
@@ -375,8 +427,19 @@ impl<S: Shifts> Grid for Sparse<S> {
     /// ask, for their flags, so their table entries are loaded on that path
     /// alone.
     #[inline(always)]
-    fn odd_neighbours<const Q: usize>(&self, cell: SparseCell, c: &[[i32; 3]; Q]) -> Self::Neighbours<Q> {
-        self.found_neighbours(cell, c, true)
+    fn odd_neighbours<const Q: usize>(&self, cell: SparseCell, c: &[[i32; 3]; Q]) -> Self::OddNeighbours<Q> {
+        // SAFETY: every stored block has its row of entries (`SparseTables::new`).
+        let row = unsafe { self.tables.neighbour.add(cell.b as usize * NEIGHBOUR_ENTRIES) };
+        let seed = self.tables.seed_of(cell);
+        let mut nb = SparseOddNeighbours { number: [0; Q], seed, cell, row, c: *c, grid: *self };
+        for j in 0..Q {
+            if !is_even_neighbour(j) {
+                // SAFETY: as above.
+                let (block, local) = unsafe { self.find(row, cell, c[j]) };
+                nb.number[j] = (block << self.block_shift()) | local;
+            }
+        }
+        nb
     }
 
     #[inline(always)]

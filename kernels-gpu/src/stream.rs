@@ -376,7 +376,21 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage,
     if !is_fluid(flag) {
         return;
     }
-    update_fluid::<L, Q, S, C>(Streaming::EsotericPull, p, f, f, flags, flag, &nb);
+    // In 16-bit storage a grid whose neighbours are found when asked (the
+    // sparse grid) gets a path per parity: in each the compiler knows
+    // `p.step & 1`, so the slots are constants and a neighbour's load and
+    // store take immediate offsets from one address. On 16-bit sparse grids
+    // +2% (D3Q19 BGK) to +12% (D3Q27 MRT and cumulant) on an H200; f32
+    // sparse kernels lose 3-7% with it, and the dense box's kernels gain
+    // 0-2% and lose up to 9% (D3Q27 16-bit cumulant), so they keep one path
+    // (`docs/bench/h200-2026-11-30-sparse-parity-paths.txt`,
+    // `docs/bench/h200-2026-11-30-sparse-ep-numbers.txt`).
+    #[allow(clippy::if_same_then_else)] // the same call, compiled once per parity
+    if S::BYTES == 2 && <G::OddNeighbours<Q> as Neighbourhood<Q>>::FOUND_WHEN_ASKED && p.step & 1 != 0 {
+        update_fluid::<L, Q, S, C>(Streaming::EsotericPull, p, f, f, flags, flag, &nb);
+    } else {
+        update_fluid::<L, Q, S, C>(Streaming::EsotericPull, p, f, f, flags, flag, &nb);
+    }
 }
 
 /// Two-lattice pull step of fluid cell `n`: reads `src`, writes `dst`.

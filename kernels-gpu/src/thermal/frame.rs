@@ -149,6 +149,7 @@ impl Grid for Frame {
     const MAX_OFFSET: u32 = HALO;
     type Cell = FrameCell;
     type Neighbours<const Q: usize> = FrameNeighbours<Q>;
+    type OddNeighbours<const Q: usize> = FrameNeighbours<Q>;
 
     #[inline(always)]
     fn cells(&self) -> usize {
@@ -182,6 +183,12 @@ impl Grid for Frame {
             offset[j] = c[j][0] * self.stride as i32 + c[j][1];
         }
         FrameNeighbours { n: self.index_of(cell), plane: self.plane(), offset }
+    }
+
+    /// All of them: each is arithmetic.
+    #[inline(always)]
+    fn odd_neighbours<const Q: usize>(&self, cell: FrameCell, c: &[[i32; 3]; Q]) -> FrameNeighbours<Q> {
+        self.neighbours(cell, c)
     }
 
     /// Interior columns.
