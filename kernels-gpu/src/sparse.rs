@@ -249,9 +249,14 @@ pub struct SparseNeighbours<const Q: usize, S: Shifts> {
     /// Number of the cell itself in the dense box the grid covers, drawn up
     /// front with the odd neighbours only (see `seed_cell`).
     seed: u32,
-    /// Whether only the cell and its odd neighbours were found up front
-    /// ([`Grid::odd_neighbours`]); the others are then found when asked
-    /// for, from the cell, its block's table row and the velocities.
+    /// Whether only the cell and its odd neighbours were found up front;
+    /// the others are then found when asked for, from the cell, its
+    /// block's table row and the velocities. Always false since Esoteric
+    /// Pull has [`SparseOddNeighbours`], yet kept with `seed`, `row` and `c`:
+    /// without them ptxas 13.0 allocates the two-lattice kernels worse
+    /// (16-bit D3Q27 BGK 72 -> 78 registers, f32 D3Q19 56 -> 60, the
+    /// boundary-group kernels up to 28 more), as a const flag did, which
+    /// measured 5-7% slower (`docs/bench/h200-2026-11-30-sparse-ep-numbers.txt`).
     odd_only: bool,
     cell: SparseCell,
     row: *const u32,
