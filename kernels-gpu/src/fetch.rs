@@ -46,3 +46,23 @@ macro_rules! fetch {
     };
 }
 pub(crate) use fetch;
+
+/// `at`, as a value the compiler cannot see into: what is added to it
+/// afterwards is added last, where a load takes a constant as an immediate
+/// offset instead of an instruction. A `mov` on the GPU, which ptxas removes.
+#[inline(always)]
+pub(crate) fn address_barrier<T>(at: *const T) -> *const T {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: *const T;
+        // SAFETY: a register move; nothing is read or written.
+        unsafe {
+            core::arch::asm!("mov.b64 {o}, {i};", o = out(reg64) out, i = in(reg64) at, options(pure, nomem, nostack, preserves_flags));
+        }
+        out
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        at
+    }
+}

@@ -193,6 +193,21 @@ pub trait Neighbourhood<const Q: usize> {
     fn cell(&self, j: usize) -> u32;
     /// Index of storage slot `slot` of neighbour `j` in a population buffer.
     fn population(&self, j: usize, slot: usize) -> usize;
+    /// Whether a step's loads take their addresses from
+    /// [`Neighbourhood::population_at`], not `f + population(j, slot)`
+    /// (every grid but one keeps its kernels as they compiled before).
+    const FORMS_ADDRESSES: bool = false;
+    /// Address of storage slot `slot` of neighbour `j` in the population
+    /// buffer `f`, where a step loads it: `f + population(j, slot)`, which a
+    /// grid may form in an order of its own ([`Neighbourhood::FORMS_ADDRESSES`]).
+    ///
+    /// # Safety
+    /// `f` must hold a population buffer of the grid `self` was found in.
+    #[inline(always)]
+    unsafe fn population_at<T>(&self, f: *const T, j: usize, slot: usize) -> *const T {
+        // SAFETY: the caller's buffer holds every population of the grid.
+        unsafe { f.add(self.population(j, slot)) }
+    }
     /// Number of the cell itself in the whole, unsplit domain (wrapping),
     /// given the whole domain's number of local unit 0: seeds stochastic
     /// rounding, so a partition's cells round as the whole domain's do.

@@ -319,7 +319,7 @@ pub const INSTANCES: [(&str, usize, usize); 9] = {
 /// Register cap (`.maxnreg`) for a stream-collide kernel with `q` populations
 /// of `bytes` bytes, or `None` to let ptxas choose. Capping raises occupancy,
 /// and these kernels are latency-bound; each cap is the smallest without
-/// spills (checked by the ptxas test, bar [`cap_spill_bytes`]) at which measured MLUPS peaked, with
+/// spills (checked by the ptxas test) at which measured MLUPS peaked, with
 /// 128 threads per block ([`block_size`]; f64 kernels run best uncapped).
 /// ptxas's allocation at a cap is brittle: D3Q19 f32 Esoteric Pull fitted 64
 /// until a change in the near-solid path's flag tests left it spilling
@@ -344,10 +344,12 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
     // too). D3Q27 16-bit BGK takes 127 uncapped and
     // fits 96: on an H200 +6.8% in the bed on 4^3 blocks; since Esoteric
     // Pull keeps neighbour numbers and a path per parity it spills at 96
-    // and fits 88 (as few warps). At 80 it spills 8 bytes
-    // ([`cap_spill_bytes`]) and runs faster all the same: on an H200 +6.0%
-    // on rows and +5.5% on 8^3 blocks in the periodic box, +2.7% / +4.5% in
-    // the packed bed (`docs/bench/h200-2026-11-30-sparse-ep-cap-80.txt`).
+    // and fits 88 (as few warps). At 80 it spilled 8 bytes and ran faster
+    // all the same: on an H200 +6.0% on rows and +5.5% on 8^3 blocks in the
+    // periodic box, +2.7% / +4.5% in the packed bed
+    // (`docs/bench/h200-2026-11-30-sparse-ep-cap-80.txt`); since loads take
+    // their addresses from the grid (`stream::addresses_from_grid`) it fits
+    // 80 without a spill.
     // D3Q19 f32 BGK fitted
     // 64 on 8^3 blocks (+2.4% periodic, +3.9% bed on an H200,
     // `docs/bench/h200-2026-11-29-sparse-caps.txt`, which also has the caps
@@ -442,21 +444,6 @@ pub const fn blocks_per_row(nx: u32) -> bool {
 /// fields, the layout check).
 pub const DEFAULT_BLOCK_SIZE: u32 = 64;
 
-/// Bytes of local memory ptxas may use at [`register_cap`]'s cap: zero but
-/// where a cap that spills measured faster than the smallest without (16-bit
-/// D3Q27 BGK Esoteric Pull on sparse grids, 8 bytes at 80 registers
-/// against none at 88). The ptxas test holds every stream-collide kernel to
-/// it, so a spill that grows is caught.
-pub const fn cap_spill_bytes(kind: KernelKind, grid: GridKind, q: usize, bytes: usize) -> u32 {
-    use CollisionKind::Bgk;
-    use Streaming::EsotericPull as Ep;
-    match (kind, grid, q, bytes) {
-        (_, GridKind::Dense, _, _) => 0,
-        (KernelKind::StreamCollide(Ep, Bgk), _, 27, 2) => 8,
-        _ => 0,
-    }
-}
-
 /// The kernel, grid, population count and bytes per population of an entry
 /// point given by name (as `build.rs` sees it in the PTX), by the naming
 /// scheme of [`KernelKind::prefix`]; `None` for a name outside the table.
@@ -534,18 +521,15 @@ mod tests {
     }
 
     #[test]
-    fn only_the_measured_cap_may_spill() {
-        let spill = |name| {
-            let (kind, grid, q, bytes) = entry_instance(name).unwrap();
-            cap_spill_bytes(kind, grid, q, bytes)
-        };
-        assert_eq!(spill("stream_collide_ep_bgk_sparse32x4_d3q27_f16"), 8);
-        assert_eq!(spill("stream_collide_ep_bgk_sparse4_d3q27_f16"), 8);
-        assert_eq!(spill("stream_collide_ep_bgk_d3q27_f16"), 0);
-        assert_eq!(spill("stream_collide_ab_bgk_sparse8_d3q27_f16"), 0);
-        assert_eq!(spill("stream_collide_ep_bgk_sparse8_d3q27_f32"), 0);
-        assert_eq!(spill("stream_collide_ep_mrt_sparse8_d3q27_f16"), 0);
-        assert_eq!(spill("stream_collide_ep_bgk_sparse8_d3q19_f16"), 0);
+    fn entry_names_parse_into_their_instance() {
+        assert_eq!(
+            entry_instance("stream_collide_ep_bgk_sparse32x4_d3q27_f16"),
+            Some((KernelKind::StreamCollide(Streaming::EsotericPull, CollisionKind::Bgk), GridKind::Sparse32x4, 27, 2))
+        );
+        assert_eq!(
+            entry_instance("stream_collide_ab_mrt_d3q19_f32"),
+            Some((KernelKind::StreamCollide(Streaming::TwoLattice, CollisionKind::Mrt), GridKind::Dense, 19, 4))
+        );
         assert_eq!(entry_instance(LAYOUT_PROBE_KERNEL), None);
     }
 }

@@ -180,26 +180,63 @@ fn wall_velocity<T: Real>(p: &StepParams<T, impl Copy>, k: usize) -> [T; 3] {
     u
 }
 
-/// Where population `i` arriving at the cell with neighbours `nb` at a step
-/// of parity `p.step & 1` is stored, if the cell it streams from is solid
-/// (`solid`: halfway bounce-back) or not.
+/// How a load names the population it reads ([`source`]): an index into
+/// the buffer ([`Index`]) or the address the grid forms ([`Address`]).
+trait Place<const Q: usize> {
+    /// What names it.
+    type Out;
+    /// Storage slot `slot` of neighbour `j` (0: the cell itself).
+    fn at(&self, j: usize, slot: usize) -> Self::Out;
+}
+
+/// [`Neighbourhood::population`]: an index into the buffer.
+struct Index<'a, N>(&'a N);
+
+impl<const Q: usize, N: Neighbourhood<Q>> Place<Q> for Index<'_, N> {
+    type Out = usize;
+
+    #[inline(always)]
+    fn at(&self, j: usize, slot: usize) -> usize {
+        self.0.population(j, slot)
+    }
+}
+
+/// [`Neighbourhood::population_at`] in the population buffer `.1`, which
+/// must be one of the grid the neighbours were found in.
+struct Address<'a, N, T>(&'a N, *const T);
+
+impl<const Q: usize, N: Neighbourhood<Q>, T> Place<Q> for Address<'_, N, T> {
+    type Out = *const T;
+
+    #[inline(always)]
+    fn at(&self, j: usize, slot: usize) -> *const T {
+        // SAFETY: `.1` is a population buffer of the grid (the type's contract).
+        unsafe { self.0.population_at(self.1, j, slot) }
+    }
+}
+
+/// Where population `i` arriving at a cell at a step of parity `p.step & 1`
+/// is stored, if the cell it streams from is solid (`solid`: halfway
+/// bounce-back) or not: `place` of the neighbour `j` it is in and its
+/// storage slot there. Each branch names `j` as a constant, so that a grid
+/// never indexes its neighbours at run time.
 #[inline(always)]
-fn source_slot<L: Lattice<Q>, const Q: usize, T: Real>(
+fn source<L: Lattice<Q>, const Q: usize, T: Real, P: Place<Q>>(
     scheme: Streaming,
     p: &StepParams<T, impl Copy>,
-    nb: &impl Neighbourhood<Q>,
     i: usize,
     solid: bool,
-) -> usize {
+    place: &P,
+) -> P::Out {
     if i == 0 {
-        return slot_of::<L, Q>(nb, 0, 0);
+        return place.at(0, L::SLOT[0]);
     }
     match scheme {
         Streaming::TwoLattice => {
             if solid {
-                slot_of::<L, Q>(nb, 0, opposite(i))
+                place.at(0, L::SLOT[opposite(i)])
             } else {
-                slot_of::<L, Q>(nb, opposite(i), i)
+                place.at(opposite(i), L::SLOT[i])
             }
         }
         Streaming::EsotericPull => {
@@ -210,21 +247,47 @@ fn source_slot<L: Lattice<Q>, const Q: usize, T: Real>(
             let flipped = odd != solid;
             let (sa, sb) = (L::SLOT[a], L::SLOT[b]);
             if i == a {
-                nb.population(0, if flipped { sb } else { sa })
+                place.at(0, if flipped { sb } else { sa })
             } else {
-                nb.population(a, if flipped { sa } else { sb })
+                place.at(a, if flipped { sa } else { sb })
             }
         }
     }
 }
 
 /// Where population `i` arriving at the cell with neighbours `nb` at a step
-/// of parity `p.step & 1` is stored, and the wall term to add to the stored
-/// value (`-0`, which adds nothing, unless bounced off a moving wall). With `CHECK_WALLS = false`
-/// the cell is known to have no solid neighbour and no flag is read.
+/// of parity `p.step & 1` is stored, named by `place` ([`source`]), and the
+/// wall term to add to the stored value (`-0`, which adds nothing, unless
+/// bounced off a moving wall). With `CHECK_WALLS = false` the cell is known
+/// to have no solid neighbour and no flag is read.
 ///
 /// # Safety
 /// `flags` must hold a byte per cell of the grid and `nb` be the neighbours of a cell.
+#[inline(always)]
+unsafe fn incoming<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_WALLS: bool, P: Place<Q>>(
+    scheme: Streaming,
+    p: &StepParams<T, impl Copy>,
+    flags: *const u8,
+    nb: &impl Neighbourhood<Q>,
+    i: usize,
+    place: &P,
+) -> (P::Out, T) {
+    let (solid, term) = if CHECK_WALLS && i != 0 {
+        let source_flag = flag_of(flags, nb.cell(opposite(i)));
+        let solid = is_solid(source_flag);
+        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { nothing() })
+    } else {
+        (false, nothing())
+    };
+    (source::<L, Q, T, P>(scheme, p, i, solid, place), term)
+}
+
+/// Index in the population buffer where population `i` arriving at the
+/// cell with neighbours `nb` at a step of parity `p.step & 1` is stored,
+/// and the wall term to add to the stored value ([`incoming`]).
+///
+/// # Safety
+/// As [`incoming`].
 #[inline(always)]
 pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_WALLS: bool>(
     scheme: Streaming,
@@ -233,14 +296,7 @@ pub unsafe fn incoming_slot<L: Lattice<Q>, const Q: usize, T: Real, const CHECK_
     nb: &impl Neighbourhood<Q>,
     i: usize,
 ) -> (usize, T) {
-    let (solid, term) = if CHECK_WALLS && i != 0 {
-        let source_flag = flag_of(flags, nb.cell(opposite(i)));
-        let solid = is_solid(source_flag);
-        (solid, if solid { wall_momentum::<L, Q, T>(p, source_flag, i) } else { nothing() })
-    } else {
-        (false, nothing())
-    };
-    (source_slot::<L, Q, T>(scheme, p, nb, i, solid), term)
+    incoming::<L, Q, T, CHECK_WALLS, _>(scheme, p, flags, nb, i, &Index(nb))
 }
 
 /// Whether warps of cells stored as `S` take the near-wall path together
@@ -268,7 +324,7 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
     nb: &N,
 ) -> [S::Real; Q] {
     if CHECK_WALLS && warp_uniform_walls::<S>() {
-        return load_near_walls::<L, Q, S>(scheme, p, f, flags, nb);
+        return load_near_walls::<L, Q, S, N>(scheme, p, f, flags, nb);
     }
     let mut fi = [S::Real::ZERO; Q];
     // Only Esoteric Pull asks for neighbours found late (two-lattice finds
@@ -277,11 +333,11 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
     // neighbourhood, changes the code of every sparse kernel.)
     if CHECK_WALLS && N::FOUND_WHEN_ASKED && matches!(scheme, Streaming::EsotericPull) {
         unrolled!(I < Q => {
-            fi[I] = load_one::<L, Q, S, CHECK_WALLS>(scheme, p, f, flags, nb, I);
+            fi[I] = load_one::<L, Q, S, CHECK_WALLS, N>(scheme, p, f, flags, nb, I);
         });
     } else {
         for i in 0..Q {
-            fi[i] = load_one::<L, Q, S, CHECK_WALLS>(scheme, p, f, flags, nb, i);
+            fi[i] = load_one::<L, Q, S, CHECK_WALLS, N>(scheme, p, f, flags, nb, i);
         }
     }
     fi
@@ -292,16 +348,21 @@ pub unsafe fn load<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
 /// # Safety
 /// As [`load`].
 #[inline(always)]
-unsafe fn load_one<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS: bool>(
+unsafe fn load_one<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS: bool, N: Neighbourhood<Q>>(
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     f: *const S,
     flags: *const u8,
-    nb: &impl Neighbourhood<Q>,
+    nb: &N,
     i: usize,
 ) -> S::Real {
-    let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, nb, i);
-    S::fetch(f.add(slot)).load_scaled() + term * S::Real::from_f64(S::SCALE)
+    let (at, term) = if addresses_from_grid::<Q, S, N>() {
+        incoming::<L, Q, S::Real, CHECK_WALLS, _>(scheme, p, flags, nb, i, &Address(nb, f))
+    } else {
+        let (slot, term) = incoming_slot::<L, Q, S::Real, CHECK_WALLS>(scheme, p, flags, nb, i);
+        (f.add(slot), term)
+    };
+    S::fetch(at).load_scaled() + term * S::Real::from_f64(S::SCALE)
 }
 
 /// [`load`] near walls in two passes: the populations, then the moving-wall
@@ -314,12 +375,12 @@ unsafe fn load_one<L: Lattice<Q>, const Q: usize, S: Storage, const CHECK_WALLS:
 /// # Safety
 /// As [`load`].
 #[inline(always)]
-unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
+unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage, N: Neighbourhood<Q>>(
     scheme: Streaming,
     p: &StepParams<S::Real, impl Copy>,
     f: *const S,
     flags: *const u8,
-    nb: &impl Neighbourhood<Q>,
+    nb: &N,
 ) -> [S::Real; Q] {
     let mut source_flags = [0u8; Q];
     let mut moving = false;
@@ -330,7 +391,12 @@ unsafe fn load_near_walls<L: Lattice<Q>, const Q: usize, S: Storage>(
     let mut fi = [S::Real::ZERO; Q];
     for i in 0..Q {
         let solid = i != 0 && is_solid(source_flags[i]);
-        fi[i] = S::fetch(f.add(source_slot::<L, Q, S::Real>(scheme, p, nb, i, solid))).load_scaled();
+        let at = if addresses_from_grid::<Q, S, N>() {
+            source::<L, Q, S::Real, _>(scheme, p, i, solid, &Address(nb, f))
+        } else {
+            f.add(source::<L, Q, S::Real, _>(scheme, p, i, solid, &Index(nb)))
+        };
+        fi[i] = S::fetch(at).load_scaled();
     }
     if moving {
         let scale = S::Real::from_f64(S::SCALE);
@@ -351,6 +417,27 @@ fn near_walls<S: Storage>(flag: u8) -> bool {
     } else {
         near
     }
+}
+
+/// Whether an Esoteric Pull step of cells stored as `S` with neighbours
+/// `N` takes a path per step parity ([`stream_collide_esoteric`]), in which
+/// every slot is a constant.
+#[inline(always)]
+const fn parity_paths<const Q: usize, S: Storage, N: Neighbourhood<Q>>() -> bool {
+    S::BYTES == 2 && N::FOUND_WHEN_ASKED
+}
+
+/// Whether loads take their addresses from [`Neighbourhood::population_at`]:
+/// where the grid forms them itself and the slots are constants, which
+/// then become the loads' immediate offsets. On 16-bit rows +1.3% (D3Q19
+/// BGK) and +1.0% (D3Q27) in the periodic box on an H200
+/// (`docs/bench/h200-2026-11-30-sparse-rows-load-addresses-as-built.txt`),
+/// +4.2% and +1.4% in the packed bed; f32, with one path for both
+/// parities, lost up to 3.2% with it
+/// (`docs/bench/h200-2026-11-30-sparse-load-addresses.txt`).
+#[inline(always)]
+const fn addresses_from_grid<const Q: usize, S: Storage, N: Neighbourhood<Q>>() -> bool {
+    N::FORMS_ADDRESSES && parity_paths::<Q, S, N>()
 }
 
 /// Esoteric Pull step of fluid cell `n`, in place.
@@ -386,7 +473,7 @@ pub unsafe fn stream_collide_esoteric<L: Lattice<Q>, const Q: usize, S: Storage,
     // (`docs/bench/h200-2026-11-30-sparse-parity-paths.txt`,
     // `docs/bench/h200-2026-11-30-sparse-ep-numbers.txt`).
     #[allow(clippy::if_same_then_else)] // the same call, compiled once per parity
-    if S::BYTES == 2 && <G::OddNeighbours<Q> as Neighbourhood<Q>>::FOUND_WHEN_ASKED && p.step & 1 != 0 {
+    if parity_paths::<Q, S, G::OddNeighbours<Q>>() && p.step & 1 != 0 {
         update_fluid::<L, Q, S, C>(Streaming::EsotericPull, p, f, f, flags, flag, &nb);
     } else {
         update_fluid::<L, Q, S, C>(Streaming::EsotericPull, p, f, f, flags, flag, &nb);
