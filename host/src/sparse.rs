@@ -847,6 +847,9 @@ mod tests {
         G::Cell: Copy,
     {
         assert!(layout.blocks() < layout.block_dims.iter().product::<u32>(), "the lump leaves blocks out");
+        // A population buffer, for the addresses Esoteric Pull's neighbours form.
+        let buffer = vec![0u16; Q * grid.cells()];
+        let f = buffer.as_ptr();
         for n in 0..layout.cells() as u32 {
             let Some(m) = layout.dense_of(n) else { continue };
             assert_eq!(layout.storage_of(m), Some(n));
@@ -872,6 +875,9 @@ mod tests {
                         for slot in [0, Q - 1] {
                             assert_eq!(nb.population(j, slot), grid.population(Q, grid.cell_of(s), slot));
                             assert_eq!(odd.population(j, slot), grid.population(Q, grid.cell_of(s), slot));
+                            // SAFETY: `f` holds every population of the grid.
+                            let at = unsafe { odd.population_at(f, j, slot).offset_from(f) };
+                            assert_eq!(at as usize, odd.population(j, slot), "address of {j} slot {slot}");
                         }
                     }
                     None => {

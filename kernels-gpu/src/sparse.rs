@@ -367,19 +367,13 @@ impl<const Q: usize, S: Shifts> Neighbourhood<Q> for SparseOddNeighbours<Q, S> {
         ((n >> shift << shift) as usize * (Q - 1)) + (n as usize + (slot << shift))
     }
 
-    /// `f + (n - l) Q + l + slot V` formed as the cell's address, `f +
-    /// (n - l)(Q - 1) + n`, then the slot: the compiler otherwise adds the
-    /// slot before the block and cannot fold it into the load, which then
-    /// costs two more instructions per odd neighbour.
+    /// The address of slot 0, then the slot: the compiler otherwise adds
+    /// the slot before the block and cannot fold it into the load, which
+    /// then costs two more instructions per odd neighbour.
     #[inline(always)]
     unsafe fn population_at<T>(&self, f: *const T, j: usize, slot: usize) -> *const T {
-        let shift = self.grid.block_shift();
-        let n = self.cell(j);
         // SAFETY: within the caller's buffer, which holds every population of the grid.
-        unsafe {
-            let cell = f.add((n >> shift << shift) as usize * (Q - 1)).add(n as usize);
-            crate::fetch::address_barrier(cell).add(slot << shift)
-        }
+        unsafe { crate::fetch::address_barrier(f.add(self.population(j, 0))).add(slot << self.grid.block_shift()) }
     }
 
     #[inline(always)]
