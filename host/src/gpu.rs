@@ -417,6 +417,7 @@ struct DeviceOpenCells<T> {
     _groups: CudaSlice<u8>,
     _group_of: CudaSlice<u16>,
     _slot: Option<CudaSlice<u32>>,
+    _order: Option<CudaSlice<u16>>,
     cells: OpenCells<T>,
 }
 
@@ -439,13 +440,21 @@ impl<T: Real> DeviceOpenCells<T> {
             .then(|| s.clone_htod(&tables.slot))
             .transpose()
             .ctx("uploading the boundary blocks' slots")?;
+        let order = (!tables.order.is_empty())
+            .then(|| s.clone_htod(&tables.order))
+            .transpose()
+            .ctx("uploading the boundary blocks' order")?;
         let at = |p: u64| p as usize;
         let (g, o) = (at(groups.device_ptr(s).0), at(group_of.device_ptr(s).0));
         let sl = slot.as_ref().map_or(0, |x| at(x.device_ptr(s).0));
+        let w = order.as_ref().map_or(0, |x| at(x.device_ptr(s).0));
         // SAFETY: copies of `tables`, which satisfy `OpenCells::new`
         // (`OpenTables::build`), living as long as these cells do.
-        let cells = unsafe { OpenCells::new(g as *const OpenBoundary<T>, o as *const u16, sl as *const u32) };
-        Ok(Self { _groups: groups, _group_of: group_of, _slot: slot, cells })
+        let cells = unsafe {
+            let (groups, order) = (g as *const OpenBoundary<T>, w as *const u16);
+            OpenCells::new(groups, o as *const u16, sl as *const u32, order, tables.order_mask)
+        };
+        Ok(Self { _groups: groups, _group_of: group_of, _slot: slot, _order: order, cells })
     }
 }
 

@@ -7,6 +7,7 @@
 use crate::error::{Error, Result};
 use crate::part_grid::PartGrid;
 use crate::solver::{GridLayout, Precision, SolverConfig};
+use crate::sparse::SparseLayout;
 use kernels_gpu::groups::{OpenCells, MAX_GROUPS};
 use kernels_gpu::{CollisionKind, OpenBoundary, Real};
 use std::collections::HashMap;
@@ -133,6 +134,25 @@ pub struct OpenTables<T> {
     pub group_of: Vec<u16>,
     /// Per block, its first entry in blocks (`bitmask`); empty: direct.
     pub slot: Vec<u32>,
+    /// On a grid of blocks, the local number of the cell each thread
+    /// updates ([`OpenCells::walk`]), at its entry masked by `order_mask`:
+    /// per boundary block its open cells first ([`walks_open_cells_first`]),
+    /// or one identity run for every block. Empty on the dense box.
+    pub order: Vec<u16>,
+    /// See `order`.
+    pub order_mask: u32,
+}
+
+/// Whether the kernel that updates open cells too walks boundary blocks
+/// open cells first ([`OpenCells::walk`]): with `memory` and `bitmask`,
+/// which run it over boundary blocks only, except for two-lattice f32 and
+/// f64. In the wind tunnel of `lbm bench --geometry tunnel` (D3Q27, 128^3
+/// and 256^3, on an H200) walking made `memory` 1-13% faster on 8^3 blocks
+/// and 14-36% on rows in 16-bit and with f32 Esoteric Pull, and 5-13%
+/// slower with f32 two-lattice (`docs/bench/h200-2026-11-30-open-cells-first.txt`).
+pub fn walks_open_cells_first(config: &SolverConfig) -> bool {
+    matches!(config.groups, BoundaryGroups::Memory | BoundaryGroups::Bitmask)
+        && (config.streaming == kernels_gpu::Streaming::EsotericPull || config.precision == Precision::F16)
 }
 
 impl<T: Real> OpenTables<T> {
@@ -167,6 +187,13 @@ impl<T: Real> OpenTables<T> {
                 config.groups.name()
             )));
         }
+        let (order, order_mask) = match grid {
+            PartGrid::Sparse(layout) if walks_open_cells_first(config) => {
+                (walk_order(layout, config.groups, cells.iter().map(|&(n, _)| n)), u32::MAX)
+            }
+            PartGrid::Sparse(layout) => ((0..layout.block_cells() as u16).collect(), layout.block_cells() as u32 - 1),
+            PartGrid::Dense(_) => (Vec::new(), 0),
+        };
         let cells = cells.into_iter().map(|(n, k)| (n, k as u16));
         let (group_of, slot) = match (config.groups, grid) {
             // Indirect: a slot per block, then a run of entries per boundary block.
@@ -194,15 +221,45 @@ impl<T: Real> OpenTables<T> {
                 (group_of, Vec::new())
             }
         };
-        Ok(Some(Self { groups, group_of, slot }))
+        Ok(Some(Self { groups, group_of, slot, order, order_mask }))
     }
 
     /// The kernel argument over these host tables (valid while they live).
+    /// The host updates each cell by its own number, so it takes no order.
     pub fn host_cells(&self) -> OpenCells<T> {
         let slot = if self.slot.is_empty() { std::ptr::null() } else { self.slot.as_ptr() };
         // SAFETY: `build` sizes the tables for every open cell of the grid.
-        unsafe { OpenCells::new(self.groups.as_ptr(), self.group_of.as_ptr(), slot) }
+        unsafe { OpenCells::new(self.groups.as_ptr(), self.group_of.as_ptr(), slot, std::ptr::null(), 0) }
     }
+}
+
+/// The order in which the kernel that updates open cells too walks each
+/// boundary block of `layout` ([`OpenTables::order`]), entries indexed as
+/// `groups` indexes them (direct for `memory`, whose boundary blocks come
+/// first; by slot for `bitmask`): per block its open cells (storage
+/// numbers in `open`), then its other cells, each in storage order.
+fn walk_order(layout: &SparseLayout, groups: BoundaryGroups, open: impl Iterator<Item = u32>) -> Vec<u16> {
+    let v = layout.block_cells() as u32;
+    let boundary = layout.boundary_blocks();
+    let mut is_open = vec![false; boundary.len() * v as usize];
+    let at = |n: u32| boundary.binary_search(&(n / v)).ok().map(|k| k * v as usize + (n % v) as usize);
+    for i in open.filter_map(at) {
+        is_open[i] = true;
+    }
+    let entries = match groups {
+        BoundaryGroups::Bitmask => boundary.len(),
+        _ => boundary.last().map_or(0, |&b| b as usize + 1),
+    };
+    let mut order = vec![0u16; entries * v as usize];
+    for (k, &b) in boundary.iter().enumerate() {
+        let first = if groups == BoundaryGroups::Bitmask { k } else { b as usize } * v as usize;
+        let own = &is_open[k * v as usize..(k + 1) * v as usize];
+        let locals = (0..v as u16).filter(|&l| own[l as usize]).chain((0..v as u16).filter(|&l| !own[l as usize]));
+        for (slot, l) in order[first..first + v as usize].iter_mut().zip(locals) {
+            *slot = l;
+        }
+    }
+    order
 }
 
 #[cfg(test)]
@@ -235,6 +292,59 @@ mod tests {
         ] {
             let what = format!("{grid:?} open {open} {kind:?} D3Q{q} {precision:?}");
             assert_eq!(BoundaryGroups::auto(grid, open, kind, q, precision), want, "{what}");
+        }
+    }
+
+    /// With `memory` and `bitmask`, the threads of each boundary block
+    /// update each of its cells once, its open cells first; the other
+    /// variants keep each thread on its own cell.
+    #[test]
+    fn boundary_blocks_are_walked_open_cells_first() {
+        use crate::bench::BenchGeometry;
+        use crate::sparse::BlockShape;
+        use crate::LatticeKind;
+        use kernels_gpu::flags::is_open;
+        use kernels_gpu::Streaming;
+        for block in [BlockShape::Cube4, BlockShape::Cube8, BlockShape::Row32] {
+            for groups in [BoundaryGroups::Memory, BoundaryGroups::Bitmask, BoundaryGroups::Naive] {
+                let config = SolverConfig {
+                    grid: GridLayout::Sparse { block },
+                    groups,
+                    ..BenchGeometry::Tunnel
+                        .config(LatticeKind::D3Q19, Precision::F32, Streaming::EsotericPull, 64)
+                        .unwrap()
+                };
+                let grid = PartGrid::new(&config, false).unwrap();
+                let PartGrid::Sparse(layout) = &grid else { unreachable!() };
+                let tables = OpenTables::<f32>::build(&config, &grid).unwrap().unwrap();
+                let what = format!("{block:?} {groups:?}");
+                let flags = grid.kernel_flags(&config);
+                let slot = if tables.slot.is_empty() { std::ptr::null() } else { tables.slot.as_ptr() };
+                let (order, mask) = (tables.order.as_ptr(), tables.order_mask);
+                // SAFETY: the tables `build` made for this grid.
+                let cells =
+                    unsafe { OpenCells::new(tables.groups.as_ptr(), tables.group_of.as_ptr(), slot, order, mask) };
+                let (v, shift) = (layout.block_cells() as u32, layout.grid().block_cells().ilog2());
+                let boundary = layout.boundary_blocks();
+                assert!(!boundary.is_empty(), "{what}");
+                let blocks: Vec<u32> =
+                    if groups == BoundaryGroups::Naive { (0..layout.blocks()).collect() } else { boundary.to_vec() };
+                for b in blocks {
+                    // SAFETY: every cell the kernel visits has an entry.
+                    let walked: Vec<u32> = (0..v).map(|l| unsafe { cells.walk((b << shift) | l, shift) }).collect();
+                    if groups == BoundaryGroups::Naive {
+                        assert!(walked.iter().zip(b << shift..).all(|(&w, n)| w == n), "{what}: own cells");
+                        continue;
+                    }
+                    let mut sorted = walked.clone();
+                    sorted.sort_unstable();
+                    assert_eq!(sorted, ((b << shift)..((b + 1) << shift)).collect::<Vec<_>>(), "{what} block {b}");
+                    let open: Vec<bool> = walked.iter().map(|&n| is_open(flags[n as usize])).collect();
+                    let count = open.iter().filter(|&&o| o).count();
+                    assert!(count > 0, "{what} block {b}");
+                    assert!(open[..count].iter().all(|&o| o), "{what} block {b}: open cells first");
+                }
+            }
         }
     }
 

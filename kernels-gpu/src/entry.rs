@@ -529,6 +529,11 @@ macro_rules! entry_points {
                 units: Range<u32>,
             ) {
                 if let Some(cell) = grid.open_cell(units, launch_index()) {
+                    let cell = if G::WALKS_BOUNDARY_BLOCKS {
+                        grid.cell_of(open.walk(grid.index_of(cell), shift))
+                    } else {
+                        cell
+                    };
                     let group = |n| open.group(n, shift);
                     stream::stream_collide_any::<$lattice, $q, $s, C, G>(grid, scheme, &p, src, dst, flags, cell, group);
                 }

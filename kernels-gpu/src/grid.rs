@@ -121,6 +121,10 @@ pub trait Grid: Copy {
     /// The neighbours [`Grid::odd_neighbours`] gives: [`Grid::Neighbours`]
     /// where every neighbour costs arithmetic alone.
     type OddNeighbours<const Q: usize>: Neighbourhood<Q>;
+    /// Whether the kernel that updates open cells too walks each block's
+    /// cells in the order of [`crate::groups::OpenCells::walk`]: grids of
+    /// blocks, whose cells it can renumber within a block by a table.
+    const WALKS_BOUNDARY_BLOCKS: bool = false;
 
     /// Number of cells stored: the length of per-cell arrays (flags, each
     /// field plane); a population buffer holds `q` times as many values.

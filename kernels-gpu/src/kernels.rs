@@ -368,6 +368,13 @@ pub const fn register_cap(kind: KernelKind, grid: GridKind, q: usize, bytes: usi
             (KernelKind::StreamCollide(Ep, Mrt), GridKind::Sparse8 | GridKind::Sparse32x4, 19, 4) => Some(80),
             (KernelKind::StreamCollide(Ep, Bgk), GridKind::Sparse4, 19, 4) => Some(72),
             (KernelKind::StreamCollide(Ep, Regularized), _, 19, 2) => Some(72),
+            // The kernel that updates open cells too, two-lattice f32: at
+            // the registers it took before it walked blocks by a table
+            // (`groups::OpenCells::walk`; no spill), not the 98 / 79 / 95
+            // it takes uncapped since.
+            (KernelKind::StreamCollideOpen(Ab, Bgk), _, 27, 4) => Some(96),
+            (KernelKind::StreamCollideOpen(Ab, Bgk), _, 19, 4) => Some(72),
+            (KernelKind::StreamCollideOpenChosen(Ab), _, 27, 4) => Some(80),
             _ => None,
         };
     }

@@ -388,6 +388,7 @@ impl<S: Shifts> Grid for Sparse<S> {
     type Cell = SparseCell;
     type Neighbours<const Q: usize> = SparseNeighbours<Q, S>;
     type OddNeighbours<const Q: usize> = SparseOddNeighbours<Q, S>;
+    const WALKS_BOUNDARY_BLOCKS: bool = true;
 
     #[inline(always)]
     fn cells(&self) -> usize {
