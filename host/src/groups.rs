@@ -66,15 +66,22 @@ impl BoundaryGroups {
     /// On a sparse grid with 16-bit storage `lists` was the fastest in every
     /// row of the same tunnel (BGK, MRT, cumulant; D3Q19 and D3Q27; both
     /// schemes): 1.5-4.5% ahead of `memory`
-    /// (`docs/bench/h200-2026-11-28-tunnel-groups-16-bit.txt`).
+    /// (`docs/bench/h200-2026-11-28-tunnel-groups-16-bit.txt`). Since
+    /// `memory` walks boundary blocks open cells first
+    /// ([`walks_open_cells_first`]) it is ahead on 8^3 blocks in every row,
+    /// by 0.2-3.7% (`docs/bench/h200-2026-11-30-tunnel-16-bit-lists-vs-memory.txt`),
+    /// so 16-bit storage keeps `lists` on the other block shapes only.
     pub fn auto(grid: GridLayout, has_open: bool, collision: CollisionKind, q: usize, precision: Precision) -> Self {
+        use crate::sparse::BlockShape::Cube8;
         match (has_open, grid) {
             (false, _) => BoundaryGroups::Lists,
             (true, GridLayout::Dense) if !collision.stamped() && q == 27 && precision == Precision::F16 => {
                 BoundaryGroups::Lists
             }
             (true, GridLayout::Dense) => BoundaryGroups::Naive,
-            (true, GridLayout::Sparse { .. }) if precision == Precision::F16 => BoundaryGroups::Lists,
+            (true, GridLayout::Sparse { block }) if precision == Precision::F16 && block != Cube8 => {
+                BoundaryGroups::Lists
+            }
             (true, GridLayout::Sparse { .. }) => BoundaryGroups::Memory,
         }
     }
@@ -269,12 +276,15 @@ mod tests {
     /// `auto` takes the variants measured fastest: the bulk kernel alone
     /// without open cells; `naive` on the dense box and `memory` on a sparse
     /// grid, except `lists` with 16-bit storage for the operators chosen at
-    /// run time on a dense D3Q27 box and for every operator on a sparse grid.
+    /// run time on a dense D3Q27 box and for every operator on a sparse grid
+    /// of blocks other than 8^3.
     #[test]
     fn auto_takes_the_variant_measured_fastest() {
+        use crate::sparse::BlockShape::{Cube4, Cube8, Row32};
         use kernels_gpu::CollisionKind::{Bgk, Cumulant, Mrt, Trt};
         use Precision::{F16, F32, F64};
-        let (dense, sparse) = (GridLayout::Dense, GridLayout::Sparse { block: crate::sparse::BlockShape::Cube8 });
+        let (dense, sparse) = (GridLayout::Dense, GridLayout::Sparse { block: Cube8 });
+        let (sparse4, rows) = (GridLayout::Sparse { block: Cube4 }, GridLayout::Sparse { block: Row32 });
         for (grid, open, kind, q, precision, want) in [
             (dense, false, Mrt, 27, F32, BoundaryGroups::Lists),
             (sparse, false, Bgk, 19, F32, BoundaryGroups::Lists),
@@ -287,8 +297,11 @@ mod tests {
             (dense, true, Cumulant, 27, F16, BoundaryGroups::Lists),
             (sparse, true, Cumulant, 27, F32, BoundaryGroups::Memory),
             (sparse, true, Bgk, 19, F64, BoundaryGroups::Memory),
-            (sparse, true, Bgk, 19, F16, BoundaryGroups::Lists),
-            (sparse, true, Mrt, 27, F16, BoundaryGroups::Lists),
+            (sparse, true, Bgk, 19, F16, BoundaryGroups::Memory),
+            (sparse, true, Mrt, 27, F16, BoundaryGroups::Memory),
+            (sparse4, true, Bgk, 19, F16, BoundaryGroups::Lists),
+            (rows, true, Cumulant, 27, F16, BoundaryGroups::Lists),
+            (rows, true, Cumulant, 27, F32, BoundaryGroups::Memory),
         ] {
             let what = format!("{grid:?} open {open} {kind:?} D3Q{q} {precision:?}");
             assert_eq!(BoundaryGroups::auto(grid, open, kind, q, precision), want, "{what}");
