@@ -1085,6 +1085,7 @@ impl Case {
                 config.collision.kind(),
                 config.lattice.q(),
                 config.precision,
+                config.streaming,
             )
         });
         config.validate().map_err(in_case(path, "[simulation] boundary_groups"))?;
@@ -1422,8 +1423,17 @@ y_max = { moving_wall = [0.1, 0.0, 0.0] }
             .replace("x_min = \"wall\"", "x_min = { velocity_inlet = [0.05, 0.0, 0.0] }")
             .replace("x_max = \"wall\"", "x_max = { pressure_outlet = 0.0 }");
         assert_eq!(setup(&channel).unwrap().config.groups, BoundaryGroups::Naive);
-        let sparse_channel = channel.replace("steps = 10", "steps = 10\ngrid = \"sparse\"");
-        assert_eq!(setup(&sparse_channel).unwrap().config.groups, BoundaryGroups::Memory);
+        // On a sparse grid by storage, block shape and scheme (`BoundaryGroups::auto`).
+        let sparse_channel =
+            |keys: &str| channel.replace("steps = 10", &format!("steps = 10\ngrid = \"sparse\"\n{keys}"));
+        for (keys, want) in [
+            ("", BoundaryGroups::Naive),
+            ("block = 8", BoundaryGroups::Memory),
+            ("block = 8\nstreaming = \"two-lattice\"", BoundaryGroups::Naive),
+            ("precision = \"f16\"", BoundaryGroups::Memory),
+        ] {
+            assert_eq!(setup(&sparse_channel(keys)).unwrap().config.groups, want, "{keys}");
+        }
         assert_eq!(with("boundary_groups = \"naive\"").unwrap().config.groups, BoundaryGroups::Naive);
         let sparse = with("grid = \"sparse\"\nboundary_groups = \"Bitmask\"").unwrap();
         assert_eq!(

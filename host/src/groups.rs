@@ -9,7 +9,7 @@ use crate::part_grid::PartGrid;
 use crate::solver::{GridLayout, Precision, SolverConfig};
 use crate::sparse::SparseLayout;
 use kernels_gpu::groups::{OpenCells, MAX_GROUPS};
-use kernels_gpu::{CollisionKind, OpenBoundary, Real};
+use kernels_gpu::{CollisionKind, OpenBoundary, Real, Streaming};
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -47,42 +47,55 @@ impl BoundaryGroups {
     }
 
     /// The variant `boundary_groups = "auto"` (a case's default) picks: the
-    /// bulk kernel alone without inlets or outlets (`lists` runs nothing
-    /// else then); with them, `naive` on the dense box and `memory` on a
-    /// sparse grid, the fastest measured in the wind tunnel
-    /// (`docs/bench/h100-2026-11-24-*-boundary-groups.txt`): an inlet list
-    /// on an x face reads its cells a row apart, and the list kernels cost
-    /// the dense D3Q27 tunnel a third of its speed. The operators not
-    /// stamped into the heavy kernel run it through [`kernels_gpu::Chosen`],
-    /// which on the dense D3Q27 box takes 96 registers (72 in the operators'
-    /// own bulk kernels in 16-bit storage): with 16-bit storage that costs
-    /// more than the lists' strided reads, so there they take `lists`; in
-    /// f32 `naive` is ahead (the 256^3 tunnel on an H200, fraction of copy
-    /// bandwidth, `lists` against `naive`, Esoteric Pull / two-lattice:
-    /// 16-bit MRT 43.1% / 40.0% against 38.3% / 33.9%, cumulant 42.7% /
-    /// 39.0% against 38.8% / 34.4%; f32 MRT 63.5% / 58.9% against 64.8% /
-    /// 59.9%, regularized 63.8% / 58.7% against 67.2% / 62.2%,
-    /// `docs/bench/h200-2026-11-29-trt-pair-by-pair.txt`).
-    /// On a sparse grid with 16-bit storage `lists` was the fastest in every
-    /// row of the same tunnel (BGK, MRT, cumulant; D3Q19 and D3Q27; both
-    /// schemes): 1.5-4.5% ahead of `memory`
-    /// (`docs/bench/h200-2026-11-28-tunnel-groups-16-bit.txt`). Since
-    /// `memory` walks boundary blocks open cells first
-    /// ([`walks_open_cells_first`]) it is ahead on 8^3 blocks in every row,
-    /// by 0.2-3.7% (`docs/bench/h200-2026-11-30-tunnel-16-bit-lists-vs-memory.txt`),
-    /// so 16-bit storage keeps `lists` on the other block shapes only.
-    pub fn auto(grid: GridLayout, has_open: bool, collision: CollisionKind, q: usize, precision: Precision) -> Self {
-        use crate::sparse::BlockShape::Cube8;
-        match (has_open, grid) {
-            (false, _) => BoundaryGroups::Lists,
-            (true, GridLayout::Dense) if !collision.stamped() && q == 27 && precision == Precision::F16 => {
-                BoundaryGroups::Lists
-            }
-            (true, GridLayout::Dense) => BoundaryGroups::Naive,
-            (true, GridLayout::Sparse { block }) if precision == Precision::F16 && block != Cube8 => {
-                BoundaryGroups::Lists
-            }
-            (true, GridLayout::Sparse { .. }) => BoundaryGroups::Memory,
+    /// bulk kernel alone (`lists`) without inlets or outlets; with them the
+    /// one measured fastest in the wind tunnel of `lbm bench --geometry
+    /// tunnel` (a sphere between a regularized inlet and outlet).
+    ///
+    /// - Dense box: `naive` (an inlet list on an x face reads its cells a
+    ///   row apart, and the list kernels cost the dense D3Q27 tunnel a third
+    ///   of its speed, `docs/bench/h100-2026-11-24-*-boundary-groups.txt`),
+    ///   except the operators chosen at run time ([`kernels_gpu::Chosen`],
+    ///   96 registers against 72 in their own bulk kernels) on a D3Q27 box
+    ///   with 16-bit storage, where `lists` is 9-18% ahead
+    ///   (`docs/bench/h200-2026-11-29-trt-pair-by-pair.txt`).
+    /// - Sparse grid, 16-bit storage: `memory`, whose heavy kernel walks
+    ///   boundary blocks open cells first ([`walks_open_cells_first`]), on
+    ///   8^3 blocks (ahead of `lists` by 0.2-3.7%,
+    ///   `docs/bench/h200-2026-11-30-tunnel-16-bit-lists-vs-memory.txt`) and
+    ///   on 4^3 blocks, except D3Q27 Esoteric Pull (`lists` ahead by up to
+    ///   4%); `lists` on rows, where neither is ahead in every row.
+    /// - Sparse grid, f32 and f64: `naive` with two-lattice streaming (ahead
+    ///   of `memory` by 0-8%), `memory` with Esoteric Pull (on rows 5-21%
+    ///   ahead of `naive`, on 8^3 blocks up to 9%), except f32 on 4^3 blocks:
+    ///   `naive`.
+    ///   (4^3 blocks, f32 and f64: `docs/bench/h200-2026-12-01-tunnel-groups-auto.txt`.)
+    pub fn auto(
+        grid: GridLayout,
+        has_open: bool,
+        collision: CollisionKind,
+        q: usize,
+        precision: Precision,
+        streaming: Streaming,
+    ) -> Self {
+        use crate::sparse::BlockShape::{Cube4, Cube8, Row32};
+        use BoundaryGroups::{Lists, Memory, Naive};
+        let pull = streaming == Streaming::EsotericPull;
+        let GridLayout::Sparse { block } = grid else {
+            let chosen_d3q27_16_bit = !collision.stamped() && q == 27 && precision == Precision::F16;
+            return match (has_open, chosen_d3q27_16_bit) {
+                (true, false) => Naive,
+                _ => Lists,
+            };
+        };
+        match (has_open, precision, block) {
+            (false, ..) => Lists,
+            (true, Precision::F16, Cube8) => Memory,
+            (true, Precision::F16, Cube4) if pull && q == 27 => Lists,
+            (true, Precision::F16, Cube4) => Memory,
+            (true, Precision::F16, Row32) => Lists,
+            (true, Precision::F32, Cube4) => Naive,
+            (true, Precision::F32 | Precision::F64, _) if !pull => Naive,
+            (true, Precision::F32 | Precision::F64, _) => Memory,
         }
     }
 
@@ -159,7 +172,7 @@ pub struct OpenTables<T> {
 /// slower with f32 two-lattice (`docs/bench/h200-2026-11-30-open-cells-first.txt`).
 pub fn walks_open_cells_first(config: &SolverConfig) -> bool {
     matches!(config.groups, BoundaryGroups::Memory | BoundaryGroups::Bitmask)
-        && (config.streaming == kernels_gpu::Streaming::EsotericPull || config.precision == Precision::F16)
+        && (config.streaming == Streaming::EsotericPull || config.precision == Precision::F16)
 }
 
 impl<T: Real> OpenTables<T> {
@@ -273,11 +286,9 @@ fn walk_order(layout: &SparseLayout, groups: BoundaryGroups, open: impl Iterator
 mod tests {
     use super::*;
 
-    /// `auto` takes the variants measured fastest: the bulk kernel alone
-    /// without open cells; `naive` on the dense box and `memory` on a sparse
-    /// grid, except `lists` with 16-bit storage for the operators chosen at
-    /// run time on a dense D3Q27 box and for every operator on a sparse grid
-    /// of blocks other than 8^3.
+    /// `auto` takes the variants measured fastest ([`BoundaryGroups::auto`]):
+    /// the bulk kernel alone without open cells, else by grid, storage,
+    /// block shape and streaming scheme.
     #[test]
     fn auto_takes_the_variant_measured_fastest() {
         use crate::sparse::BlockShape::{Cube4, Cube8, Row32};
@@ -285,26 +296,36 @@ mod tests {
         use Precision::{F16, F32, F64};
         let (dense, sparse) = (GridLayout::Dense, GridLayout::Sparse { block: Cube8 });
         let (sparse4, rows) = (GridLayout::Sparse { block: Cube4 }, GridLayout::Sparse { block: Row32 });
-        for (grid, open, kind, q, precision, want) in [
-            (dense, false, Mrt, 27, F32, BoundaryGroups::Lists),
-            (sparse, false, Bgk, 19, F32, BoundaryGroups::Lists),
-            (dense, true, Bgk, 27, F32, BoundaryGroups::Naive),
-            (dense, true, Bgk, 19, F16, BoundaryGroups::Naive),
-            (dense, true, Trt, 19, F64, BoundaryGroups::Naive),
-            (dense, true, Mrt, 19, F32, BoundaryGroups::Naive),
-            (dense, true, Mrt, 27, F32, BoundaryGroups::Naive),
-            (dense, true, Mrt, 27, F16, BoundaryGroups::Lists),
-            (dense, true, Cumulant, 27, F16, BoundaryGroups::Lists),
-            (sparse, true, Cumulant, 27, F32, BoundaryGroups::Memory),
-            (sparse, true, Bgk, 19, F64, BoundaryGroups::Memory),
-            (sparse, true, Bgk, 19, F16, BoundaryGroups::Memory),
-            (sparse, true, Mrt, 27, F16, BoundaryGroups::Memory),
-            (sparse4, true, Bgk, 19, F16, BoundaryGroups::Lists),
-            (rows, true, Cumulant, 27, F16, BoundaryGroups::Lists),
-            (rows, true, Cumulant, 27, F32, BoundaryGroups::Memory),
+        use BoundaryGroups::{Lists, Memory, Naive};
+        use Streaming::{EsotericPull as Ep, TwoLattice as Ab};
+        for (grid, open, kind, q, precision, scheme, want) in [
+            (dense, false, Mrt, 27, F32, Ep, Lists),
+            (sparse, false, Bgk, 19, F32, Ab, Lists),
+            (sparse4, false, Bgk, 19, F16, Ab, Lists),
+            (dense, true, Bgk, 27, F32, Ep, Naive),
+            (dense, true, Bgk, 19, F16, Ab, Naive),
+            (dense, true, Trt, 19, F64, Ep, Naive),
+            (dense, true, Mrt, 19, F32, Ab, Naive),
+            (dense, true, Mrt, 27, F32, Ep, Naive),
+            (dense, true, Mrt, 27, F16, Ep, Lists),
+            (dense, true, Cumulant, 27, F16, Ab, Lists),
+            (sparse, true, Bgk, 19, F16, Ab, Memory),
+            (sparse, true, Mrt, 27, F16, Ep, Memory),
+            (sparse4, true, Bgk, 19, F16, Ep, Memory),
+            (sparse4, true, Mrt, 27, F16, Ab, Memory),
+            (sparse4, true, Cumulant, 27, F16, Ep, Lists),
+            (rows, true, Cumulant, 27, F16, Ab, Lists),
+            (sparse, true, Cumulant, 27, F32, Ep, Memory),
+            (rows, true, Bgk, 19, F32, Ep, Memory),
+            (sparse, true, Cumulant, 27, F32, Ab, Naive),
+            (rows, true, Mrt, 19, F32, Ab, Naive),
+            (sparse4, true, Bgk, 27, F32, Ep, Naive),
+            (sparse, true, Bgk, 19, F64, Ab, Naive),
+            (sparse4, true, Bgk, 27, F64, Ep, Memory),
+            (rows, true, Bgk, 19, F64, Ep, Memory),
         ] {
-            let what = format!("{grid:?} open {open} {kind:?} D3Q{q} {precision:?}");
-            assert_eq!(BoundaryGroups::auto(grid, open, kind, q, precision), want, "{what}");
+            let what = format!("{grid:?} open {open} {kind:?} D3Q{q} {precision:?} {scheme:?}");
+            assert_eq!(BoundaryGroups::auto(grid, open, kind, q, precision, scheme), want, "{what}");
         }
     }
 
@@ -317,7 +338,6 @@ mod tests {
         use crate::sparse::BlockShape;
         use crate::LatticeKind;
         use kernels_gpu::flags::is_open;
-        use kernels_gpu::Streaming;
         for block in [BlockShape::Cube4, BlockShape::Cube8, BlockShape::Row32] {
             for groups in [BoundaryGroups::Memory, BoundaryGroups::Bitmask, BoundaryGroups::Naive] {
                 let config = SolverConfig {
